@@ -1,0 +1,246 @@
+"""One request attempt's outcome (`StreamResult`), its failure kinds, and the fold that builds it.
+
+How it works: both transports read the response line by line, stamp each line's arrival
+time, and feed `(t, line)` to a `StreamBuilder`. The builder parses (sse.parse_line) after
+the stamp, keeps the timing points in a `StreamTiming`, the text, usage, model and finish
+reason, and stops at `[DONE]` or an in-stream error. `finish()` turns that into a
+`StreamResult`: timing figures, token counts (server usage first, else the client count
+from prompts.count_tokens - a tokenizer when one is usable offline, else chunks), and the
+failure, if any, as one of the exception classes below. Locust groups failures by the
+exception's repr, so the message of each class is stable (no per-request numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmload import sse
+from llmload.prompts import count_tokens
+from llmload.timing import StreamTiming, TimingFigures
+
+
+class LLMError(Exception):
+    """Base of every failure a user reports; `kind` is the samples.csv `error` value."""
+
+    kind = "protocol"
+    status = 0
+    detail = ""
+
+
+class RateLimited(LLMError):
+    kind = "rate_limited"
+
+    def __init__(self, retry_after_s: float | None = None, detail: str = "") -> None:
+        super().__init__("HTTP 429")
+        self.status = 429
+        self.retry_after_s = retry_after_s
+        self.detail = detail
+
+
+class HTTP4xx(LLMError):
+    kind = "http_4xx"
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.detail = detail
+
+
+class HTTP5xx(LLMError):
+    kind = "http_5xx"
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.detail = detail
+
+
+class ConnectError(LLMError):
+    kind = "connect"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("cannot connect")
+        self.detail = detail
+
+
+class Timeout(LLMError):
+    kind = "timeout"
+
+    def __init__(self, phase: str, limit_s: float | None = None, detail: str = "") -> None:
+        super().__init__(f"{phase} timeout")
+        self.phase = phase
+        """connect | first_token | total | read"""
+        self.limit_s = limit_s
+        self.detail = detail or (f"{phase} timeout after {limit_s:g} s" if limit_s else f"{phase} timeout")
+
+
+class StreamBroken(LLMError):
+    kind = "stream_broken"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("stream ended before [DONE]")
+        self.detail = detail
+
+
+class ProtocolError(LLMError):
+    kind = "protocol"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("malformed response")
+        self.detail = detail
+
+
+class StreamError(LLMError):
+    kind = "stream_error"
+
+    def __init__(self, code: object = None, detail: str = "") -> None:
+        super().__init__(f"error event in stream (code {code})")
+        self.code = code
+        self.detail = detail
+
+
+def parse_retry_after_s(headers: dict[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms` (preferred, OpenAI style) or `Retry-After` (seconds).
+
+    `headers` keys must be lower-case. An HTTP-date Retry-After is not parsed (returns None).
+    """
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    seconds = headers.get("retry-after")
+    if seconds:
+        try:
+            return max(0.0, float(seconds))
+        except ValueError:
+            return None
+    return None
+
+
+def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMError:
+    """The failure for a non-200 response (headers lower-cased, body truncated by the caller)."""
+    detail = " ".join(body.split())[:200]
+    if status == 429:
+        return RateLimited(parse_retry_after_s(headers), detail)
+    if 400 <= status < 500:
+        return HTTP4xx(status, detail)
+    if status >= 500:
+        return HTTP5xx(status, detail)
+    return ProtocolError(f"unexpected HTTP {status}: {detail}")
+
+
+@dataclass(slots=True)
+class StreamResult:
+    request_id: str
+    endpoint: str
+    transport: str
+    ts_start_s: float
+    """unix seconds at t0"""
+    status: int = 0
+    exception: LLMError | None = None
+    timing: TimingFigures | None = None
+    connect_ms: float | None = None
+    conn_reused: bool | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    output_tokens_client: int | None = None
+    cached_tokens: int | None = None
+    tokens_source: str = ""
+    model_requested: str = ""
+    model_returned: str = ""
+    finish_reason: str = ""
+    text: str = ""
+    retry_of: str = ""
+    elapsed_ms: float | None = None
+    """t0 -> end of the attempt, also for failures (what the LLM event reports then)"""
+
+    @property
+    def ok(self) -> bool:
+        return self.exception is None
+
+    @property
+    def error(self) -> str:
+        return self.exception.kind if self.exception else ""
+
+    @property
+    def retry_after_s(self) -> float | None:
+        return getattr(self.exception, "retry_after_s", None)
+
+
+class StreamBuilder:
+    """Folds timestamped SSE lines of one attempt into a StreamResult."""
+
+    __slots__ = ("error_event", "finish_reason", "model", "parts", "saw_done", "timing", "usage")
+
+    def __init__(self, timing: StreamTiming) -> None:
+        self.timing = timing
+        self.parts: list[str] = []
+        self.usage: dict | None = None
+        self.model = ""
+        self.finish_reason = ""
+        self.saw_done = False
+        self.error_event: dict | None = None
+
+    def feed(self, t: float, line: bytes) -> bool:
+        """One line read at time `t`; True once the stream is over ([DONE] or error event).
+
+        Raises sse.MalformedChunk for a data line that is not a JSON chunk.
+        """
+        chunk = sse.parse_line(line)
+        if chunk is None:
+            return False
+        if chunk is sse.DONE:
+            self.saw_done = True
+            return True
+        if chunk.error is not None:
+            self.error_event = chunk.error
+            return True
+        content = chunk.content
+        reasoning = chunk.reasoning
+        self.timing.chunk(t, bool(content), bool(reasoning))
+        if content:
+            self.parts.append(content)
+        if reasoning:
+            self.parts.append(reasoning)
+        if chunk.usage:
+            self.usage = chunk.usage
+        if chunk.model and not self.model:
+            self.model = chunk.model
+        if chunk.finish_reason:
+            self.finish_reason = chunk.finish_reason
+        return False
+
+    def failure(self) -> LLMError | None:
+        """The failure the stream's content implies (error event, or no [DONE]/finish)."""
+        if self.error_event is not None:
+            err = self.error_event
+            code = err.get("code") or err.get("type")
+            return StreamError(code, str(err.get("message", ""))[:200])
+        if not self.saw_done and not self.finish_reason:
+            return StreamBroken("connection closed before [DONE] or a finish_reason")
+        return None
+
+    def fill(self, result: StreamResult, input_tokens_estimate: int | None) -> None:
+        """Timing figures, token counts, model and text into `result`."""
+        text = "".join(self.parts)
+        client_tokens, client_source = count_tokens(text, chunks=len(self.timing.text_times))
+        usage = self.usage or {}
+        completion = usage.get("completion_tokens")
+        prompt = usage.get("prompt_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        if isinstance(completion, int):
+            result.output_tokens = completion
+            result.tokens_source = "usage"
+        else:
+            result.output_tokens = client_tokens
+            result.tokens_source = client_source
+        result.output_tokens_client = client_tokens
+        result.input_tokens = prompt if isinstance(prompt, int) else input_tokens_estimate
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        result.cached_tokens = cached if isinstance(cached, int) else None
+        result.model_returned = self.model
+        result.finish_reason = self.finish_reason
+        result.text = text
+        result.timing = self.timing.figures(result.output_tokens)

@@ -1,0 +1,86 @@
+"""Server-sent-event lines of an OpenAI-compatible stream -> chunk events (pure, no I/O).
+
+How it works: a streaming response is a sequence of lines. The transports read one line
+at a time, take the timestamp *first*, then hand the raw bytes to `parse_line`, which
+
+- returns None for lines that carry nothing: blank separators, `: keep-alive` comments,
+  `event:` / `id:` / `retry:` fields;
+- returns `DONE` for `data: [DONE]`;
+- decodes `data: {...}` JSON into one `Chunk` (raises `MalformedChunk` when it is not JSON).
+
+A `Chunk` folds both wire shapes: chat (`choices[0].delta.content`, reasoning text in
+`delta.reasoning_content` or `delta.reasoning`) and completions (`choices[0].text`). A chunk
+may carry several tokens, the finish reason, usage (often in a last chunk whose `choices`
+is empty) and an in-stream error (`data: {"error": {...}}`, sent by engines whose admission
+fails after the 200 status went out). Role-only and empty deltas give a chunk with no
+text: they are not tokens. CRLF and LF line ends are both accepted. Each `data:` line is
+one event (OpenAI-compatible servers never split a JSON chunk over several `data:` lines).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+DONE = "[DONE]"
+"""Sentinel returned for `data: [DONE]`."""
+
+_loads = json.loads
+
+
+class MalformedChunk(ValueError):
+    """A `data:` line whose payload is not a JSON object."""
+
+
+@dataclass(slots=True)
+class Chunk:
+    content: str = ""
+    """generated answer text in this chunk ('' for role-only / empty deltas)"""
+    reasoning: str = ""
+    """reasoning ("thinking") text in this chunk"""
+    finish_reason: str | None = None
+    usage: dict | None = None
+    """the `usage` object when the server sent one (include_usage)"""
+    model: str | None = None
+    error: dict | None = None
+    """the `error` object of an in-stream error event"""
+
+
+def parse_line(line: bytes) -> Chunk | str | None:
+    """One raw SSE line (with or without its CR/LF) -> Chunk, DONE or None."""
+    if not line.startswith(b"data:"):
+        return None  # blank separator, ': comment', event:/id:/retry: fields
+    payload = line[5:].strip()
+    if payload == b"[DONE]":
+        return DONE
+    if not payload:
+        return None
+    try:
+        obj = _loads(payload)
+    except ValueError as exc:
+        raise MalformedChunk(f"chunk is not JSON: {payload[:80]!r}") from exc
+    if not isinstance(obj, dict):
+        raise MalformedChunk(f"chunk is not a JSON object: {payload[:80]!r}")
+    return chunk_from_obj(obj)
+
+
+def chunk_from_obj(obj: dict) -> Chunk:
+    """Fold a decoded chunk object (chat or completions shape) into a Chunk."""
+    chunk = Chunk(model=obj.get("model"), usage=obj.get("usage"))
+    error = obj.get("error")
+    if error is not None:
+        chunk.error = error if isinstance(error, dict) else {"message": str(error)}
+        return chunk
+    choices = obj.get("choices")
+    if choices:
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise MalformedChunk(f"choices[0] is not an object: {choice!r:.80}")
+        chunk.finish_reason = choice.get("finish_reason")
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            chunk.content = delta.get("content") or ""
+            chunk.reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+        else:
+            chunk.content = choice.get("text") or ""
+    return chunk
