@@ -1,0 +1,52 @@
+"""The truth log: what really happened to each request, as the server saw it.
+
+One CSV row per request, written when the response ends. Times are
+`time.perf_counter()` seconds (CLOCK_MONOTONIC on Linux, the same clock a client on the
+same machine reads), so a test can compare a client's measured TTFT with the time the
+server actually wrote the first content byte. Rows are flushed at least every second.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+
+COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_start_s",
+           "first_byte_due_s", "first_byte_s", "last_byte_s", "arrival_unix", "prompt_tokens",
+           "cached_tokens", "output_tokens", "fault")
+
+
+class TruthLog:
+    def __init__(self, path: str | None):
+        self._file = open(path, "w", newline="") if path else None
+        self._writer = csv.writer(self._file) if self._file else None
+        if self._writer:
+            self._writer.writerow(COLUMNS)
+            self._file.flush()
+        self._flushed_s = time.monotonic()
+
+    def write(self, row: dict) -> None:
+        if self._writer is None:
+            return
+        self._writer.writerow([_fmt(row.get(c)) for c in COLUMNS])
+        now = time.monotonic()
+        if now - self._flushed_s >= 1.0:
+            self.flush()
+            self._flushed_s = now
+
+    def flush(self) -> None:
+        if self._file:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
+            self._file = self._writer = None
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return str(value)
