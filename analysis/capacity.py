@@ -1,0 +1,161 @@
+"""Capacity under an SLO and the replica plan.
+
+How it works:
+- An SLO profile bounds p95 TTFT (voice 250 ms, chat 500 ms, ide 300 ms, batch none; any
+  threshold can be overridden) and the error and 429 rates (1 % each by default).
+- Tiers are ordered by load. The first tier that breaks any bound ends the search; the
+  capacity is interpolated linearly between the last passing tier and that tier, at the
+  load where the first broken figure crosses its bound (the smallest such load when
+  several break). Throughput and output tokens/s at the capacity are interpolated the same
+  way. If the lowest tier already fails, the capacity is below the tested range; if no
+  tier fails, it is at least the highest tested load.
+- Replica plan: replicas = ceil(target / (capacity x (1 - headroom))), for a target in
+  requests/s, concurrent users or output tokens/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+DEFAULT_HEADROOM = 0.30
+
+
+@dataclass(frozen=True)
+class SloProfile:
+    name: str
+    ttft_p95_ms: float | None
+    max_error_rate: float = 0.01
+    max_429_rate: float = 0.01
+
+
+PROFILES = {
+    "voice": SloProfile("voice", 250.0),
+    "chat": SloProfile("chat", 500.0),
+    "ide": SloProfile("ide", 300.0),
+    "batch": SloProfile("batch", None),
+}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    profile: SloProfile
+    status: str
+    """'within' (interpolated), 'beyond' (no tier failed), 'below' (the lowest tier failed), 'none'"""
+    load: float
+    ok_rps: float
+    out_tok_s: float
+    limited_by: str
+    """what broke first, e.g. 'p95 TTFT 512 ms > 500 ms at tier 5'"""
+
+
+def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
+                 max_429_rate: float | None = None) -> SloProfile:
+    base = PROFILES.get(name)
+    if base is None:
+        raise ValueError(f"unknown SLO profile {name!r}; choose one of {', '.join(PROFILES)}")
+    return SloProfile(
+        name, ttft_p95_ms if ttft_p95_ms is not None else base.ttft_p95_ms,
+        max_error_rate if max_error_rate is not None else base.max_error_rate,
+        max_429_rate if max_429_rate is not None else base.max_429_rate,
+    )
+
+
+def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
+    rows = table[table["sent"] > 0].sort_values("load", kind="stable").reset_index(drop=True)
+    if rows.empty:
+        return Capacity(profile, "none", math.nan, math.nan, math.nan, "no requests measured")
+    for i, row in rows.iterrows():
+        broken = _broken(row, profile)
+        if not broken:
+            continue
+        if i == 0:
+            return Capacity(profile, "below", 0.0, 0.0, 0.0,
+                            f"{broken[0][0]} already at the lowest tier ({row['load']:g})")
+        prev = rows.iloc[i - 1]
+        fractions = [(_fraction(prev[col], row[col], limit), text) for text, col, limit in broken]
+        frac, text = min(fractions)
+        def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
+            return float(prev[col] + frac * (row[col] - prev[col]))
+        return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text)
+    top = rows.iloc[-1]
+    return Capacity(profile, "beyond", float(top["load"]), float(top["ok_rps"]), float(top["out_tok_s"]),
+                    "nothing broke in the tested range")
+
+
+def _broken(row: pd.Series, profile: SloProfile) -> list[tuple[str, str, float]]:
+    out = []
+    where = f"at tier {int(row['tier'])}"
+    p95 = row["ttft_p95_ms"]
+    if profile.ttft_p95_ms is not None and (math.isnan(p95) or p95 > profile.ttft_p95_ms):
+        shown = "n/a (no successes)" if math.isnan(p95) else f"{p95:.0f} ms"
+        out.append((f"p95 TTFT {shown} > {profile.ttft_p95_ms:g} ms {where}", "ttft_p95_ms", profile.ttft_p95_ms))
+    if row["error_rate"] > profile.max_error_rate:
+        out.append((f"error rate {row['error_rate']:.1%} > {profile.max_error_rate:.1%} {where}", "error_rate",
+                    profile.max_error_rate))
+    if row["rate_429"] > profile.max_429_rate:
+        out.append((f"429 rate {row['rate_429']:.1%} > {profile.max_429_rate:.1%} {where}", "rate_429",
+                    profile.max_429_rate))
+    return out
+
+
+def _fraction(before: float, after: float, limit: float) -> float:
+    if math.isnan(before) or math.isnan(after) or after == before:
+        return 0.0
+    return min(1.0, max(0.0, (limit - before) / (after - before)))
+
+
+def describe(cap: Capacity, load_unit: str) -> str:
+    slo = (f"p95 TTFT <= {cap.profile.ttft_p95_ms:g} ms, " if cap.profile.ttft_p95_ms is not None else "")
+    slo += f"errors <= {cap.profile.max_error_rate:.0%}, 429s <= {cap.profile.max_429_rate:.0%}"
+    head = f"Capacity under the {cap.profile.name} SLO ({slo}): "
+    if cap.status == "none":
+        return head + "unknown (no requests measured)."
+    if cap.status == "below":
+        return head + f"below the lowest tested load ({cap.limited_by})."
+    figures = f"{cap.ok_rps:.1f} req/s, {cap.out_tok_s:.0f} output tok/s"
+    if cap.status == "beyond":
+        return head + f"at least {cap.load:g} {load_unit} ({figures}); nothing broke in the tested range."
+    return head + f"{cap.load:.1f} {load_unit} ({figures}), interpolated; limited by {cap.limited_by}."
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    target: float
+    target_kind: str
+    per_replica: float
+    headroom: float
+    replicas: int | None
+
+
+TARGET_KINDS = {"rps": "req/s", "users": "users", "tok_s": "output tok/s"}
+
+
+def plan_replicas(cap: Capacity, target: float, target_kind: str, load_unit: str,
+                  headroom: float = DEFAULT_HEADROOM) -> ReplicaPlan:
+    """Replicas of the tested deployment needed for `target` under the capacity's SLO."""
+    if target_kind == "rps":
+        per = cap.ok_rps
+    elif target_kind == "tok_s":
+        per = cap.out_tok_s
+    elif target_kind == "users":
+        if load_unit != "users":
+            raise ValueError("a users target needs a closed-loop run (tiers in users); plan by --target-rps")
+        per = cap.load
+    else:
+        raise ValueError(f"unknown target kind {target_kind!r}")
+    usable = per * (1.0 - headroom)
+    replicas = math.ceil(target / usable - 1e-9) if usable > 0 and not math.isnan(usable) else None
+    return ReplicaPlan(target, target_kind, usable, headroom, replicas)
+
+
+def describe_plan(plan: ReplicaPlan, cap: Capacity) -> str:
+    unit = TARGET_KINDS[plan.target_kind]
+    if plan.replicas is None:
+        return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
+    extra = " (capacity is a lower bound: nothing broke in the tested range)" if cap.status == "beyond" else ""
+    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {plan.replicas} replicas "
+            f"of the tested deployment, each loaded to {plan.per_replica:.1f} {unit} "
+            f"({plan.headroom:.0%} headroom below its SLO capacity){extra}.")

@@ -1,0 +1,242 @@
+"""Read a run folder (`reports/<run>/`) into tidy frames aligned to the load tiers.
+
+How it works:
+- `samples.csv` is required (one row per request attempt). Only the columns analysis uses
+  are read; unknown extra columns are ignored and missing optional ones become empty.
+- `tiers.csv` gives each tier's unix window. A sample belongs to the tier whose
+  [start_s, end_s) holds its `ts_start_s`, and is *measured* when it was sent in
+  [start_s + warmup_s, end_s). The `phase` column written by the load generator is not
+  trusted on its own: tiers.csv decides (disagreements are counted in the notes).
+- A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
+  last sample. Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
+- `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
+  is named in `Run.notes`.
+- A folder that is not a run raises `RunError` with one line saying what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
+NUMERIC_COLUMNS = (
+    "ts_start_s", "users_now", "tier", "status", "ttft_ms", "reasoning_ttft_ms", "e2e_ms",
+    "headers_ms", "connect_ms", "conn_reused", "input_tokens", "output_tokens", "cached_tokens",
+    "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tpot_ms", "out_tps", "retry_after_s",
+    "schedule_lag_ms", "loop_lag_ms",
+)
+TEXT_COLUMNS = ("worker", "scenario", "endpoint", "phase", "error", "model_requested", "model_returned",
+                "retry_of")
+
+
+class RunError(Exception):
+    """A folder that cannot be analysed; the message is one line saying what to fix."""
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    name: str
+    info: dict
+    """run.json content ({} when missing)"""
+    samples: pd.DataFrame
+    """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool)"""
+    tiers: pd.DataFrame
+    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete"""
+    load_unit: str
+    """'users' (closed loop, target_users) or 'req/s' (open loop, target_rps)"""
+    health: pd.DataFrame | None = None
+    history: pd.DataFrame | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """what is missing or was assumed, one sentence each"""
+
+
+def load_run(path: str | Path) -> Run:
+    """Load and align a run folder; raise RunError for a bad or foreign folder."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunError(f"{path}: no such run folder (expected reports/<run>/ with samples.csv)")
+    notes: list[str] = []
+    info = _read_info(path, notes)
+    samples = _read_samples(path)
+    tiers_raw = _read_tiers(path, notes)
+    if tiers_raw is None:
+        tiers_raw = _tiers_from_samples(samples)
+        notes.append("tiers.csv missing: tiers taken from the samples' tier/phase columns.")
+    tiers, load_unit = _finish_tiers(tiers_raw, samples, notes)
+    _align(samples, tiers, notes)
+    health = _read_optional(path / "health.csv", ("ts_s",), notes)
+    history = _read_history(path, notes)
+    return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
+               tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes))
+
+
+def _read_info(path: Path, notes: list[str]) -> dict:
+    file = path / "run.json"
+    if not file.exists():
+        notes.append("run.json missing: run facts (host, model, versions) unknown.")
+        return {}
+    try:
+        info = json.loads(file.read_text())
+    except (ValueError, OSError) as exc:
+        raise RunError(f"{file}: not valid JSON ({exc}); fix or remove it") from None
+    if not isinstance(info, dict):
+        raise RunError(f"{file}: expected a JSON object")
+    if not info.get("ended_unix"):
+        notes.append("run.json has no ended_unix: the run did not finish cleanly (killed?).")
+    return info
+
+
+def _read_samples(path: Path) -> pd.DataFrame:
+    file = path / "samples.csv"
+    if not file.exists():
+        raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload")
+    try:
+        header = pd.read_csv(file, nrows=0).columns
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise RunError(f"{file}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in REQUIRED_SAMPLE_COLUMNS if c not in header]
+    if missing:
+        raise RunError(f"{file}: not an llmload samples file (missing columns: {', '.join(missing)})")
+    wanted = [c for c in header if c in NUMERIC_COLUMNS or c in TEXT_COLUMNS]
+    dtypes = {c: ("category" if c in TEXT_COLUMNS else "float64") for c in wanted}
+    try:
+        frame = pd.read_csv(file, usecols=wanted, dtype=dtypes, keep_default_na=False,
+                            na_values={c: [""] for c in wanted if c in NUMERIC_COLUMNS})
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise RunError(f"{file}: malformed row ({str(exc).splitlines()[0]})") from None
+    if frame.empty:
+        raise RunError(f"{file}: no requests recorded (header only)")
+    for col in NUMERIC_COLUMNS:
+        if col not in frame:
+            frame[col] = np.nan
+    for col in TEXT_COLUMNS:
+        if col not in frame:
+            frame[col] = pd.Categorical([""] * len(frame))
+    frame["ok"] = (frame["error"] == "").to_numpy() & frame["ttft_ms"].notna().to_numpy()
+    return frame
+
+
+def _read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
+    file = path / "tiers.csv"
+    if not file.exists():
+        return None
+    try:
+        tiers = pd.read_csv(file)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise RunError(f"{file}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    if "tier" not in tiers or "start_s" not in tiers:
+        raise RunError(f"{file}: not an llmload tiers file (needs columns tier,start_s)")
+    if tiers.empty:
+        notes.append("tiers.csv is empty: tiers taken from the samples.")
+        return None
+    for col in ("end_s", "target_users", "target_rps", "warmup_s"):
+        if col not in tiers:
+            tiers[col] = np.nan
+        tiers[col] = pd.to_numeric(tiers[col], errors="coerce")
+    return tiers.sort_values("start_s").reset_index(drop=True)
+
+
+def _tiers_from_samples(samples: pd.DataFrame) -> pd.DataFrame:
+    tier_col = samples["tier"].fillna(0)
+    ts = samples["ts_start_s"]
+    grouped = ts.groupby(tier_col)
+    start = grouped.min()
+    measure_ts = ts.where(samples["phase"].astype(str) != "warmup")
+    measure_start = measure_ts.groupby(tier_col).min().fillna(start)
+    users = samples["users_now"].groupby(tier_col).median()
+    return pd.DataFrame({
+        "tier": start.index.astype(int), "start_s": start.to_numpy(), "end_s": np.nan,
+        "target_users": users.to_numpy(), "target_rps": np.nan,
+        "warmup_s": (measure_start - start).to_numpy(),
+    }).sort_values("start_s").reset_index(drop=True)
+
+
+def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame,
+                  notes: list[str]) -> tuple[pd.DataFrame, str]:
+    tiers = tiers.copy()
+    last_ts = float(samples["ts_start_s"].max())
+    next_start = tiers["start_s"].shift(-1)
+    complete = tiers["end_s"].notna()
+    for row in tiers.loc[~complete].itertuples():
+        nxt = next_start.loc[row.Index]
+        if np.isnan(nxt):
+            notes.append(f"tier {row.tier} has no end_s (the run stopped during it): "
+                         "measured up to its last request.")
+        else:
+            notes.append(f"tier {row.tier} has no end_s: it ends where tier after it starts.")
+    tiers["end_s"] = tiers["end_s"].fillna(next_start.fillna(last_ts + 1e-6))
+    tiers["complete"] = complete
+    tiers["warmup_s"] = tiers["warmup_s"].fillna(0.0)
+    tiers["measure_start_s"] = tiers["start_s"] + tiers["warmup_s"]
+    tiers["measure_s"] = (tiers["end_s"] - tiers["measure_start_s"]).clip(lower=0.0)
+    if tiers["target_users"].notna().any() or tiers["target_rps"].isna().all():
+        load_unit, load = "users", tiers["target_users"]
+    else:
+        load_unit, load = "req/s", tiers["target_rps"]
+    if load.isna().any():
+        by_tier = samples.groupby(samples["tier"].fillna(0))["users_now"].median()
+        load = load.fillna(tiers["tier"].map(by_tier))
+        load = load.fillna(tiers["tier"].astype(float))
+        notes.append("some tiers have no target load in tiers.csv: used the median users_now.")
+    tiers["load"] = load.astype(float)
+    return tiers, load_unit
+
+
+def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str]) -> None:
+    ts = samples["ts_start_s"].to_numpy()
+    starts = tiers["start_s"].to_numpy()
+    idx = np.searchsorted(starts, ts, side="right") - 1
+    safe = np.clip(idx, 0, len(tiers) - 1)
+    inside = (idx >= 0) & (ts < tiers["end_s"].to_numpy()[safe])
+    measured = inside & (ts >= tiers["measure_start_s"].to_numpy()[safe])
+    if "tier" in samples:
+        samples["tier_logged"] = samples["tier"]
+    samples["tier"] = np.where(inside, tiers["tier"].to_numpy()[safe], -1)
+    samples["measured"] = measured
+    outside = int((~inside).sum())
+    if outside:
+        notes.append(f"{outside} requests were sent outside every tier window and are ignored.")
+    phase = samples["phase"].astype(str).to_numpy()
+    logged = np.isin(phase, ["warmup", "measure"])
+    disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
+    if disagree:
+        notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")
+
+
+def _read_optional(file: Path, required: tuple[str, ...], notes: list[str]) -> pd.DataFrame | None:
+    if not file.exists():
+        notes.append(f"{file.name} missing: generator health (loop lag, CPU) not checked.")
+        return None
+    try:
+        frame = pd.read_csv(file)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        notes.append(f"{file.name} unreadable: ignored.")
+        return None
+    if any(c not in frame for c in required) or frame.empty:
+        notes.append(f"{file.name} lacks {', '.join(required)} or is empty: ignored.")
+        return None
+    return frame
+
+
+def _read_history(path: Path, notes: list[str]) -> pd.DataFrame | None:
+    file = path / "locust_stats_history.csv"
+    if not file.exists():
+        notes.append("locust_stats_history.csv missing: user count over time taken from the samples.")
+        return None
+    try:
+        frame = pd.read_csv(file, usecols=lambda c: c in ("Timestamp", "User Count", "Name"))
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError):
+        notes.append("locust_stats_history.csv unreadable: ignored.")
+        return None
+    if not {"Timestamp", "User Count"} <= set(frame.columns) or frame.empty:
+        return None
+    if "Name" in frame:
+        frame = frame[frame["Name"] == "Aggregated"]
+    return pd.DataFrame({"ts_s": frame["Timestamp"].astype(float).to_numpy(),
+                         "users": frame["User Count"].astype(float).to_numpy()})

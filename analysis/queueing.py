@@ -1,0 +1,85 @@
+"""A queueing model fitted to the tiers: the server's effective parallel slots.
+
+How it works:
+- Plateau throughput X_max: the highest successful requests/s of any tier.
+- Service time at the plateau: mean e2e minus mean queueing delay (mean TTFT above the
+  lowest tier's) at the tier that reached X_max.
+- Effective parallel slots c = X_max x service time (Little's law applied to the requests
+  in service, not waiting). For a server with S slots kept busy, c ~ S.
+- Prediction. Closed loop (load = users, asymptotic bounds of a closed queueing network):
+  X(N) = min(N / Z0, X_max), with Z0 = load_0 / X_0 the cycle time of one user at low
+  load; mean TTFT(N) = TTFT_0 + max(0, N / X_max - Z0) (the extra wait is the extra
+  response time). Open loop (load = req/s): M/M/c with c slots and the service time
+  above: X(l) = min(l, X_max); mean wait = ErlangC(c, l*s) * s / (c - l*s), infinite
+  past saturation.
+The report plots the predictions next to the measured curves: a good fit says the server
+behaves like c slots plus a queue; a poor fit says something else limits it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class QueueFit:
+    slots: float
+    """effective parallel slots c"""
+    x_max_rps: float
+    service_s: float
+    cycle_s: float
+    """closed loop: one user's cycle time at low load (Z0)"""
+    ttft0_ms: float
+    load_unit: str
+
+    def predict(self, loads: np.ndarray) -> pd.DataFrame:
+        """Predicted successful req/s and mean TTFT (ms) at each load."""
+        loads = np.asarray(loads, dtype=float)
+        if self.load_unit == "users":
+            rps = np.minimum(loads / self.cycle_s, self.x_max_rps)
+            wait_s = np.maximum(0.0, loads / self.x_max_rps - self.cycle_s)
+        else:
+            rps = np.minimum(loads, self.x_max_rps)
+            wait_s = np.array([_mmc_wait_s(rate, self.slots, self.service_s) for rate in loads])
+        return pd.DataFrame({"load": loads, "ok_rps": rps, "ttft_mean_ms": self.ttft0_ms + wait_s * 1000.0})
+
+
+def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
+    """Fit on a tier table; None when there are too few usable tiers."""
+    rows = table[(table["ok"] > 0) & (table["load"] > 0)].sort_values("load")
+    if len(rows) < 2:
+        return None
+    top = rows.loc[rows["ok_rps"].idxmax()]
+    base = rows.iloc[0]
+    service_s = (top["e2e_mean_ms"] - top["queue_delay_mean_ms"]) / 1000.0
+    if not service_s > 0:
+        return None
+    x_max = float(top["ok_rps"])
+    return QueueFit(slots=x_max * service_s, x_max_rps=x_max, service_s=float(service_s),
+                    cycle_s=float(base["load"] / base["ok_rps"]), ttft0_ms=float(base["ttft_mean_ms"]),
+                    load_unit=load_unit)
+
+
+def describe(fit: QueueFit | None) -> str:
+    if fit is None:
+        return "Too few tiers to fit a queueing model."
+    return (f"Fitted model: about {fit.slots:.1f} requests in service at once (effective parallel slots), "
+            f"plateau {fit.x_max_rps:.1f} req/s, service time {fit.service_s * 1000:.0f} ms per request.")
+
+
+def _mmc_wait_s(rate: float, slots: float, service_s: float) -> float:
+    c = max(1, math.floor(slots))
+    offered = rate * service_s
+    if offered >= c:
+        return math.inf
+    term, total = 1.0, 1.0
+    for k in range(1, c):
+        term *= offered / k
+        total += term
+    last = term * offered / c / (1 - offered / c)
+    erlang_c = last / (total + last)
+    return erlang_c * service_s / (c - offered)

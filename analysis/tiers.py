@@ -1,0 +1,173 @@
+"""The per-tier table: what each load level measured (measure phase only).
+
+How it works: measured samples (see `loader`) are grouped by tier with vectorised pandas
+groupbys. Counts and rates use every attempt sent in the tier's measure window (rates are
+per second of that window); latency percentiles use successful attempts only (error == ''),
+so a fast 429 never makes the latency look good. Per tier:
+- sent / ok / failed, 429s and their rate, 503s, Retry-After share, errors by kind, retries;
+- TTFT p50/p95/p99 (+ p99.9 from 1000 successes) with a bootstrap CI on p99, e2e, ITL
+  (median of per-request medians, p99 of per-request p99 gaps), TPOT, per-request out_tps;
+- requests/s, output tokens/s (sum of output tokens / window), in-flight by Little's law
+  (attempts/s x mean e2e s), queueing delay (TTFT p50 minus the lowest tier's TTFT p50; also on means),
+  TTFT split into connect, headers-minus-connect (gateway + queue) and the rest (prefill);
+- model-field mismatches, generator health (loop lag, schedule lag, CPU) and two flags:
+  `too_few` (< MIN_SAMPLES_P99 successes: p99 is noise) and `overloaded` (the load
+  generator itself lagged, so the tier's latencies are not trustworthy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.loader import Run
+from analysis.stats import quantile_ci
+
+MIN_SAMPLES_P99 = 100
+MIN_SAMPLES_P999 = 1000
+LOOP_LAG_LIMIT_MS = 50.0
+SCHEDULE_LAG_LIMIT_MS = 50.0
+CPU_LIMIT_PERCENT = 90.0
+PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+
+
+def measured(run: Run) -> pd.DataFrame:
+    return run.samples[run.samples["measured"]]
+
+
+def tier_table(run: Run) -> pd.DataFrame:
+    """One row per tier (in tier order) with the figures listed in the module docstring."""
+    tiers = run.tiers.set_index("tier")
+    rows = measured(run)
+    table = pd.DataFrame(index=tiers.index)
+    table["load"] = tiers["load"]
+    table["complete"] = tiers["complete"]
+    table["measure_s"] = tiers["measure_s"]
+    by = rows.groupby("tier")
+    is_429 = (rows["error"] == "rate_limited").to_numpy() | (rows["status"] == 429).to_numpy()
+    table["sent"] = by.size().reindex(table.index).fillna(0).astype(int)
+    table["ok"] = rows["ok"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0).astype(int)
+    table["failed"] = table["sent"] - table["ok"]
+    table["n_429"] = _count(rows, is_429, table.index)
+    table["n_503"] = _count(rows, (rows["status"] == 503).to_numpy(), table.index)
+    with_ra = is_429 & rows["retry_after_s"].notna().to_numpy()
+    table["retry_after_share"] = _count(rows, with_ra, table.index) / table["n_429"].where(table["n_429"] > 0)
+    table["retries"] = _count(rows, (rows["retry_of"] != "").to_numpy(), table.index)
+    sent = table["sent"].where(table["sent"] > 0)
+    table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
+    table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
+    window = table["measure_s"].where(table["measure_s"] > 0)
+    table["rps"] = table["sent"] / window
+    table["ok_rps"] = table["ok"] / window
+    ok = rows[rows["ok"]]
+    ok_by = ok.groupby("tier")
+    table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
+    _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
+    too_few_999 = table["ok"] < MIN_SAMPLES_P999
+    table.loc[too_few_999, "ttft_p999_ms"] = np.nan
+    _add_percentiles(table, ok_by, "e2e_ms", "e2e", PERCENTILES.items())
+    table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
+    table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
+    _add_percentiles(table, ok_by, "tpot_ms", "tpot", (("p50", 0.5), ("p99", 0.99)))
+    table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
+    ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
+    table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    table["e2e_mean_ms"] = by["e2e_ms"].mean().reindex(table.index)
+    table["inflight"] = table["rps"] * table["e2e_mean_ms"] / 1000.0
+    table["ttft_mean_ms"] = ok_by["ttft_ms"].mean().reindex(table.index)
+    base = table["ttft_p50_ms"].dropna()
+    table["queue_delay_ms"] = (table["ttft_p50_ms"] - base.iloc[0]).clip(lower=0) if len(base) else np.nan
+    base_mean = table["ttft_mean_ms"].dropna()
+    table["queue_delay_mean_ms"] = ((table["ttft_mean_ms"] - base_mean.iloc[0]).clip(lower=0)
+                                    if len(base_mean) else np.nan)
+    table["connect_ms"] = ok_by["connect_ms"].mean().reindex(table.index)
+    headers = ok_by["headers_ms"].mean().reindex(table.index)
+    table["gateway_queue_ms"] = (headers - table["connect_ms"].fillna(0)).clip(lower=0)
+    table["after_headers_ms"] = (ok_by["ttft_ms"].mean().reindex(table.index) - headers).clip(lower=0)
+    returned = ok["model_returned"].astype(str)
+    requested = ok["model_requested"].astype(str)
+    mismatch = ((returned != "") & (requested != "") & (returned != requested)).to_numpy()
+    table["model_mismatch"] = _count(ok, mismatch, table.index)
+    table["loop_lag_p99_ms"] = by["loop_lag_ms"].quantile(0.99).reindex(table.index)
+    table["schedule_lag_p99_ms"] = by["schedule_lag_ms"].quantile(0.99).reindex(table.index)
+    _add_health(table, run)
+    table["too_few"] = table["ok"] < MIN_SAMPLES_P99
+    table["overloaded"] = (
+        (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
+        | (table["schedule_lag_p99_ms"] > SCHEDULE_LAG_LIMIT_MS)
+        | (table["health_lag_ms"] > LOOP_LAG_LIMIT_MS)
+        | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
+    )
+    return table.reset_index()
+
+
+def error_kinds(run: Run) -> pd.DataFrame:
+    """Failed attempts per tier and error kind (columns: kinds; rows: tiers)."""
+    rows = measured(run)
+    failed = rows[rows["error"] != ""]
+    kinds = failed.groupby(["tier", failed["error"].astype(str)]).size().unstack(fill_value=0)
+    return kinds.reindex(run.tiers["tier"], fill_value=0)
+
+
+def breakdown_table(run: Run) -> pd.DataFrame:
+    """TTFT per tier split by cache hit/miss, short/long prompt and scenario, when present."""
+    ok = measured(run)
+    ok = ok[ok["ok"]]
+    splits: list[tuple[str, pd.Series]] = []
+    cached = ok["cached_tokens"]
+    hit = cached.fillna(0) > 0
+    if cached.notna().any() and 0 < hit.sum() < len(ok):
+        splits.append(("cache", hit.map({True: "hit", False: "miss"})))
+    tokens = ok["input_tokens"].dropna()
+    if len(tokens) and tokens.quantile(0.9) >= 3 * max(tokens.quantile(0.1), 1):
+        cut = float(np.sqrt(tokens.quantile(0.1) * tokens.quantile(0.9)))
+        label = ok["input_tokens"].map(lambda v: "" if np.isnan(v) else "long" if v >= cut else "short")
+        splits.append((f"prompt (cut {cut:.0f} tok)", label))
+    scenarios = ok["scenario"].astype(str)
+    if scenarios.nunique() > 1:
+        splits.append(("scenario", scenarios))
+    parts = []
+    for name, label in splits:
+        grouped = ok["ttft_ms"].groupby([ok["tier"], label.rename("group")])
+        part = grouped.quantile([0.5, 0.95, 0.99]).unstack()
+        part.columns = ["ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"]
+        part["n"] = grouped.size()
+        part = part.reset_index()
+        part = part[part["group"] != ""]
+        part.insert(1, "split", name)
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=["tier", "split", "group", "n", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _count(rows: pd.DataFrame, mask: np.ndarray, index: pd.Index) -> pd.Series:
+    return pd.Series(mask, index=rows.index).groupby(rows["tier"]).sum().reindex(index).fillna(0).astype(int)
+
+
+def _add_percentiles(table: pd.DataFrame, grouped, column: str, prefix: str, qs) -> None:
+    qs = list(qs)
+    values = grouped[column].quantile([q for _, q in qs]).unstack()
+    for name, q in qs:
+        table[f"{prefix}_{name}_ms"] = values[q].reindex(table.index) if q in values else np.nan
+
+
+def _add_health(table: pd.DataFrame, run: Run) -> None:
+    table["health_lag_ms"] = np.nan
+    table["cpu_p95"] = np.nan
+    health = run.health
+    if health is None:
+        return
+    ts = health["ts_s"].to_numpy(dtype=float)
+    tiers = run.tiers
+    idx = np.searchsorted(tiers["start_s"].to_numpy(), ts, side="right") - 1
+    safe = np.clip(idx, 0, len(tiers) - 1)
+    inside = (idx >= 0) & (ts >= tiers["measure_start_s"].to_numpy()[safe]) & (ts < tiers["end_s"].to_numpy()[safe])
+    tier = pd.Series(np.where(inside, tiers["tier"].to_numpy()[safe], -1), index=health.index)
+    if "loop_lag_ms_max" in health:
+        lag = pd.to_numeric(health["loop_lag_ms_max"], errors="coerce")
+        table["health_lag_ms"] = lag[inside].groupby(tier[inside]).quantile(0.95).reindex(table.index)
+    if "cpu_percent" in health:
+        cpu = pd.to_numeric(health["cpu_percent"], errors="coerce")
+        table["cpu_p95"] = cpu[inside].groupby(tier[inside]).quantile(0.95).reindex(table.index)
