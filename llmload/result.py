@@ -131,6 +131,44 @@ def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMErro
     return ProtocolError(f"unexpected HTTP {status}: {detail}")
 
 
+@dataclass(frozen=True)
+class Timeouts:
+    connect_timeout_s: float = 10.0
+    first_token_timeout_s: float = 120.0
+    """t0 -> first text token (answer or reasoning)"""
+    request_timeout_s: float = 600.0
+    """t0 -> end of stream, wall clock (a read timeout alone is per read)"""
+
+
+@dataclass
+class StreamRequest:
+    """What one attempt sends (both transports build the same JSON body from it)."""
+
+    endpoint: str
+    """chat | completions"""
+    model: str
+    prompt: str
+    max_tokens: int
+    request_id: str
+    input_tokens_estimate: int | None = None
+    retry_of: str = ""
+    messages: list[dict] | None = None
+    """chat only: full message list (system prompt, history); default one user message"""
+    extra_body: dict | None = None
+    """merged into the JSON body (temperature, seed, ignore_eos, ...)"""
+
+    def body(self) -> dict:
+        body: dict = {"model": self.model, "max_tokens": self.max_tokens, "stream": True,
+                      "stream_options": {"include_usage": True}}
+        if self.endpoint == "chat":
+            body["messages"] = self.messages or [{"role": "user", "content": self.prompt}]
+        else:
+            body["prompt"] = self.prompt
+        if self.extra_body:
+            body.update(self.extra_body)
+        return body
+
+
 @dataclass(slots=True)
 class StreamResult:
     request_id: str

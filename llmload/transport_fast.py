@@ -1,0 +1,184 @@
+"""The `fast` transport: geventhttpclient, one keep-alive connection per user, timed at the read.
+
+How it works: each user owns one `geventhttpclient.HTTPClient` (the client Locust's
+FastHttpUser is built on) with a pool of one connection. An attempt is
+
+    t0 = clock(); resp = client.request(POST)      # (connect +) send + wait for headers
+    t_headers = clock()
+    loop: line = resp.readline(b"\\n"); t = clock(); builder.feed(t, line)
+
+`readline` returns as soon as one SSE line is complete (Locust's `iter_lines` waits for
+1 KiB, which would make TTFT late by several chunks and smooth ITL); the timestamp is
+taken before the line is decoded. We call HTTPClient directly rather than through
+FastHttpSession because the session fires its own request event timed to the headers only,
+and hides the connection pool we need for connection facts: the pool's socket factory is
+wrapped, so an attempt that opened a connection reports `conn_reused=0` and its TCP (+TLS)
+connect time; an attempt on a kept-alive connection reports `conn_reused=1`.
+
+Caps: connect timeout on the socket; first-token and total wall-clock caps with
+`gevent.Timeout` (a socket read timeout is per read and never bounds a trickling stream).
+After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable
+from urllib.parse import urlparse
+
+import gevent
+from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPParseError
+
+from llmload.result import (
+    ConnectError,
+    LLMError,
+    ProtocolError,
+    StreamBroken,
+    StreamBuilder,
+    StreamRequest,
+    StreamResult,
+    Timeout,
+    Timeouts,
+    error_for_status,
+)
+from llmload.sse import MalformedChunk
+from llmload.timing import StreamTiming
+
+PATHS = {"chat": "/chat/completions", "completions": "/completions"}
+
+
+class FastTransport:
+    name = "fast"
+
+    def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        url = urlparse(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"host must look like http://HOST:PORT[/v1], got {base_url!r}")
+        self.timeouts = timeouts or Timeouts()
+        self.clock = clock
+        self.prefix = url.path.rstrip("/")
+        self.url = url
+        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+        self._connect_s: float | None = None
+        self._connecting = False
+        self.client = self._new_client()
+
+    def _new_client(self) -> HTTPClient:
+        url = self.url
+        client = HTTPClient(
+            url.hostname, port=url.port, ssl=url.scheme == "https", insecure=True, concurrency=1,
+            connection_timeout=self.timeouts.connect_timeout_s,
+            network_timeout=self.timeouts.request_timeout_s, block_size=16384,
+        )
+        pool = client._connection_pool
+        create_socket = pool._create_socket
+        clock = self.clock
+
+        def timed_create_socket():
+            self._connecting = True
+            started = clock()
+            sock = create_socket()
+            self._connect_s = clock() - started
+            self._connecting = False
+            return sock
+
+        pool._create_socket = timed_create_socket
+        return client
+
+    def close(self) -> None:
+        self.client.close()
+
+    def stream(self, req: StreamRequest) -> StreamResult:
+        clock = self.clock
+        body = json.dumps(req.body()).encode()
+        headers = dict(self.headers)
+        headers["X-Request-Id"] = req.request_id
+        timing = StreamTiming(clock)
+        builder = StreamBuilder(timing)
+        result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=self.name,
+                              ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of)
+        limits = self.timeouts
+        total = gevent.Timeout(limits.request_timeout_s)
+        first = gevent.Timeout(limits.first_token_timeout_s)
+        self._connect_s = None
+        self._connecting = False
+        exc: LLMError | None = None
+        resp = None
+        total.start()
+        first.start()
+        try:
+            timing.start()
+            resp = self.client.request("POST", self.prefix + PATHS[req.endpoint], body=body, headers=headers)
+            timing.headers()
+            result.status = status = resp.status_code
+            if status != 200:
+                raw = resp.read(65536)
+                lower = {k.lower(): v for k, v in resp.items()}
+                exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
+            else:
+                readline = resp.readline
+                feed = builder.feed
+                times = timing.text_times
+                waiting_first = True
+                while True:
+                    line = readline(b"\n")
+                    t = clock()
+                    if not line:
+                        break
+                    if feed(t, line):
+                        break
+                    if waiting_first and times:
+                        first.cancel()
+                        waiting_first = False
+                exc = builder.failure()
+                if exc is None and not resp.message_complete:
+                    resp.read()  # drain the terminating chunk so the connection is kept
+        except gevent.Timeout as t_exc:
+            if t_exc is total:
+                exc = Timeout("total", limits.request_timeout_s)
+            elif t_exc is first:
+                exc = Timeout("first_token", limits.first_token_timeout_s)
+            else:
+                raise
+        except MalformedChunk as m_exc:
+            exc = ProtocolError(str(m_exc))
+        except TimeoutError as s_exc:  # socket.timeout: connect or a single read
+            phase = "connect" if self._connecting else "read"
+            exc = Timeout(phase, limits.connect_timeout_s if self._connecting else None, str(s_exc))
+        except HTTPParseError as p_exc:
+            if timing.t_headers is None and "closed" not in str(p_exc):
+                exc = ProtocolError(f"bad HTTP response: {p_exc}")
+            else:
+                exc = StreamBroken(f"connection closed: {p_exc}")
+        except (OSError, socket.gaierror) as o_exc:
+            if self._connecting:
+                exc = ConnectError(f"{type(o_exc).__name__}: {o_exc}")
+            else:
+                exc = StreamBroken(f"{type(o_exc).__name__}: {o_exc}")
+        finally:
+            total.close()
+            first.close()
+            if resp is not None:
+                resp.release()
+            elif isinstance(exc, Timeout) and exc.phase in ("total", "first_token"):
+                # interrupted inside HTTPClient.request (e.g. in sendall), which then keeps its
+                # pool slot: start over with a fresh client rather than block on it next time
+                self.client.close()
+                self.client = self._new_client()
+        end = clock()
+        result.exception = exc
+        if self._connect_s is not None:
+            result.conn_reused = False
+            result.connect_ms = self._connect_s * 1000.0
+        elif timing.t_headers is not None:
+            result.conn_reused = True
+        builder.fill(result, req.input_tokens_estimate)
+        if timing.t0 is not None:
+            result.elapsed_ms = (end - timing.t0) * 1000.0
+        return result

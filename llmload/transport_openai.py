@@ -1,0 +1,190 @@
+"""The `openai` transport: the official SDK as an application uses it, under gevent.
+
+How it works: one `openai.OpenAI` client per process (`shared_client`, built in the
+users' test_start listener before any user starts: constructing one costs ~30 ms CPU),
+with `max_retries=0` (the SDK's own retries would hide 429s and 5xx inside one latency)
+and an httpx2 connection pool without caps (`Limits(None, None)`): every user keeps its
+own kept-alive connection, whatever the user count (the SDK default keeps only 100, so
+users beyond 100 would reconnect on every request). httpx2's per-request INFO line
+(logger `httpx2`) is silenced.
+
+An attempt calls `chat.completions.with_streaming_response.create(stream=True, ...)` and
+reads the raw SSE lines with `iter_lines()`: still the SDK's request building, auth,
+headers and status-to-exception mapping, but without its typed chunk objects (pydantic
+model per chunk, about 200 µs each), and the timestamp is taken when the line arrives,
+before our JSON decode. t0 is taken just before `create()` (so it includes the SDK's
+request building, ~0.1-0.3 ms, which an application pays too).
+
+Connection facts come from httpcore2's `trace` extension, installed by an httpx2 request
+hook and keyed by the request's X-Request-Id: a `connection.connect_tcp` event means the
+attempt opened a new connection (connect_ms = TCP connect + TLS handshake); none means
+the pooled connection was reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+
+import gevent
+import httpx2
+import openai
+
+from llmload.result import (
+    ConnectError,
+    LLMError,
+    ProtocolError,
+    StreamBroken,
+    StreamBuilder,
+    StreamRequest,
+    StreamResult,
+    Timeout,
+    Timeouts,
+    error_for_status,
+)
+from llmload.sse import MalformedChunk
+from llmload.timing import StreamTiming
+
+_SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt")
+
+_clients: dict[tuple, tuple[openai.OpenAI, ConnectTracer]] = {}
+
+
+class ConnectTracer:
+    """httpcore2 trace callback target: per request id, when its connect started / ended."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.connects: dict[str, list[float | None]] = {}
+        self.connecting: set[str] = set()
+
+    def on_request(self, request: httpx2.Request) -> None:
+        rid = request.headers.get("x-request-id")
+        if rid:
+            request.extensions["trace"] = functools.partial(self.trace, rid)
+
+    def trace(self, rid: str, event: str, info: dict) -> None:
+        if event == "connection.connect_tcp.started":
+            self.connects[rid] = [self.clock(), None]
+            self.connecting.add(rid)
+        elif event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            span = self.connects.get(rid)
+            if span is not None:
+                span[1] = self.clock()
+            self.connecting.discard(rid)
+
+    def pop(self, rid: str) -> tuple[bool, float | None, bool]:
+        """(opened a new connection, connect ms, still connecting) for request `rid`."""
+        span = self.connects.pop(rid, None)
+        connecting = rid in self.connecting
+        self.connecting.discard(rid)
+        if span is None:
+            return False, None, connecting
+        return True, (span[1] - span[0]) * 1000.0 if span[1] is not None else None, connecting
+
+
+def shared_client(base_url: str, api_key: str, timeouts: Timeouts,
+                  clock: Callable[[], float] = time.perf_counter) -> tuple[openai.OpenAI, ConnectTracer]:
+    """The process's SDK client for this base URL / key (built once)."""
+    key = (base_url, api_key, timeouts)
+    if key not in _clients:
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
+        tracer = ConnectTracer(clock)
+        http_client = httpx2.Client(
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
+            timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
+            event_hooks={"request": [tracer.on_request]},
+        )
+        client = openai.OpenAI(base_url=base_url, api_key=api_key or "no-key", max_retries=0,
+                               http_client=http_client)
+        _clients[key] = (client, tracer)
+    return _clients[key]
+
+
+class OpenAITransport:
+    name = "openai"
+
+    def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.timeouts = timeouts or Timeouts()
+        self.clock = clock
+        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, clock)
+
+    def close(self) -> None:
+        """The client is shared by the process's users: nothing to close per user."""
+
+    def stream(self, req: StreamRequest) -> StreamResult:
+        clock = self.clock
+        body = req.body()
+        kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
+        api = self.client.chat.completions if req.endpoint == "chat" else self.client.completions
+        timing = StreamTiming(clock)
+        builder = StreamBuilder(timing)
+        result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=self.name,
+                              ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of)
+        limits = self.timeouts
+        total = gevent.Timeout(limits.request_timeout_s)
+        first = gevent.Timeout(limits.first_token_timeout_s)
+        exc: LLMError | None = None
+        total.start()
+        first.start()
+        try:
+            timing.start()
+            with api.with_streaming_response.create(
+                **kwargs, extra_headers={"X-Request-Id": req.request_id}, extra_body=body or None
+            ) as resp:
+                timing.headers()
+                result.status = resp.status_code
+                feed = builder.feed
+                times = timing.text_times
+                waiting_first = True
+                lines = resp.iter_lines()
+                for line in lines:
+                    t = clock()
+                    if feed(t, line.encode()):
+                        break
+                    if waiting_first and times:
+                        first.cancel()
+                        waiting_first = False
+                if builder.saw_done:
+                    for _ in lines:  # read to the end of the HTTP message: the connection is kept
+                        pass
+                exc = builder.failure()
+        except gevent.Timeout as t_exc:
+            if t_exc is total:
+                exc = Timeout("total", limits.request_timeout_s)
+            elif t_exc is first:
+                exc = Timeout("first_token", limits.first_token_timeout_s)
+            else:
+                raise
+        except openai.APIStatusError as s_exc:
+            if timing.t_headers is None:
+                timing.headers()
+            result.status = s_exc.status_code
+            headers = {k.lower(): v for k, v in s_exc.response.headers.items()}
+            exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
+        except MalformedChunk as m_exc:
+            exc = ProtocolError(str(m_exc))
+        except (openai.APITimeoutError, httpx2.TimeoutException) as to_exc:
+            connecting = req.request_id in self.tracer.connecting
+            exc = Timeout("connect" if connecting else "read",
+                          limits.connect_timeout_s if connecting else None, type(to_exc).__name__)
+        except (openai.APIConnectionError, httpx2.TransportError) as c_exc:
+            detail = f"{type(c_exc).__name__}: {c_exc.__cause__ or c_exc}"
+            exc = StreamBroken(detail) if timing.t_headers is not None else ConnectError(detail)
+        finally:
+            total.close()
+            first.close()
+        end = clock()
+        result.exception = exc
+        opened, connect_ms, _ = self.tracer.pop(req.request_id)
+        if opened:
+            result.conn_reused = False
+            result.connect_ms = connect_ms
+        elif timing.t_headers is not None:
+            result.conn_reused = True
+        builder.fill(result, req.input_tokens_estimate)
+        result.elapsed_ms = (end - timing.t0) * 1000.0 if timing.t0 is not None else None
+        return result
