@@ -65,4 +65,6 @@ class TextSource:
         if structured:
             return "".join(self._json[(start + i) % len(self._json)] for i in range(count))
         order = self._order
+        if count == 1:
+            return self._plain[order[start % len(order)]]
         return "".join(self._plain[order[(start + i) % len(order)]] for i in range(count))

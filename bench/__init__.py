@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): speed and accuracy targets, results written to bench/results/."""
