@@ -1,0 +1,197 @@
+"""Locust adapter of the open-loop scheduler: how the master's tier rate reaches each process.
+
+How it works:
+  * `OpenLoopShape` (shapes.py) runs on the master or the local process. At each tier it calls
+    `publish(runner, ...)`: a master sends every worker its own `OpenLoopTarget` (worker index
+    and count, so the streams interleave) as a custom message; a local runner delivers it to
+    itself. It asks Locust for exactly one user per worker.
+  * Every non-master runner registers the message handler when the shape is attached to it
+    (`install`), before any message can arrive. The handler stores the target in the process's
+    `CONTROL` and wakes the scheduler.
+  * `OpenLoopUser` is a mixin for a streaming user class (put it first:
+    `class Chat(OpenLoopUser, ChatUser)`). Its only task runs `ArrivalLoop` for the whole
+    process; each arrival is a greenlet calling `self.send_request(intended_t0_perf=t)` (the
+    streaming user's one-request method, which records `schedule_lag_ms`). Arrivals over
+    `--max-inflight` open requests are not sent: each fires a Locust failure
+    `SCHED / dropped (max-inflight)` so the count shows in the UI, the CSVs and the master.
+  * On a graceful stop the scheduler stops sending and waits for in-flight requests (Locust's
+    `--stop-timeout` bounds that wait); a forced stop kills them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import gevent
+from gevent.event import Event
+from gevent.pool import Group
+from locust.runners import MasterRunner
+from locust.user.task import LOCUST_STATE_STOPPING
+
+from llmload.openloop import ArrivalLoop, LagBook, arrival_times, worker_share
+
+MSG_TYPE = "llmload_openloop"
+DROPPED_NAME = "dropped (max-inflight)"
+logger = logging.getLogger("llmload.openloop")
+
+
+class InflightCapReached(Exception):
+    """An open-loop arrival was not sent: the process already had --max-inflight requests open."""
+
+
+@dataclass(frozen=True)
+class OpenLoopTarget:
+    tier: int
+    rate_per_s: float
+    """run-wide intended requests/s of the tier"""
+    worker_index: int
+    worker_count: int
+    arrival: str
+    seed: int
+    max_inflight: int
+    late_ms: float
+
+
+class Control:
+    """The current target of this process, and a wake-up for the scheduler when it changes."""
+
+    def __init__(self) -> None:
+        self.target: OpenLoopTarget | None = None
+        self.received_s = 0.0
+        self.generation = 0
+        self.changed = Event()
+        self.owner: object | None = None
+
+    def set(self, target: OpenLoopTarget | None) -> None:
+        self.target, self.received_s = target, time.perf_counter()
+        self.generation += 1
+        changed, self.changed = self.changed, Event()
+        changed.set()
+
+
+CONTROL = Control()
+
+
+def on_target_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
+    CONTROL.set(OpenLoopTarget(**msg.data) if msg.data else None)
+
+
+def install(runner: Any) -> None:
+    """Register the target handler on a local or worker runner (idempotent)."""
+    if runner is None or isinstance(runner, MasterRunner) or MSG_TYPE in runner.custom_messages:
+        return
+    runner.register_message(MSG_TYPE, on_target_message)
+
+
+def worker_ids(runner: Any) -> list[str]:
+    """Connected workers of a master, in a stable order (their index in the rate split)."""
+    nodes = runner.clients.ready + runner.clients.spawning + runner.clients.running
+    return sorted(node.id for node in nodes)
+
+
+def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
+    """Send the tier's rate to every process; returns how many processes share it."""
+    fields = {
+        "tier": tier,
+        "rate_per_s": rate_per_s,
+        "arrival": options.arrival,
+        "seed": options.arrival_seed,
+        "max_inflight": options.max_inflight,
+        "late_ms": options.late_ms,
+    }
+    if isinstance(runner, MasterRunner):
+        ids = worker_ids(runner)
+        for index, client_id in enumerate(ids):
+            target = OpenLoopTarget(worker_index=index, worker_count=len(ids), **fields)
+            runner.send_message(MSG_TYPE, asdict(target), client_id=client_id)
+        return len(ids)
+    install(runner)
+    runner.send_message(MSG_TYPE, asdict(OpenLoopTarget(worker_index=0, worker_count=1, **fields)))
+    return 1
+
+
+def publish_stop(runner: Any) -> None:
+    """The run ended: every process stops sending new arrivals."""
+    if isinstance(runner, MasterRunner):
+        for client_id in worker_ids(runner):
+            runner.send_message(MSG_TYPE, None, client_id=client_id)
+    elif MSG_TYPE in runner.custom_messages:
+        runner.send_message(MSG_TYPE, None)
+
+
+class OpenLoopUser:
+    """Mixin: the user's single task sends this process's share of the tier rate on time."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.tasks = [OpenLoopUser.run_open_loop]  # replaces any closed-loop task of the base
+
+    def run_open_loop(self) -> None:
+        if CONTROL.owner not in (None, self):
+            logger.warning("one open-loop user per process is enough; this extra user idles")
+            gevent.sleep(1.0)
+            return
+        CONTROL.owner = self
+        requests = Group()
+        try:
+            while not self._stopping():
+                self._run_generation(requests)
+            requests.join()  # graceful stop: let in-flight streams finish (bounded by --stop-timeout)
+        finally:
+            requests.kill(block=False)
+            CONTROL.owner = None
+
+    def _stopping(self) -> bool:
+        return getattr(self, "_state", None) == LOCUST_STATE_STOPPING
+
+    def _run_generation(self, requests: Group) -> None:
+        generation, target, changed = CONTROL.generation, CONTROL.target, CONTROL.changed
+        if target is None:
+            changed.wait(0.25)
+            return
+        share = worker_share(target.rate_per_s, target.worker_index, target.worker_count, target.seed, target.tier)
+
+        def current() -> bool:
+            return CONTROL.generation == generation and not self._stopping()
+
+        def sleep_until(t_s: float) -> bool:
+            changed.wait(min(max(t_s - time.perf_counter(), 0.0), 0.25))
+            return current()
+
+        loop = ArrivalLoop(
+            clock=time.perf_counter,
+            sleep_until=sleep_until,
+            launch=lambda t_s: requests.spawn(self._send_one, t_s),
+            inflight=lambda: len(requests),
+            max_inflight=target.max_inflight,
+            book=LagBook(late_ms=target.late_ms),
+            on_drop=lambda t_s: self._report_drop(target.max_inflight),
+        )
+        loop.run(arrival_times(CONTROL.received_s, share, target.arrival), current)
+        book = loop.book
+        log = logger.warning if book.late or book.dropped else logger.info
+        log(
+            "open loop tier %d: sent %d, late (> %g ms) %d, dropped %d, max launch lag %.1f ms",
+            target.tier, book.sent, book.late_ms, book.late, book.dropped, book.max_launch_lag_ms,
+        )
+
+    def _send_one(self, intended_t0_perf: float) -> None:
+        try:
+            self.send_request(intended_t0_perf=intended_t0_perf)
+        except gevent.GreenletExit:
+            raise
+        except Exception as e:  # send_request reports its own failures; this is a bug guard
+            logger.error("open-loop request raised %s: %s", type(e).__name__, e)
+
+    def _report_drop(self, max_inflight: int) -> None:
+        self.environment.events.request.fire(
+            request_type="SCHED",
+            name=DROPPED_NAME,
+            response_time=0,
+            response_length=0,
+            exception=InflightCapReached(f"{max_inflight} requests already in flight"),
+            context={},
+        )

@@ -1,0 +1,57 @@
+"""One console line a person can follow during a headless run.
+
+How it works: the shape logs a line at every tier change and every `PROGRESS_EVERY_S` seconds
+(from its own greenlet, so lines keep coming while a distributed ramp blocks `tick()`):
+
+    tier 3/5 users=4 | tier left 12s, run left 52s | p99 TTFT 412 ms | 1850 tok/s | 429s 3 | dropped 0
+
+p99 TTFT is over the current tier so far (its measure phase once warm-up is over); tokens/s
+is output tokens over the last interval; 429s and drops are counted since the run started.
+On a distributed master the figures lag by up to one worker report (~3 s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROGRESS_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    tier: int
+    tiers: int
+    target_users: int | None
+    target_rps: float | None
+    tier_left_s: float
+    run_left_s: float
+    ttft_p99_ms: float | None
+    tokens_per_s: float | None
+    rate_limited: int
+    dropped: int
+    phase: str = "measure"
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def format_line(p: Progress) -> str:
+    target = f"rate={p.target_rps:g}/s" if p.target_rps is not None else f"users={p.target_users}"
+    warm = " (warm-up)" if p.phase == "warmup" else ""
+    p99 = f"{p.ttft_p99_ms:.0f} ms" if p.ttft_p99_ms is not None else "-"
+    tps = f"{p.tokens_per_s:.0f}" if p.tokens_per_s is not None else "-"
+    line = (
+        f"tier {p.tier}/{p.tiers} {target}{warm} | tier left {_span(p.tier_left_s)}, "
+        f"run left {_span(p.run_left_s)} | p99 TTFT {p99} | {tps} tok/s | 429s {p.rate_limited}"
+    )
+    if p.target_rps is not None or p.dropped:
+        line += f" | dropped {p.dropped}"
+    return line

@@ -1,0 +1,257 @@
+"""`PlanShape`: the machinery every llmload load shape shares (concrete presets: shapes.py).
+
+How it works: a shape builds a plan (a list of `PlannedTier`) from the flags when a run starts,
+then Locust calls `tick()` on the master or local runner about once a second:
+  * First tick of a run: build the plan (a bad flag stops the run with one clear log line),
+    open `reports/<run>/tiers.csv`, begin tier 1.
+  * Each tier lasts its planned seconds from the tick that began it. A distributed master does
+    not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
+    next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
+    end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
+  * Beginning a tier: `tierstate.begin_tier`, a tiers.csv row, a stats snapshot, a progress
+    line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
+    whichever is longer, so rows sent while users are still being spawned never count.
+  * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
+    `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
+    tierstats.py; then the next tier, or `None` (Locust stops the run).
+  * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
+Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
+is ignored, `-t` still caps the run); else each change is spawned in about one second.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust import LoadTestShape
+from locust.runners import WorkerRunner
+
+from llmload import openloop_user, tierstate
+from llmload.progress import PROGRESS_EVERY_S, Progress, format_line
+from llmload.shape_options import PlannedTier, ShapeOptionError, options_with_defaults
+from llmload.tiers_csv import TiersCsv
+from llmload.tierstats import StatsSnapshot, diff, knee_reason, snapshot
+
+logger = logging.getLogger("llmload.shape")
+TICK_S = 1.0
+"""Locust calls tick() about this often"""
+MAX_AUTO_SPAWN_PER_WORKER = 100.0
+
+
+def run_dir_of(options: Any) -> Path:
+    """The run's report directory: --run-dir when the users' options registered it."""
+    run_dir = getattr(options, "run_dir", None)
+    return Path(run_dir) if run_dir else Path("reports") / time.strftime("%Y%m%d-%H%M%S")
+
+
+@dataclass
+class _Run:
+    plan: list[PlannedTier]
+    options: Any
+    writer: TiersCsv
+    unix_offset_s: float
+    """add to a perf_counter value to get unix seconds"""
+    index: int = -1
+    users: int = 0
+    tier_start: float = 0.0
+    tier_end: float = 0.0
+    warm_end: float = 0.0
+    first: StatsSnapshot = field(default_factory=StatsSnapshot)
+    at_start: StatsSnapshot = field(default_factory=StatsSnapshot)
+    at_warm: StatsSnapshot | None = None
+    baseline_p99_ms: float | None = None
+    last_tick: tuple[int, float] | None = None
+    finished: bool = False
+    progress: Any = None
+
+
+class PlanShape(LoadTestShape):
+    abstract = True
+    use_common_options = True
+    open_loop = False
+    """True: tiers are request rates sent by OpenLoopUser, users = one per worker"""
+    progress_every_s: float | None = PROGRESS_EVERY_S
+
+    _runner_ref: Any = None
+    _cli_spawn_rate: float | None = None
+    _run: _Run | None = None
+    _hooked_events: Any = None
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        raise NotImplementedError
+
+    # clocks, replaced in unit tests
+    def _now(self) -> float:
+        return time.perf_counter()
+
+    def _wall(self) -> float:
+        return time.time()
+
+    def _sleep(self, seconds: float) -> None:
+        gevent.sleep(seconds)
+
+    @property
+    def runner(self) -> Any:
+        return self._runner_ref
+
+    @runner.setter
+    def runner(self, runner: Any) -> None:
+        """Locust attaches the runner (every process): hook what must exist before the run."""
+        self._runner_ref = runner
+        if runner is None:
+            return
+        if self.open_loop:
+            openloop_user.install(runner)
+        if isinstance(runner, WorkerRunner):
+            return
+        options = runner.environment.parsed_options
+        self._cli_spawn_rate = getattr(options, "spawn_rate", None)
+        if self._hooked_events is not runner.environment.events:
+            self._hooked_events = runner.environment.events
+            runner.environment.events.test_stop.add_listener(self._on_test_stop)
+
+    # --- Locust entry point -------------------------------------------------------------------
+    def tick(self) -> tuple[int, float] | None:
+        now = self._now()
+        run = self._run
+        if run is None or run.finished:
+            try:
+                run = self._start_run(now)
+            except ShapeOptionError as e:
+                logger.error("load shape: %s", e)
+                return None
+            return self._begin(run, 0, now)
+        self._mark_warm(run, now)
+        next_boundary = run.tier_end if run.at_warm is not None else run.warm_end
+        if 0 < next_boundary - now <= TICK_S:
+            self._sleep(next_boundary - now)
+            now = self._now()
+            self._mark_warm(run, now)
+        if now < run.tier_end:
+            return run.last_tick
+        reason = self._end_tier(run, now)
+        if reason or run.index + 1 >= len(run.plan):
+            self._finish(run, reason or "last tier done")
+            return None
+        return self._begin(run, run.index + 1, now)
+
+    # --- tiers ------------------------------------------------------------------------------
+    def _mark_warm(self, run: _Run, now: float) -> None:
+        if run.at_warm is None and now >= run.warm_end:
+            run.at_warm = self._snapshot()
+
+    def _start_run(self, now: float) -> _Run:
+        options = options_with_defaults(self.runner.environment.parsed_options if self.runner else None)
+        plan = self.build_plan(options)
+        tierstate.reset()
+        path = run_dir_of(options) / "tiers.csv"
+        run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
+        run.first = self._snapshot()
+        self._run = run
+        total_s = sum(t.seconds for t in plan)
+        logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
+                    len(plan), total_s, path)
+        if self.progress_every_s:
+            run.progress = gevent.spawn(self._progress_loop, run)
+        return run
+
+    def _spawn_rate(self, run: _Run, users_before: int, users: int) -> float:
+        options = run.options
+        given = options.spawn_rate if (self._cli_spawn_rate is not None or not options.headless) else None
+        if given:
+            return float(given)
+        workers = max(1, getattr(self.runner, "worker_count", 1) or 1)
+        return min(max(1.0, float(abs(users - users_before))), MAX_AUTO_SPAWN_PER_WORKER * workers)
+
+    def _begin(self, run: _Run, index: int, now: float) -> tuple[int, float]:
+        planned = run.plan[index]
+        tier_no = index + 1
+        if self.open_loop:
+            users = openloop_user.publish(self.runner, tier_no, float(planned.target_rps), run.options)
+            spawn_rate, ramp_s = max(1.0, 10.0 * users), 0.0
+        else:
+            users = int(planned.target_users)
+            spawn_rate = self._spawn_rate(run, run.users, users)
+            ramp_s = abs(users - run.users) / spawn_rate
+        warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
+        tier = tierstate.Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
+                              target_users=planned.target_users, target_rps=planned.target_rps)
+        tierstate.begin_tier(tier)
+        run.writer.begin(tier)
+        run.index, run.users = index, users
+        run.tier_start, run.tier_end, run.warm_end = now, now + planned.seconds, now + warmup_s
+        run.at_start = self._snapshot()
+        run.at_warm = run.at_start if warmup_s <= 0 else None
+        run.last_tick = (users, spawn_rate)
+        logger.info("%s", format_line(self._progress(run, now, None)))
+        return run.last_tick
+
+    def _end_tier(self, run: _Run, now: float) -> str | None:
+        at_end = self._snapshot()
+        whole = diff(run.at_start, at_end)
+        measured = diff(run.at_warm or at_end, at_end)
+        tier_no = run.index + 1
+        run.writer.end(run.unix_offset_s + now, whole.dropped if self.open_loop else None)
+        p99 = f"{measured.ttft_p99_ms:.0f} ms" if measured.ttft_p99_ms is not None else "-"
+        logger.info("tier %d done: %d requests measured, p99 TTFT %s, errors %d (429: %d)%s", tier_no,
+                    measured.requests, p99, measured.failures, measured.rate_limited,
+                    f", dropped {whole.dropped}" if whole.dropped else "")
+        if measured.requests < run.options.min_tier_requests:
+            logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
+                           "lengthen --tier-seconds", tier_no, measured.requests, run.options.min_tier_requests)
+        baseline = run.baseline_p99_ms
+        if baseline is None and measured.ttft_p99_ms is not None:
+            run.baseline_p99_ms = measured.ttft_p99_ms
+        if not run.options.stop_at_knee:
+            return None
+        return knee_reason(tier_no, measured, baseline, run.options.knee_factor, run.options.max_error_rate)
+
+    def _finish(self, run: _Run, reason: str) -> None:
+        if run.finished:
+            return
+        run.finished = True
+        run.writer.end(run.unix_offset_s + self._now())
+        if self.open_loop and self.runner is not None:
+            openloop_user.publish_stop(self.runner)
+        logger.info("load shape finished: %s", reason)
+        if run.progress is not None and run.progress is not gevent.getcurrent():
+            run.progress.kill(block=False)
+
+    def _on_test_stop(self, **_kwargs: Any) -> None:
+        if self._run is not None and not self._run.finished:
+            self._finish(self._run, "test stopped")
+
+    # --- live figures ----------------------------------------------------------------------
+    def _snapshot(self) -> StatsSnapshot:
+        runner = self.runner
+        return snapshot(runner.environment.stats) if runner is not None else StatsSnapshot()
+
+    def _progress(self, run: _Run, now: float, tokens_per_s: float | None) -> Progress:
+        planned = run.plan[run.index]
+        current = self._snapshot()
+        window = diff(run.at_warm or run.at_start, current)
+        since_start = diff(run.first, current)
+        later_s = sum(t.seconds for t in run.plan[run.index + 1:])
+        return Progress(
+            tier=run.index + 1, tiers=len(run.plan), target_users=planned.target_users,
+            target_rps=planned.target_rps, tier_left_s=run.tier_end - now,
+            run_left_s=max(0.0, run.tier_end - now) + later_s, ttft_p99_ms=window.ttft_p99_ms,
+            tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
+            phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
+        )
+
+    def _progress_loop(self, run: _Run) -> None:
+        last_s, last = self._now(), self._snapshot()
+        while not run.finished:
+            gevent.sleep(self.progress_every_s)
+            if run.finished or run.index < 0:
+                return
+            now, current = self._now(), self._snapshot()
+            tokens = diff(last, current).output_tokens / max(now - last_s, 1e-9)
+            last_s, last = now, current
+            logger.info("%s", format_line(self._progress(run, now, tokens)))

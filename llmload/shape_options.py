@@ -1,0 +1,245 @@
+"""Load-shape flags and the tier plans they describe.
+
+How it works: `add_shape_arguments(parser)` registers every shape flag on Locust's parser; a
+scenario calls it from an `events.init_command_line_parser` listener (importing this module
+registers nothing). List-valued flags stay strings in `parsed_options` (so the web UI form can
+edit them) and are validated twice: by argparse at start-up (a bad value is one clear
+`error: argument --tiers: ...` line) and again when a run starts.
+
+A plan is a list of `PlannedTier`: how many users (or requests/s) to hold and for how long.
+Every shape is "run this plan": step tiers, a spike (base, burst, base), a soak (one level cut
+into windows so drift shows tier by tier) and a schedule (offset=users pairs) only differ in
+how the plan is built. The ramp speed comes from Locust's own `--spawn-rate`/`-r`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class ShapeOptionError(ValueError):
+    """A shape flag has a value we cannot use; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class PlannedTier:
+    seconds: float
+    """how long the tier is held"""
+    target_users: int | None = None
+    """closed loop: concurrent users"""
+    target_rps: float | None = None
+    """open loop: intended requests per second over all workers"""
+    warmup_s: float = 0.0
+    """first seconds of the tier flagged phase=warmup (the ramp is added to it)"""
+
+
+def parse_number_list(text: str, what: str = "tiers", integer: bool = True) -> list[float]:
+    """"1,2,4,8" -> [1, 2, 4, 8]; every value must be > 0."""
+    values: list[float] = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part) if integer else float(part)
+        except ValueError:
+            kind = "whole numbers" if integer else "numbers"
+            raise ShapeOptionError(f"{what} must be comma-separated {kind}, got {part!r}") from None
+        if value <= 0:
+            raise ShapeOptionError(f"{what} must be > 0, got {part!r}")
+        values.append(value)
+    if not values:
+        raise ShapeOptionError(f"{what} is empty: give e.g. 1,2,4,8")
+    return values
+
+
+_SPAN = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+
+
+def parse_offset_s(text: str) -> float:
+    """"90", "90s", "2m", "1h30m" or a clock time "09:30[:00]" -> seconds."""
+    text = text.strip()
+    clock = _CLOCK.match(text)
+    if clock:
+        h, m, s = clock.groups()
+        return int(h) * 3600 + int(m) * 60 + int(s or 0)
+    span = _SPAN.match(text)
+    if not text or not span:
+        raise ShapeOptionError(f"bad time {text!r}: use 90, 90s, 2m, 1h30m or 09:30")
+    h, m, s = (float(g) if g else 0.0 for g in span.groups())
+    return h * 3600 + m * 60 + s
+
+
+def parse_schedule(text: str, last_seconds: float, scale: float = 1.0) -> list[tuple[int, float]]:
+    """"0=2,30s=8,2m=4,5m=end" -> [(users, seconds), ...].
+
+    Offsets are from the first entry (clock times like 09:00 work too), ascending. `end`
+    closes the last tier; without it the last tier lasts `last_seconds`. `scale` compresses
+    time (scale 60: an hour of the schedule runs in a minute).
+    """
+    points: list[tuple[float, int | None]] = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ShapeOptionError(f"schedule entry {part!r} needs OFFSET=USERS, e.g. 2m=8")
+        offset, users = part.split("=", 1)
+        if users.lower() == "end":
+            points.append((parse_offset_s(offset), None))
+            continue
+        if not users.isdigit():
+            raise ShapeOptionError(f"schedule entry {part!r}: users must be a whole number or 'end'")
+        points.append((parse_offset_s(offset), int(users)))
+    if not points or points[0][1] is None:
+        raise ShapeOptionError("schedule needs at least one OFFSET=USERS entry, e.g. 0=2,1m=8,3m=end")
+    if scale <= 0:
+        raise ShapeOptionError("--schedule-scale must be > 0")
+    origin = points[0][0]
+    tiers: list[tuple[int, float]] = []
+    for (t0, users), (t1, _) in zip(points, [*points[1:], (None, None)]):
+        if users is None:
+            if t1 is not None:
+                raise ShapeOptionError("schedule: 'end' must be the last entry")
+            break
+        if t1 is not None and t1 <= t0:
+            raise ShapeOptionError(f"schedule offsets must increase ({t1 - origin:g}s after {t0 - origin:g}s)")
+        seconds = (t1 - t0) / scale if t1 is not None else last_seconds
+        tiers.append((users, seconds))
+    return tiers
+
+
+def _checked(parse: Callable[[str], Any]) -> Callable[[str], str]:
+    """argparse type: validate with `parse`, keep the string (the web UI edits strings)."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ShapeOptionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+    return check
+
+
+def add_shape_arguments(parser: Any) -> None:
+    """Register the shape flags. Call it from an `events.init_command_line_parser` listener."""
+    add = parser.add_argument
+    add("--tiers", type=_checked(parse_number_list), default=None,
+        help="closed loop: users per tier, e.g. 1,2,4,8,16,32 (default; or use --start/--step/--max-users)")
+    add("--start-users", type=int, default=None, help="first tier's users (with --step-users, --max-users)")
+    add("--step-users", type=int, default=None, help="users added per tier")
+    add("--max-users", type=int, default=None, help="last tier's users (inclusive)")
+    add("--tier-seconds", type=float, default=60.0, help="how long each tier is held (s)")
+    add("--warmup-seconds", type=float, default=10.0,
+        help="first seconds of each tier flagged phase=warmup (the ramp is added)")
+    add("--stop-at-knee", action="store_true", default=False,
+        help="stop after a tier whose p99 TTFT > --knee-factor x tier 1's, or error rate > --max-error-rate")
+    add("--knee-factor", type=float, default=3.0, help="early stop: p99 TTFT multiple of the tier-1 baseline")
+    add("--max-error-rate", type=float, default=0.05,
+        help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
+    add("--min-tier-requests", type=int, default=100,
+        help="warn when a tier measured fewer requests (p99 needs ~100)")
+    add("--rate-tiers", type=_checked(lambda s: parse_number_list(s, "--rate-tiers", integer=False)),
+        default="1,2,4,8", help="open loop: requests/s per tier over all workers")
+    add("--arrival", choices=["poisson", "constant"], default="poisson", help="open loop: inter-arrival law")
+    add("--arrival-seed", type=int, default=1, help="open loop: seed of the Poisson arrivals")
+    add("--max-inflight", type=int, default=256,
+        help="open loop: in-flight cap per worker; arrivals over it are counted as dropped")
+    add("--late-ms", type=float, default=10.0, help="open loop: a send later than this counts as late")
+    add("--base-users", type=int, default=1, help="spike: users before and after the burst")
+    add("--base-seconds", type=float, default=30.0, help="spike: seconds before and after the burst")
+    add("--spike-users", type=int, default=32, help="spike: users during the burst")
+    add("--spike-seconds", type=float, default=10.0, help="spike: burst length (s)")
+    add("--soak-users", type=int, default=8, help="soak: users held")
+    add("--soak-seconds", type=float, default=3600.0, help="soak: total hold (s), cut into --tier-seconds windows")
+    add("--schedule", type=_checked(lambda s: parse_schedule(s, 1.0)), default="0=1,1m=4,2m=2,3m=end",
+        help="schedule: OFFSET=USERS list, offsets 90s/2m/1h or 09:00, 'end' closes (e.g. 0=2,30m=8,2h=end)")
+    add("--schedule-scale", type=float, default=1.0, help="schedule: time compression (60 = an hour per minute)")
+
+
+def _need_positive(options: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(options, name)
+        if value is None or value <= 0:
+            raise ShapeOptionError(f"--{name.replace('_', '-')} must be > 0, got {value}")
+
+
+def _warmup(options: Any, seconds: float) -> float:
+    warmup = float(options.warmup_seconds)
+    if warmup < 0 or warmup >= seconds:
+        raise ShapeOptionError(f"--warmup-seconds must be >= 0 and < the tier length ({seconds:g}s), got {warmup:g}")
+    return warmup
+
+
+def step_plan(options: Any) -> list[PlannedTier]:
+    """--tiers, or --start-users/--step-users/--max-users, each held --tier-seconds."""
+    _need_positive(options, "tier_seconds")
+    ranged = (options.start_users, options.step_users, options.max_users)
+    if any(v is not None for v in ranged):
+        if options.tiers:
+            raise ShapeOptionError("give either --tiers or --start-users/--step-users/--max-users, not both")
+        _need_positive(options, "start_users", "step_users", "max_users")
+        if options.max_users < options.start_users:
+            raise ShapeOptionError("--max-users must be >= --start-users")
+        users = list(range(options.start_users, options.max_users + 1, options.step_users))
+    else:
+        users = [int(u) for u in parse_number_list(options.tiers or "1,2,4,8,16,32", "--tiers")]
+    seconds = float(options.tier_seconds)
+    warmup = _warmup(options, seconds)
+    return [PlannedTier(seconds=seconds, target_users=u, warmup_s=warmup) for u in users]
+
+
+def rate_plan(options: Any) -> list[PlannedTier]:
+    """--rate-tiers requests/s, each held --tier-seconds."""
+    _need_positive(options, "tier_seconds", "max_inflight")
+    seconds = float(options.tier_seconds)
+    warmup = _warmup(options, seconds)
+    rates = parse_number_list(options.rate_tiers, "--rate-tiers", integer=False)
+    return [PlannedTier(seconds=seconds, target_rps=float(r), warmup_s=warmup) for r in rates]
+
+
+def spike_plan(options: Any) -> list[PlannedTier]:
+    """--base-users for --base-seconds, --spike-users for --spike-seconds, base again."""
+    _need_positive(options, "base_users", "base_seconds", "spike_users", "spike_seconds")
+    base = PlannedTier(options.base_seconds, options.base_users, warmup_s=_warmup(options, options.base_seconds))
+    burst = PlannedTier(options.spike_seconds, options.spike_users, warmup_s=0.0)
+    return [base, burst, base]
+
+
+def soak_plan(options: Any) -> list[PlannedTier]:
+    """--soak-users for --soak-seconds, reported in --tier-seconds windows (warm-up only in the first)."""
+    _need_positive(options, "soak_users", "soak_seconds", "tier_seconds")
+    total, window = float(options.soak_seconds), float(options.tier_seconds)
+    plan: list[PlannedTier] = []
+    start = 0.0
+    while start < total - 1e-9:
+        seconds = min(window, total - start)
+        plan.append(PlannedTier(seconds, options.soak_users, warmup_s=0.0))
+        start += seconds
+    plan[0] = PlannedTier(plan[0].seconds, options.soak_users, warmup_s=_warmup(options, plan[0].seconds))
+    return plan
+
+
+def schedule_plan(options: Any) -> list[PlannedTier]:
+    """--schedule OFFSET=USERS list (the last without `end` lasts --tier-seconds)."""
+    _need_positive(options, "tier_seconds")
+    pairs = parse_schedule(options.schedule, float(options.tier_seconds), float(options.schedule_scale))
+    warmup = float(options.warmup_seconds)
+    return [PlannedTier(s, u, warmup_s=min(warmup, s / 2)) for u, s in pairs]
+
+
+def options_with_defaults(parsed: Any) -> argparse.Namespace:
+    """`parsed` (Locust's parsed_options, may be None or lack our flags) over the flag defaults."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_shape_arguments(parser)
+    options = parser.parse_args([])
+    options.spawn_rate = None
+    options.headless = False
+    options.run_dir = None
+    if parsed is not None:
+        vars(options).update(vars(parsed))
+    return options

@@ -1,0 +1,87 @@
+"""The load shapes a scenario can use: step tiers, open-loop rate tiers, spike, soak, schedule.
+
+Every class here is abstract (`abstract = True`): Locust loads every concrete shape it finds
+in a locustfile and silently keeps the first, so a scenario declares exactly one, e.g.
+
+    from locust import events
+    from llmload.shape_options import add_shape_arguments
+    from llmload.shapes import StepShape
+
+    @events.init_command_line_parser.add_listener
+    def _(parser):
+        add_shape_arguments(parser)
+
+    class Tiers(StepShape):
+        pass
+
+All of them run the same machinery (shape_base.PlanShape: tiers.csv, tierstate, warm-up,
+progress lines, the --stop-at-knee rule); they only differ in the plan they build from the
+flags (shape_options.py). They work alike in a local run, with --processes and with
+--master + workers: the shape runs on the master (or the local process).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmload.shape_base import PlanShape
+from llmload.shape_options import (
+    PlannedTier,
+    rate_plan,
+    schedule_plan,
+    soak_plan,
+    spike_plan,
+    step_plan,
+)
+
+
+class StepShape(PlanShape):
+    """Closed loop, concurrency tiers: --tiers 1,2,4,8 (or --start/--step/--max-users), each
+    held --tier-seconds; finds the knee, optionally stopping once it is passed (--stop-at-knee)."""
+
+    abstract = True
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        return step_plan(options)
+
+
+class OpenLoopShape(PlanShape):
+    """Open loop, arrival-rate tiers: --rate-tiers 1,2,4,8 requests/s over all workers,
+    --arrival poisson|constant, --max-inflight per worker. Pair it with a user class that mixes
+    in `llmload.openloop_user.OpenLoopUser`; the shape runs one such user per worker."""
+
+    abstract = True
+    open_loop = True
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        return rate_plan(options)
+
+
+class SpikeShape(PlanShape):
+    """--base-users for --base-seconds, a burst to --spike-users for --spike-seconds (spawned as
+    fast as --spawn-rate allows), then base again: does the server recover, and how fast?"""
+
+    abstract = True
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        return spike_plan(options)
+
+
+class SoakShape(PlanShape):
+    """--soak-users held for --soak-seconds, reported as --tier-seconds windows so drift over
+    time (leaks, throttling, cache churn) shows window by window."""
+
+    abstract = True
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        return soak_plan(options)
+
+
+class ScheduleShape(PlanShape):
+    """A time-of-day pattern as a tier list with times: --schedule 0=2,30m=8,2h=4,3h=end
+    (offsets or clock times like 09:00), compressed by --schedule-scale."""
+
+    abstract = True
+
+    def build_plan(self, options: Any) -> list[PlannedTier]:
+        return schedule_plan(options)

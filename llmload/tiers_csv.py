@@ -1,0 +1,67 @@
+"""`reports/<run>/tiers.csv`: one row per tier, rewritten at every change.
+
+How it works: the file is tiny, so the writer keeps every row in memory and rewrites the whole
+file (temporary file + `os.replace`, flushed to disk) whenever a tier begins or ends. A run
+killed in the middle of a tier therefore leaves a complete, readable file whose last `end_s` is
+empty. Columns (unix seconds): tier, start_s, end_s, target_users, target_rps, warmup_s, then
+`dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from llmload.tierstate import Tier
+
+COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
+
+
+def _cell(value: object, column: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}" if column.endswith("_s") else f"{value:g}"
+    return str(value)
+
+
+class TiersCsv:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.rows: list[dict[str, object]] = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def begin(self, tier: Tier) -> None:
+        """A tier starts: append its row (end_s empty) and rewrite the file."""
+        self.rows.append(
+            {
+                "tier": tier.tier,
+                "start_s": tier.start_s,
+                "end_s": None,
+                "target_users": tier.target_users,
+                "target_rps": tier.target_rps,
+                "warmup_s": tier.warmup_s,
+                "dropped": None,
+            }
+        )
+        self._write()
+
+    def end(self, end_s: float, dropped: int | None = None) -> None:
+        """The current tier ends at unix time `end_s` (no-op if it already ended)."""
+        if not self.rows or self.rows[-1]["end_s"] is not None:
+            return
+        self.rows[-1]["end_s"] = end_s
+        self.rows[-1]["dropped"] = dropped
+        self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(COLUMNS)
+            for row in self.rows:
+                writer.writerow([_cell(row[c], c) for c in COLUMNS])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)

@@ -1,0 +1,131 @@
+"""Live per-tier figures from Locust's stats, and the early-stop ("knee passed") rule.
+
+How it works: the shape never sees single requests on a distributed master, only the
+`environment.stats` that workers merge into it every ~3 s (a local run updates them at once).
+So at every boundary (tier start, warm-up end, tier end) it takes a `StatsSnapshot`: the
+TTFT histogram summed over all `TTFT` entries, request/failure counts and output tokens of the
+LLM entries (every request_type that is not a derived metric), 429s (errors whose exception is
+`RateLimited`) and open-loop drops. A tier's measure window is `diff(warmup_end, tier_end)`.
+In distributed runs that window is blurred by up to one worker report interval (~3 s): keep
+tiers well above that (>= 30 s) when the early stop matters.
+
+Knee rule (`knee_reason`): after each tier, stop the run when
+  * the tier's error rate, failed / all LLM requests (429s included), exceeds `max_error_rate`, or
+  * (from tier 2 on) its p99 TTFT exceeds `knee_factor` x the baseline p99 TTFT, the baseline
+    being the first tier that measured any TTFT (normally tier 1, the low-load tier).
+Both are judged on the whole tier's measure window, never on a few seconds of it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+METRIC_TYPES = frozenset({"TTFT", "ITL", "TTFRT", "SCHED"})
+"""request_types that are derived metrics or bookkeeping, not requests."""
+RATE_LIMITED_PREFIX = "RateLimited"
+DROPPED_TYPE = "SCHED"
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    ttft_counts: dict[int, int] = field(default_factory=dict)
+    """TTFT histogram (Locust's rounded ms -> count), all TTFT entries summed"""
+    requests: int = 0
+    failures: int = 0
+    rate_limited: int = 0
+    output_tokens: int = 0
+    dropped: int = 0
+    """open-loop arrivals not sent (in-flight cap)"""
+
+
+@dataclass(frozen=True)
+class TierWindow:
+    requests: int
+    failures: int
+    rate_limited: int
+    output_tokens: int
+    dropped: int
+    ttft_count: int
+    ttft_p99_ms: float | None
+
+    @property
+    def error_rate(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+
+def _error_text(error: object) -> str:
+    """Locally an error is the exception object; on a master it arrives as its repr string."""
+    return repr(error) if isinstance(error, BaseException) else str(error)
+
+
+def snapshot(stats: Any) -> StatsSnapshot:
+    """Totals of a Locust `RequestStats` (local or the master's merged copy) right now."""
+    ttft: Counter[int] = Counter()
+    requests = failures = tokens = dropped = 0
+    for entry in stats.entries.values():
+        if entry.method == "TTFT":
+            ttft.update(entry.response_times)
+        elif entry.method == DROPPED_TYPE:
+            dropped += entry.num_failures
+        elif entry.method not in METRIC_TYPES:
+            requests += entry.num_requests  # failures included
+            failures += entry.num_failures
+            tokens += entry.total_content_length
+    limited = sum(
+        e.occurrences
+        for e in stats.errors.values()
+        if e.method not in METRIC_TYPES and _error_text(e.error).startswith(RATE_LIMITED_PREFIX)
+    )
+    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped)
+
+
+def percentile_ms(counts: dict[int, int], q: float) -> float | None:
+    """The smallest value with at least q (0..1) of the samples at or below it (None if empty)."""
+    total = sum(counts.values())
+    if total <= 0:
+        return None
+    rank = max(1, -(-q * total // 1))  # ceil(q * total), at least the first sample
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return float(value)
+    return float(max(counts))
+
+
+def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
+    """What happened between two snapshots. Locust clears its stats when a run starts, after
+    the shape's first tick: counts going backwards mean `before` was taken before the reset."""
+    if after.requests < before.requests or sum(after.ttft_counts.values()) < sum(before.ttft_counts.values()):
+        before = StatsSnapshot()
+    counts = {k: n - before.ttft_counts.get(k, 0) for k, n in after.ttft_counts.items()}
+    counts = {k: n for k, n in counts.items() if n > 0}
+    return TierWindow(
+        requests=max(0, after.requests - before.requests),
+        failures=max(0, after.failures - before.failures),
+        rate_limited=max(0, after.rate_limited - before.rate_limited),
+        output_tokens=max(0, after.output_tokens - before.output_tokens),
+        dropped=max(0, after.dropped - before.dropped),
+        ttft_count=sum(counts.values()),
+        ttft_p99_ms=percentile_ms(counts, 0.99),
+    )
+
+
+def knee_reason(
+    tier: int, window: TierWindow, baseline_p99_ms: float | None, knee_factor: float, max_error_rate: float
+) -> str | None:
+    """Why the run should stop after this tier, or None (the rule is in the module docstring)."""
+    if window.requests and window.error_rate > max_error_rate:
+        return (
+            f"tier {tier}: error rate {window.error_rate:.1%} > {max_error_rate:.1%} "
+            f"({window.failures} of {window.requests}, {window.rate_limited} were 429)"
+        )
+    p99 = window.ttft_p99_ms
+    if baseline_p99_ms and p99 is not None and p99 > knee_factor * baseline_p99_ms:
+        return (
+            f"tier {tier}: p99 TTFT {p99:.0f} ms > {knee_factor:g} x baseline {baseline_p99_ms:.0f} ms "
+            "(knee passed)"
+        )
+    return None

@@ -1,0 +1,100 @@
+"""Shape flags -> tier plans (pure)."""
+
+import argparse
+
+import pytest
+
+from llmload.shape_options import (
+    ShapeOptionError,
+    add_shape_arguments,
+    options_with_defaults,
+    parse_number_list,
+    parse_offset_s,
+    parse_schedule,
+    rate_plan,
+    schedule_plan,
+    soak_plan,
+    spike_plan,
+    step_plan,
+)
+
+
+def opts(**kw):
+    o = options_with_defaults(None)
+    vars(o).update(kw)
+    return o
+
+
+def test_number_list_parses_and_rejects():
+    assert parse_number_list("1, 2,4,8") == [1, 2, 4, 8]
+    assert parse_number_list("0.5,2", integer=False) == [0.5, 2.0]
+    for bad in ("1,x", "0,1", "", "1.5"):
+        with pytest.raises(ShapeOptionError):
+            parse_number_list(bad)
+
+
+def test_offsets():
+    assert parse_offset_s("90") == 90
+    assert parse_offset_s("2m") == 120
+    assert parse_offset_s("1h30m") == 5400
+    assert parse_offset_s("09:30") == 9 * 3600 + 30 * 60
+    with pytest.raises(ShapeOptionError):
+        parse_offset_s("soon")
+
+
+def test_schedule_tiers_and_scale():
+    assert parse_schedule("0=2,30s=8,2m=4,5m=end", last_seconds=99) == [(2, 30), (8, 90), (4, 180)]
+    assert parse_schedule("09:00=1,10:00=5", last_seconds=7, scale=60) == [(1, 60), (5, 7)]
+    for bad in ("2m=4,1m=8", "0=end", "0=2,1m=end,2m=3", "0=x", "5"):
+        with pytest.raises(ShapeOptionError):
+            parse_schedule(bad, 10)
+
+
+def test_step_plan_from_list_and_range():
+    plan = step_plan(opts(tiers="1,2,4", tier_seconds=20, warmup_seconds=5))
+    assert [(t.target_users, t.seconds, t.warmup_s) for t in plan] == [(1, 20, 5), (2, 20, 5), (4, 20, 5)]
+    plan = step_plan(opts(start_users=2, step_users=3, max_users=8, tier_seconds=10, warmup_seconds=0))
+    assert [t.target_users for t in plan] == [2, 5, 8]
+    assert [t.target_users for t in step_plan(opts())] == [1, 2, 4, 8, 16, 32]
+
+
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"tiers": "1,2", "max_users": 4, "start_users": 1, "step_users": 1}, "either --tiers"),
+        ({"start_users": 1, "step_users": 0, "max_users": 4}, "--step-users"),
+        ({"tiers": "1,2", "tier_seconds": 10, "warmup_seconds": 10}, "--warmup-seconds"),
+        ({"tier_seconds": 0}, "--tier-seconds"),
+    ],
+)
+def test_step_plan_errors_say_what_to_fix(kw, words):
+    with pytest.raises(ShapeOptionError, match=words):
+        step_plan(opts(**kw))
+
+
+def test_rate_spike_soak_schedule_plans():
+    rates = rate_plan(opts(rate_tiers="0.5,2", tier_seconds=8, warmup_seconds=1))
+    assert [(t.target_rps, t.target_users, t.seconds) for t in rates] == [(0.5, None, 8), (2.0, None, 8)]
+    spike = spike_plan(opts(base_users=2, base_seconds=20, spike_users=40, spike_seconds=5, warmup_seconds=3))
+    assert [(t.target_users, t.seconds, t.warmup_s) for t in spike] == [(2, 20, 3), (40, 5, 0), (2, 20, 3)]
+    soak = soak_plan(opts(soak_users=6, soak_seconds=25, tier_seconds=10, warmup_seconds=2))
+    assert [(t.target_users, t.seconds, t.warmup_s) for t in soak] == [(6, 10, 2), (6, 10, 0), (6, 5, 0)]
+    sched = schedule_plan(opts(schedule="0=1,10=3,20=end", warmup_seconds=2))
+    assert [(t.target_users, t.seconds) for t in sched] == [(1, 10), (3, 10)]
+
+
+def test_argparse_rejects_bad_flags_with_one_line(capsys):
+    parser = argparse.ArgumentParser(prog="locust")
+    add_shape_arguments(parser)
+    ok = parser.parse_args(["--tiers", "1,2,4", "--rate-tiers", "0.5,1"])
+    assert ok.tiers == "1,2,4"  # kept as text so the web UI form can edit it
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--tiers", "1,two"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --tiers" in err and "'two'" in err
+
+
+def test_defaults_fill_missing_flags():
+    parsed = argparse.Namespace(tiers="3,6", spawn_rate=2.0)
+    o = options_with_defaults(parsed)
+    assert o.tiers == "3,6" and o.spawn_rate == 2.0 and o.tier_seconds == 60.0 and o.arrival == "poisson"

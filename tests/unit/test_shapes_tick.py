@@ -1,0 +1,198 @@
+"""tick() sequences of the llmload shapes with a patched clock (no sockets, no users)."""
+
+import csv
+import logging
+
+import pytest
+from locust.env import Environment
+from locust.event import Events
+
+from llmload import openloop_user, tierstate
+from llmload.result import RateLimited
+from llmload.shape_options import options_with_defaults
+from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
+
+WALL0 = 1_700_000_000.0
+
+
+class Clock:
+    """Fake perf_counter + time.time; sleeping advances it."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def attach(self, shape):
+        shape._now = lambda: self.now
+        shape._wall = lambda: WALL0 + self.now
+        shape._sleep = self.sleep
+        shape.progress_every_s = None
+
+    def sleep(self, seconds):
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+def make(shape_cls, tmp_path, **flags):
+    class Shape(shape_cls):
+        pass
+
+    shape, clock = Shape(), Clock()
+    clock.attach(shape)
+    options = options_with_defaults(None)
+    vars(options).update(run_dir=str(tmp_path), headless=True, warmup_seconds=2.0, tier_seconds=10.0)
+    vars(options).update(flags)
+    env = Environment(events=Events(), shape_class=shape, parsed_options=options)
+    env.create_local_runner()
+    return shape, clock, env
+
+
+def tick_at(shape, clock, t):
+    clock.now = t
+    return shape.tick()
+
+
+def rows(tmp_path):
+    with open(tmp_path / "tiers.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def fire(env, ttft_ms, n, exception=None):
+    for _ in range(n):
+        env.events.request.fire(request_type="TTFT", name="chat", response_time=ttft_ms, response_length=10,
+                                exception=None, context={})
+        env.events.request.fire(request_type="LLM", name="chat", response_time=ttft_ms * 2, response_length=20,
+                                exception=exception, context={})
+
+
+def test_step_tiers_sequence_and_tiers_csv(tmp_path):
+    shape, clock, _env = make(StepShape, tmp_path, tiers="1,2,4")
+    assert tick_at(shape, clock, 0.0) == (1, 1.0)
+    assert tick_at(shape, clock, 5.0) == (1, 1.0)
+    assert tick_at(shape, clock, 10.0) == (2, 1.0)
+    assert tick_at(shape, clock, 20.0) == (4, 2.0)  # auto spawn rate: the change in about a second
+    assert tick_at(shape, clock, 30.0) is None
+    got = [(r["tier"], float(r["start_s"]) - WALL0, float(r["end_s"]) - WALL0, r["target_users"], r["warmup_s"])
+           for r in rows(tmp_path)]
+    assert got == [("1", 0, 10, "1", "2.000"), ("2", 10, 20, "2", "2.000"), ("3", 20, 30, "4", "2.000")]
+    tier, phase = tierstate.tier_at(WALL0 + 21.0)
+    assert (tier.tier, tier.target_users, phase) == (3, 4, "warmup")
+    assert tierstate.tier_at(WALL0 + 23.0)[1] == "measure"
+
+
+def test_tick_sleeps_to_a_boundary_that_falls_before_the_next_tick(tmp_path):
+    shape, clock, _ = make(StepShape, tmp_path, tiers="1,2", warmup_seconds=0.0)
+    tick_at(shape, clock, 0.0)
+    assert tick_at(shape, clock, 9.4) == (2, 1.0)
+    assert clock.slept == [0.6] and clock.now == 10.0
+    assert float(rows(tmp_path)[1]["start_s"]) - WALL0 == pytest.approx(10.0)
+
+
+def test_a_late_tick_never_skips_or_shortens_a_tier(tmp_path):
+    shape, clock, _ = make(StepShape, tmp_path, tiers="1,2,4")
+    tick_at(shape, clock, 0.0)
+    assert tick_at(shape, clock, 27.0) == (2, 1.0)  # a long distributed ramp blocked tick()
+    assert tick_at(shape, clock, 35.0) == (2, 1.0)
+    assert tick_at(shape, clock, 37.0) == (4, 2.0)
+    starts = [float(r["start_s"]) - WALL0 for r in rows(tmp_path)]
+    assert starts == [0.0, 27.0, 37.0]
+
+
+def test_ramp_longer_than_warmup_extends_the_warmup(tmp_path):
+    shape, clock, _env = make(StepShape, tmp_path, tiers="1,8", spawn_rate=0.5)
+    shape._cli_spawn_rate = 0.5  # as if given with -r 0.5 on the command line
+    assert tick_at(shape, clock, 0.0) == (1, 0.5)
+    assert tick_at(shape, clock, 10.0) == (8, 0.5)
+    assert [r["warmup_s"] for r in rows(tmp_path)] == ["2.000", "10.000"]  # 7 users at 0.5/s = 14 s > tier
+
+
+def test_knee_stop_after_a_whole_tier_over_k_times_baseline(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, knee_factor=3.0,
+                             min_tier_requests=1)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)  # warm-up ends: measure window starts here
+    fire(env, 100, 50)
+    assert tick_at(shape, clock, 10.0) == (2, 1.0)
+    fire(env, 150, 20)  # warm-up of tier 2: ignored
+    tick_at(shape, clock, 12.0)
+    fire(env, 250, 50)
+    assert tick_at(shape, clock, 20.0) == (4, 2.0)  # 250 < 3 x 100
+    tick_at(shape, clock, 22.0)
+    fire(env, 400, 50)
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        assert tick_at(shape, clock, 30.0) is None
+    assert "knee passed" in caplog.text and "tier 3" in caplog.text
+    assert [r["end_s"] != "" for r in rows(tmp_path)] == [True, True, True]
+
+
+def test_without_stop_at_knee_the_run_goes_on(tmp_path):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", min_tier_requests=1)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    fire(env, 100, 10, exception=RateLimited(1.0))
+    assert tick_at(shape, clock, 10.0) == (2, 1.0)
+
+
+def test_error_rate_stop_counts_429s(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", stop_at_knee=True, max_error_rate=0.1,
+                             min_tier_requests=1)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    fire(env, 100, 18)
+    fire(env, 100, 2, exception=RateLimited(1.0))
+    assert tick_at(shape, clock, 10.0) == (2, 1.0)  # 10% is not above the bound
+    tick_at(shape, clock, 12.0)
+    fire(env, 100, 10)
+    fire(env, 100, 5, exception=RateLimited(1.0))
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        assert tick_at(shape, clock, 20.0) is None
+    assert "error rate 33.3%" in caplog.text and "5 were 429" in caplog.text
+
+
+def test_too_few_requests_for_p99_warns(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2")
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    fire(env, 100, 40)
+    with caplog.at_level(logging.WARNING, logger="llmload.shape"):
+        tick_at(shape, clock, 10.0)
+    assert "tier 1: only 40 measured requests" in caplog.text
+
+
+def test_bad_flag_stops_with_one_clear_line(tmp_path, caplog):
+    shape, clock, _ = make(StepShape, tmp_path, tiers="1,2", tier_seconds=5, warmup_seconds=9)
+    with caplog.at_level(logging.ERROR, logger="llmload.shape"):
+        assert tick_at(shape, clock, 0.0) is None
+    assert len(caplog.records) == 1 and "--warmup-seconds" in caplog.text
+
+
+def test_test_stop_closes_the_last_tier_and_a_new_run_starts_fresh(tmp_path):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2")
+    tick_at(shape, clock, 0.0)
+    assert rows(tmp_path)[-1]["end_s"] == ""  # killed here: last end_s empty
+    clock.now = 4.0
+    env.events.test_stop.fire(environment=env)
+    assert float(rows(tmp_path)[-1]["end_s"]) - WALL0 == 4.0
+    assert tick_at(shape, clock, 100.0) == (1, 1.0)  # web UI re-run: tier 1 again
+    assert [t.tier for t in tierstate.timeline()] == [1]
+
+
+def test_spike_and_schedule_reuse_the_machinery(tmp_path):
+    shape, clock, _ = make(SpikeShape, tmp_path, base_users=2, base_seconds=10, spike_users=20, spike_seconds=4)
+    seq = [tick_at(shape, clock, t) for t in (0, 10, 14, 24)]
+    assert seq == [(2, 2.0), (20, 18.0), (2, 18.0), None]
+    shape, clock, _ = make(ScheduleShape, tmp_path / "s", schedule="0=1,5=3,8=end", warmup_seconds=1)
+    assert [tick_at(shape, clock, t) for t in (0, 5, 8)] == [(1, 1.0), (3, 2.0), None]
+
+
+def test_open_loop_publishes_rates_to_the_local_process(tmp_path):
+    openloop_user.CONTROL.set(None)
+    shape, clock, _env = make(OpenLoopShape, tmp_path, rate_tiers="2,5", arrival="constant", max_inflight=7)
+    assert tick_at(shape, clock, 0.0) == (1, 10.0)  # one scheduler user per process
+    target = openloop_user.CONTROL.target
+    assert (target.tier, target.rate_per_s, target.worker_count, target.max_inflight) == (1, 2.0, 1, 7)
+    assert tick_at(shape, clock, 10.0) == (1, 10.0)
+    assert openloop_user.CONTROL.target.rate_per_s == 5.0
+    assert [r["target_rps"] for r in rows(tmp_path)] == ["2", "5"]
+    assert tick_at(shape, clock, 20.0) is None
+    assert openloop_user.CONTROL.target is None
