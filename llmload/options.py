@@ -1,0 +1,128 @@
+"""The command-line / web-UI options every llmload run has, and reading them back.
+
+How it works: `add_options` is an `events.init_command_line_parser` listener (installed by
+`llmload.users.install(events)` from a locustfile, never at import). Options are added
+with `parser.add_argument(..., include_in_web_ui=True)` so they appear in the web UI's
+start form (the API key as a masked secret field); Locust copies the form values back
+into `environment.parsed_options` when a run starts, so users read them in `on_start`,
+never at import or init. `--stop-timeout` gets a default long enough for in-flight
+streams to finish and be recorded at ramp-down / test end (Locust's default 0 kills them).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from llmload.result import Timeouts
+
+DEFAULT_STOP_TIMEOUT_S = 60
+TRANSPORTS = ("fast", "openai")
+ENDPOINTS = ("chat", "completions")
+SECRET_OPTIONS = ("api_key",)
+
+
+def add_options(parser) -> None:
+    """init_command_line_parser listener: register the llmload options."""
+    parser.add_argument("--model", default="llmload-sim", include_in_web_ui=True,
+                        help="model name sent in every request (compared with the answer's `model`)")
+    parser.add_argument("--max-tokens", type=int, default=128, include_in_web_ui=True,
+                        help="max_tokens of every request")
+    parser.add_argument("--prompt-tokens", type=int, default=128, include_in_web_ui=True,
+                        help="approximate prompt length in tokens for the synthetic prompts")
+    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", ""), include_in_web_ui=True,
+                        is_secret=True, help="API key (default: $OPENAI_API_KEY); never written to files")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="fast", include_in_web_ui=True,
+                        help="fast: geventhttpclient timed at the socket read (default); "
+                             "openai: the official SDK as an app uses it")
+    parser.add_argument("--endpoint", choices=ENDPOINTS, default="chat", include_in_web_ui=True,
+                        help="chat (/v1/chat/completions) or completions (/v1/completions)")
+    parser.add_argument("--connect-timeout-s", type=float, default=10.0, include_in_web_ui=True,
+                        help="TCP (+TLS) connect cap")
+    parser.add_argument("--first-token-timeout-s", type=float, default=60.0, include_in_web_ui=True,
+                        help="cap from request sent to the first generated token")
+    parser.add_argument("--request-timeout-s", type=float, default=300.0, include_in_web_ui=True,
+                        help="wall-clock cap on a whole streamed request")
+    parser.add_argument("--retries", type=int, default=0, include_in_web_ui=True,
+                        help="retry 429/503 up to N times (Retry-After honoured, else backoff); "
+                             "every attempt is its own sample row")
+    parser.add_argument("--run-dir", default="", include_in_web_ui=True,
+                        help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
+    parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    base_url: str
+    api_key: str
+    model: str
+    max_tokens: int
+    prompt_tokens: int
+    transport: str
+    endpoint: str
+    retries: int
+    timeouts: Timeouts
+
+
+class OptionError(ValueError):
+    """Bad option value; the message says what to fix (shown as one line)."""
+
+
+def api_base_url(host: str) -> str:
+    """`--host` -> OpenAI base URL: a bare http://HOST:PORT gets `/v1`, a URL with a path is kept."""
+    host = (host or "").strip().rstrip("/")
+    url = urlparse(host)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise OptionError(f"--host must be an http(s) URL like http://127.0.0.1:8000, got {host!r}")
+    return host if url.path else host + "/v1"
+
+
+def _get(parsed, name: str, default):
+    value = getattr(parsed, name, None) if parsed is not None else None
+    return default if value is None or value == "" else value
+
+
+def read_options(environment) -> RunOptions:
+    """The run's options from `environment.parsed_options` (defaults when run without CLI)."""
+    parsed = environment.parsed_options
+    try:
+        opts = RunOptions(
+            base_url=api_base_url(environment.host or _get(parsed, "host", "")),
+            api_key=str(_get(parsed, "api_key", os.environ.get("OPENAI_API_KEY", ""))),
+            model=str(_get(parsed, "model", "llmload-sim")),
+            max_tokens=int(_get(parsed, "max_tokens", 128)),
+            prompt_tokens=int(_get(parsed, "prompt_tokens", 128)),
+            transport=str(_get(parsed, "transport", "fast")),
+            endpoint=str(_get(parsed, "endpoint", "chat")),
+            retries=int(_get(parsed, "retries", 0)),
+            timeouts=Timeouts(
+                connect_timeout_s=float(_get(parsed, "connect_timeout_s", 10.0)),
+                first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", 60.0)),
+                request_timeout_s=float(_get(parsed, "request_timeout_s", 300.0)),
+            ),
+        )
+    except (TypeError, ValueError) as exc:
+        raise OptionError(f"bad llmload option: {exc}") from None
+    if opts.transport not in TRANSPORTS:
+        raise OptionError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {opts.transport!r}")
+    if opts.endpoint not in ENDPOINTS:
+        raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
+    if opts.max_tokens < 1 or opts.prompt_tokens < 1 or opts.retries < 0:
+        raise OptionError("--max-tokens and --prompt-tokens must be >= 1 and --retries >= 0")
+    return opts
+
+
+def redacted(parsed) -> dict:
+    """All parsed options as a JSON-able dict, secrets replaced by '***'."""
+    out = {}
+    for key, value in sorted(vars(parsed).items() if parsed is not None else []):
+        if key in SECRET_OPTIONS or any(word in key.lower() for word in ("api_key", "password", "secret")):
+            out[key] = "***" if value else ""
+        elif isinstance(value, (str, int, float, bool, type(None))):
+            out[key] = value
+        elif isinstance(value, (list, tuple)):
+            out[key] = [v if isinstance(v, (str, int, float, bool)) else str(v) for v in value]
+        else:
+            out[key] = str(value)
+    return out

@@ -1,0 +1,293 @@
+"""Abstract streaming Locust users and the listeners a locustfile installs.
+
+A scenario is a few lines:
+
+    from locust import events
+    from llmload.users import ChatUser, install
+
+    install(events)                      # options, sample writer, health, run.json
+
+    class Chat(ChatUser):
+        scenario = "chat-short"          # the event name in Locust's tables
+        prompt_tokens = 64
+
+How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from
+`prompt()`, which a scenario may override), the transport (`--transport fast|openai`)
+streams it into a StreamResult, `record()` fires the LLM/TTFT/ITL events and hands one
+sample row to the RowSink. With `--retries N`, a 429 or 503 is retried after Retry-After
+(else exponential backoff with jitter: 0.5 s * 2^k * U(0.5, 1.5), at most 30 s); every
+attempt is its own row and event, the retry's `retry_of` naming the previous attempt.
+
+Per process state (row sink, health monitor, counters) lives in a RunContext attached to
+the Locust Environment, created by the `init` listener (or on first use in tests).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import uuid
+
+import gevent
+from locust import User, constant, task
+from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
+
+from llmload import metrics, runfiles
+from llmload.distributed import RowSink, stop_run
+from llmload.health import HealthMonitor
+from llmload.options import OptionError, RunOptions, add_options, read_options
+from llmload.prompts import Prompt, make_prompt
+from llmload.result import StreamRequest, StreamResult
+
+logger = logging.getLogger(__name__)
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 30.0
+
+
+class RunContext:
+    """What one process shares between its users for the run."""
+
+    def __init__(self, environment) -> None:
+        self.environment = environment
+        self.token = uuid.uuid4().hex[:6]
+        """short per-process prefix making request ids unique across workers and runs"""
+        self.sink = RowSink(environment)
+        self.health: HealthMonitor | None = None
+        self.inflight = 0
+        self.model_mismatches = 0
+        self.successes = 0
+        self.auth_stop_sent = False
+        self.started_unix: float | None = None
+        self.scenario = ""
+        self._user_ids = itertools.count(1)
+
+    @property
+    def worker(self) -> str:
+        runner = self.environment.runner
+        if isinstance(runner, WorkerRunner):
+            return f"w{runner.worker_index}"
+        return "local"
+
+    def next_user_id(self) -> str:
+        return f"{self.worker}-{next(self._user_ids)}"
+
+    def users_now(self) -> int:
+        runner = self.environment.runner
+        return runner.user_count if runner is not None else 0
+
+    def start_health(self) -> None:
+        if self.health is None:
+            self.health = HealthMonitor(self.worker, self.sink.add_health, self.users_now, lambda: self.inflight)
+        self.health.start()
+
+    @property
+    def loop_lag_ms(self) -> float | None:
+        return self.health.loop_lag_ms if self.health is not None else None
+
+
+def context_for(environment) -> RunContext:
+    ctx = getattr(environment, "llmload_run", None)
+    if ctx is None:
+        ctx = environment.llmload_run = RunContext(environment)
+    return ctx
+
+
+def _on_init(environment, **_kw) -> None:
+    metrics.use_precise_buckets()
+    context_for(environment)
+
+
+def _write_run_json(environment, ended_unix: float | None = None) -> None:
+    ctx = context_for(environment)
+    if ctx.sink.run_dir is None or ctx.started_unix is None:
+        return
+    runner = environment.runner
+    workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
+    info = runfiles.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
+                             started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers)
+    runfiles.write_run_json(ctx.sink.run_dir, info)
+
+
+def _on_test_start(environment, **_kw) -> None:
+    import time
+
+    ctx = context_for(environment)
+    ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
+    if ctx.sink.writes_files:
+        ctx.sink.open(runfiles.resolve_run_dir(getattr(environment.parsed_options, "run_dir", "")))
+        ctx.started_unix = time.time()
+        _write_run_json(environment)
+    if not isinstance(environment.runner, MasterRunner):
+        try:
+            opts = read_options(environment)
+        except OptionError as exc:
+            stop_run(environment, str(exc))
+            return
+        if opts.transport == "openai":  # build the shared SDK client before any user starts
+            from llmload.transport_openai import shared_client
+
+            shared_client(opts.base_url, opts.api_key, opts.timeouts)
+        ctx.start_health()
+    ctx.sink.start()
+
+
+def _on_test_stop(environment, **_kw) -> None:
+    ctx = context_for(environment)
+    ctx.sink.flush()
+    if ctx.model_mismatches:
+        logger.warning("llmload: %d answers named another model than requested", ctx.model_mismatches)
+
+
+def _on_quitting(environment, **_kw) -> None:
+    import time
+
+    ctx = context_for(environment)
+    if ctx.health is not None:
+        ctx.health.stop()
+    ctx.sink.stop()
+    _write_run_json(environment, ended_unix=time.time())
+    ctx.sink.close_files()
+
+
+_installed: set[int] = set()
+
+
+def install(events) -> None:
+    """Register llmload's options and listeners on a Locust `events` object (once)."""
+    if id(events) in _installed:
+        return
+    _installed.add(id(events))
+    events.init_command_line_parser.add_listener(add_options)
+    events.init.add_listener(_on_init)
+    events.test_start.add_listener(_on_test_start)
+    events.test_stop.add_listener(_on_test_stop)
+    events.quitting.add_listener(_on_quitting)
+
+
+def make_transport(opts: RunOptions):
+    if opts.transport == "openai":
+        from llmload.transport_openai import OpenAITransport
+
+        return OpenAITransport(opts.base_url, opts.api_key, opts.timeouts)
+    from llmload.transport_fast import FastTransport
+
+    return FastTransport(opts.base_url, opts.api_key, opts.timeouts)
+
+
+def backoff_s(attempt: int, rng: random.Random) -> float:
+    """Delay before retry number `attempt` (0-based) when the server gave no Retry-After."""
+    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt) * rng.uniform(0.5, 1.5)
+
+
+def is_retryable(result: StreamResult) -> bool:
+    return result.error == "rate_limited" or (result.error == "http_5xx" and result.status == 503)
+
+
+class LLMUser(User):
+    """Streams completions back to back and reports them (abstract: subclass it)."""
+
+    abstract = True
+    wait_time = constant(0)
+    endpoint: str | None = None
+    """chat | completions; None: the --endpoint option"""
+    scenario: str | None = None
+    """name of the LLM/TTFT/ITL events and the samples' `scenario`; default: the class name"""
+    prompt_tokens: int | None = None
+    """approximate prompt length; None: --prompt-tokens"""
+    max_tokens: int | None = None
+    """None: --max-tokens"""
+    extra_body: dict | None = None
+    """extra JSON fields of every request (temperature, seed, ...)"""
+
+    def on_start(self) -> None:
+        self.ctx = context_for(self.environment)
+        try:
+            self.opts = read_options(self.environment)
+        except OptionError as exc:
+            stop_run(self.environment, str(exc))
+            raise StopUser() from None
+        self.transport = make_transport(self.opts)
+        self.user_id = self.ctx.next_user_id()
+        self.label = self.scenario or type(self).__name__
+        self.rng = random.Random()
+        self._request_seq = itertools.count(1)
+
+    def on_stop(self) -> None:
+        transport = getattr(self, "transport", None)
+        if transport is not None:
+            transport.close()
+
+    def prompt(self) -> Prompt:
+        """The next prompt; override for datasets, shared prefixes, repeats."""
+        return make_prompt(self.prompt_tokens or self.opts.prompt_tokens, self.rng)
+
+    @task
+    def stream_completion(self) -> None:
+        self.ask()
+
+    def ask(self, prompt: Prompt | None = None, *, messages: list[dict] | None = None,
+            max_tokens: int | None = None, schedule_lag_ms: float | None = None) -> StreamResult:
+        """Stream one completion (with up to --retries retries); returns the last attempt."""
+        prompt = prompt or self.prompt()
+        retry_of = ""
+        attempt = 0
+        while True:
+            req = StreamRequest(
+                endpoint=self.endpoint or self.opts.endpoint, model=self.opts.model, prompt=prompt.text,
+                max_tokens=max_tokens or self.max_tokens or self.opts.max_tokens,
+                request_id=f"{self.ctx.token}-{self.user_id}-{next(self._request_seq)}",
+                input_tokens_estimate=prompt.approx_tokens, retry_of=retry_of, messages=messages,
+                extra_body=self.extra_body,
+            )
+            self.ctx.inflight += 1
+            try:
+                result = self.transport.stream(req)
+            finally:
+                self.ctx.inflight -= 1
+            self.record(result, schedule_lag_ms)
+            if result.ok or attempt >= self.opts.retries or not is_retryable(result):
+                return result
+            delay_s = result.retry_after_s
+            gevent.sleep(delay_s if delay_s is not None else backoff_s(attempt, self.rng))
+            attempt += 1
+            retry_of = result.request_id
+            schedule_lag_ms = None
+
+    def record(self, result: StreamResult, schedule_lag_ms: float | None = None) -> None:
+        """Fire the events of one attempt and write its sample row."""
+        ctx = self.ctx
+        metrics.fire_events(self.environment.events.request, self.label, result)
+        ctx.sink.add_sample(metrics.sample_row(
+            result, worker=ctx.worker, user=self.user_id, scenario=self.label, users_now=ctx.users_now(),
+            schedule_lag_ms=schedule_lag_ms, loop_lag_ms=ctx.loop_lag_ms,
+        ))
+        if result.ok:
+            ctx.successes += 1
+            if result.model_returned and result.model_returned != result.model_requested:
+                ctx.model_mismatches += 1
+                if ctx.model_mismatches == 1:
+                    logger.warning("llmload: asked for model %r, the answer names %r (silent downgrade?)",
+                                   result.model_requested, result.model_returned)
+        elif result.status == 401 and ctx.successes == 0:
+            if not ctx.auth_stop_sent:
+                ctx.auth_stop_sent = True
+                stop_run(self.environment, f"HTTP 401 from {self.opts.base_url}: the API key was refused; "
+                                           "set --api-key or OPENAI_API_KEY")
+            raise StopUser()
+
+
+class ChatUser(LLMUser):
+    """Streams /v1/chat/completions (abstract)."""
+
+    abstract = True
+    endpoint = "chat"
+
+
+class CompletionsUser(LLMUser):
+    """Streams /v1/completions (abstract)."""
+
+    abstract = True
+    endpoint = "completions"
