@@ -1,0 +1,58 @@
+"""OpenLoopUser + OpenLoopShape on Locust's real LocalRunner with a stand-in request (no sockets).
+
+Bounds are generous: this checks the wiring (rates reach the scheduler, tiers switch, the cap
+drops and counts), not timing accuracy (that is the open-loop integration run and the bench).
+"""
+
+import time
+
+import gevent
+import pytest
+from locust import User
+from locust.env import Environment
+from locust.event import Events
+
+from llmload import openloop_user
+from llmload.openloop_user import OpenLoopUser
+from llmload.shape_options import options_with_defaults
+from llmload.shapes import OpenLoopShape
+
+pytestmark = pytest.mark.integration
+
+
+def run_shape(tmp_path, service_s, **flags):
+    sent = []
+
+    class Stand(OpenLoopUser, User):
+        def send_request(self, intended_t0_perf=None):
+            sent.append((intended_t0_perf, time.perf_counter()))
+            gevent.sleep(service_s)
+
+    class Shape(OpenLoopShape):
+        progress_every_s = None
+
+    options = options_with_defaults(None)
+    vars(options).update(run_dir=str(tmp_path), tier_seconds=1.5, warmup_seconds=0.2, min_tier_requests=1)
+    vars(options).update(flags)
+    openloop_user.CONTROL.set(None)
+    env = Environment(user_classes=[Stand], events=Events(), shape_class=Shape(), parsed_options=options)
+    runner = env.create_local_runner()
+    runner.start_shape()
+    runner.shape_greenlet.join(timeout=10)
+    runner.quit()
+    return sent, env
+
+
+def test_rates_reach_the_scheduler_and_lag_stays_small(tmp_path):
+    sent, env = run_shape(tmp_path, service_s=0.05, rate_tiers="20,40", arrival="constant")
+    assert 0.85 * 90 <= len(sent) <= 1.1 * 90  # 20/s x 1.5 s + 40/s x 1.5 s
+    lags_ms = sorted((actual - intended) * 1000 for intended, actual in sent)
+    assert lags_ms[len(lags_ms) // 2] < 20
+    assert sum(e.num_failures for e in env.stats.entries.values()) == 0  # nothing dropped
+
+
+def test_inflight_cap_drops_and_counts(tmp_path):
+    sent, env = run_shape(tmp_path, service_s=5.0, rate_tiers="20", tier_seconds=1.0, max_inflight=3)
+    assert len(sent) == 3  # the first three never return during the tier
+    dropped = env.stats.get("dropped (max-inflight)", "SCHED")
+    assert dropped.num_failures >= 10
