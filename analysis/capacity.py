@@ -107,10 +107,13 @@ def _fraction(before: float, after: float, limit: float) -> float:
     return min(1.0, max(0.0, (limit - before) / (after - before)))
 
 
+def slo_text(profile: SloProfile) -> str:
+    slo = f"p95 TTFT <= {profile.ttft_p95_ms:g} ms, " if profile.ttft_p95_ms is not None else ""
+    return slo + f"errors <= {profile.max_error_rate:.0%}, 429s <= {profile.max_429_rate:.0%}"
+
+
 def describe(cap: Capacity, load_unit: str) -> str:
-    slo = (f"p95 TTFT <= {cap.profile.ttft_p95_ms:g} ms, " if cap.profile.ttft_p95_ms is not None else "")
-    slo += f"errors <= {cap.profile.max_error_rate:.0%}, 429s <= {cap.profile.max_429_rate:.0%}"
-    head = f"Capacity under the {cap.profile.name} SLO ({slo}): "
+    head = f"Capacity under the {cap.profile.name} SLO ({slo_text(cap.profile)}): "
     if cap.status == "none":
         return head + "unknown (no requests measured)."
     if cap.status == "below":

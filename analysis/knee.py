@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.text import load_with_unit
+
 BAND_TOLERANCE = 0.25
 GAIN_FRACTION = 0.5
 REJECT_LIMIT = 0.01
@@ -95,8 +97,9 @@ def describe(knee: Knee, load_unit: str) -> str:
         return "No tier has successful requests: no knee can be computed."
     if not knee.reached:
         top = ev.iloc[-1]
-        return (f"No knee within the tested range: up to {_load(top['load'], load_unit)} p99 TTFT stayed in its "
-                f"low-load band (<= {knee.band_hi_ms:.0f} ms) or throughput kept growing. Test higher loads.")
+        return (f"No knee within the tested range: up to {load_with_unit(top['load'], load_unit)} p99 TTFT "
+                f"stayed in its low-load band (<= {knee.band_hi_ms:.0f} ms) or throughput kept growing. "
+                "Test higher loads.")
     past = ev[ev["tier"] == knee.first_past_tier].iloc[0]
     why = []
     if past["left_band"]:
@@ -105,13 +108,12 @@ def describe(knee: Knee, load_unit: str) -> str:
     if past["reject_rate"] > REJECT_LIMIT:
         why.append(f"{past['reject_rate']:.0%} of requests were rejected (429/503)")
     first_tier = knee.knee_tier == int(ev.iloc[0]["tier"])
-    text = (f"Knee at {_load(knee.knee_load, load_unit)} (tier {knee.knee_tier}). At the next tier, "
-            f"{_load(past['load'], load_unit)}, " + " and ".join(why) + f", while throughput gained only "
+    text = (f"Knee at {load_with_unit(knee.knee_load, load_unit)} (tier {knee.knee_tier}). At the next tier, "
+            f"{load_with_unit(past['load'], load_unit)}, " + " and ".join(why) + f", while throughput gained only "
             f"{past['gain_ratio']:.0%} of the initial per-unit slope ({past['ok_rps']:.1f} req/s).")
     if first_tier:
         text += " The knee is the lowest tier tested: it may lie lower still."
     return text
 
 
-def _load(value: float, unit: str) -> str:
-    return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
+

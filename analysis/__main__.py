@@ -1,0 +1,184 @@
+"""`python -m analysis COMMAND RUN_DIR ...`: the analysis command line.
+
+Commands (each a `cmd_*` function behind the COMMANDS dict):
+  report RUN_DIR     write report.md, report.html and plots/ into the run folder (the main one)
+  tiers RUN_DIR      print the per-tier tables
+  knee RUN_DIR       print the knee rule, its evidence, the fitted model and saturation behaviour
+  plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
+  compare A B [...]  same load levels side by side; which run holds more load under the SLO
+  watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
+A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from analysis import capacity as cap_mod
+from analysis import knee as knee_mod
+from analysis import queueing, text
+from analysis.analyze import Target, analyze, choose_profile
+from analysis.loader import RunError, load_run
+
+
+def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
+    run = load_run(run_dir or args.run_dir)
+    profile = choose_profile(run, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
+    return analyze(run, profile, target)
+
+
+def _target(args: argparse.Namespace) -> Target | None:
+    for kind in ("rps", "users", "tok_s"):
+        value = getattr(args, f"target_{kind}")
+        if value is not None:
+            if value <= 0:
+                raise ValueError(f"--target-{kind.replace('_', '-')} must be positive")
+            return Target(value, kind, args.headroom)
+    return None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.figures import build_figures
+    from analysis.report import answer_items, write_report
+
+    a = _analysis(args, target=_target(args))
+    out_dir = Path(args.out) if args.out else a.run.path
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md_path, html_path = write_report(a, build_figures(a), out_dir)
+    print(f"report: {html_path}")
+    print(f"        {md_path}")
+    for lead, sentence in answer_items(a):
+        print(f"{lead} {sentence}")
+    return 0
+
+
+def cmd_tiers(args: argparse.Namespace) -> int:
+    a = _analysis(args)
+    print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
+    for title, rows in (("Load and outcomes", text.outcome_rows(a.table)),
+                        ("Latency (ms, successful requests)", text.latency_rows(a.table)),
+                        ("Where TTFT goes (mean ms) and generator health", text.parts_rows(a.table))):
+        print(f"\n{title}\n{text.render(*rows)}")
+    if a.warnings:
+        print("\nWarnings and notes:")
+        for warning in a.warnings:
+            print(f"- {warning}")
+    return 0
+
+
+def cmd_knee(args: argparse.Namespace) -> int:
+    from analysis.report import knee_rows
+
+    a = _analysis(args)
+    unit = a.run.load_unit
+    print(f"run {a.run.name}\nRule: {knee_mod.RULE}\n")
+    print(text.render(*knee_rows(a)))
+    print()
+    print(knee_mod.describe(a.knee, unit))
+    print(queueing.describe(a.fit))
+    print(f"Saturation: {a.saturation.sentence}")
+    print(cap_mod.describe(a.capacity, unit))
+    return 0
+
+
+def cmd_plots(args: argparse.Namespace) -> int:
+    from analysis.figures import build_figures
+    from analysis.report import write_pngs
+
+    a = _analysis(args)
+    plot_dir = Path(args.out) if args.out else a.run.path / "plots"
+    for path in write_pngs(build_figures(a), plot_dir):
+        print(path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from analysis.compare import compare_text
+
+    if len(args.run_dirs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    print(compare_text([_analysis(args, run_dir) for run_dir in args.run_dirs]))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from analysis.watch import watch, watch_text
+
+    run = load_run(args.run_dir)
+    profile = choose_profile(run, args.slo)
+    threshold = args.threshold_ms if args.threshold_ms is not None else profile.ttft_p95_ms
+    if threshold is None:
+        raise ValueError(f"the {profile.name} profile has no TTFT threshold: pass --threshold-ms")
+    if args.window_s <= 0:
+        raise ValueError("--window-s must be positive")
+    result = watch(run, threshold, args.metric, args.window_s)
+    print(watch_text(result, None if args.threshold_ms is not None else profile.name))
+    return 1 if args.fail_on_breach and len(result.breaches) else 0
+
+
+HELP = {"report": "write report.md, report.html and plots/ into the run folder",
+        "tiers": "print the per-tier tables", "knee": "print the knee rule and its evidence",
+        "plots": "write the figures as PNG"}
+COMMANDS = {"report": cmd_report, "tiers": cmd_tiers, "knee": cmd_knee, "plots": cmd_plots,
+            "compare": cmd_compare, "watch": cmd_watch}
+
+
+def _slo_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slo", choices=sorted(cap_mod.PROFILES), help="SLO profile (default: run.json, else chat)")
+    parser.add_argument("--ttft-p95-ms", type=float, help="override the profile's p95 TTFT limit")
+    parser.add_argument("--max-error-rate", type=float, help="error-rate bound, 0..1 (default 0.01)")
+    parser.add_argument("--max-429-rate", type=float, help="429-rate bound, 0..1 (default 0.01)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse llmload run folders.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("report", "tiers", "knee", "plots"):
+        p = sub.add_parser(name, help=HELP[name])
+        p.add_argument("run_dir", help="a run folder, reports/<run>/")
+        _slo_options(p)
+        if name in ("report", "plots"):
+            p.add_argument("--out", help="write here instead of the run folder")
+        if name == "report":
+            group = p.add_mutually_exclusive_group()
+            group.add_argument("--target-rps", type=float, help="replica plan for this many requests/s")
+            group.add_argument("--target-users", type=float, help="replica plan for this many concurrent users")
+            group.add_argument("--target-tok-s", type=float, help="replica plan for this many output tokens/s")
+            p.add_argument("--headroom", type=float, default=cap_mod.DEFAULT_HEADROOM,
+                           help="share of SLO capacity kept free per replica (default 0.3)")
+    p = sub.add_parser("compare", help="same load levels side by side")
+    p.add_argument("run_dirs", nargs="+", help="two or more run folders")
+    _slo_options(p)
+    p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
+    p.add_argument("run_dir")
+    p.add_argument("--slo", choices=sorted(cap_mod.PROFILES), help="take the threshold from this profile")
+    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's TTFT limit)")
+    p.add_argument("--metric", choices=("ttft", "e2e"), default="ttft")
+    p.add_argument("--window-s", type=float, default=60.0, help="window length (default 60)")
+    p.add_argument("--fail-on-breach", action="store_true", help="exit 1 when any window breached")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "headroom", 0.0) is not None and not 0 <= getattr(args, "headroom", 0.0) < 1:
+        print("analysis: error: --headroom must be in [0, 1)", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except (RunError, ValueError) as exc:
+        print(f"analysis: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a foreign folder must never end in a traceback
+        if os.environ.get("ANALYSIS_DEBUG"):
+            raise
+        print(f"analysis: error: cannot analyse this folder ({type(exc).__name__}: {exc}); "
+              "set ANALYSIS_DEBUG=1 for the traceback", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

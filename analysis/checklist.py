@@ -1,0 +1,93 @@
+"""The provider acceptance checklist of the brief, answered from the run's data.
+
+How it works: each question gets one answer sentence built from the tier table, the
+cache / prompt-length breakdown, the saturation verdict and the model fields. When the run
+cannot answer (no long prompts, no cache hits reported, no model field), the answer says
+so and names what to run instead, rather than guessing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+
+from analysis.loader import Run
+from analysis.saturation import Saturation
+
+QUESTIONS = (
+    "Are TTFT percentiles given (not only means)?",
+    "At which time window and which concurrency tier were they measured?",
+    "Short vs long context reported separately?",
+    "Cache hit vs miss reported separately?",
+    "At full load: does it queue or return 429 (with Retry-After)?",
+    "Does the response's model field state the model that really ran?",
+)
+
+
+def utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation) -> list[tuple[str, str]]:
+    return list(zip(QUESTIONS, (
+        _percentiles(table), _window(run, table), _split(breakdown, "prompt", "short", "long", run),
+        _split(breakdown, "cache", "hit", "miss", run), sat.sentence, _model(run),
+    )))
+
+
+def _percentiles(table: pd.DataFrame) -> str:
+    ok = int(table["ok"].sum())
+    few = table[table["too_few"] & (table["sent"] > 0)]
+    text = f"Yes: p50/p95/p99 TTFT per tier from {ok} successful measured requests, p99 with a 95% bootstrap CI"
+    if (table["ok"] >= 1000).any():
+        text += ", p99.9 where a tier has 1000+"
+    if len(few):
+        text += f"; tiers {', '.join(str(t) for t in few['tier'])} have under 100 requests (p99 unreliable)"
+    return text + "."
+
+
+def _window(run: Run, table: pd.DataFrame) -> str:
+    ts = run.samples["ts_start_s"]
+    loads = ", ".join(f"{v:g}" for v in table["load"])
+    warm = run.tiers["warmup_s"]
+    warm_text = f"{warm.iloc[0]:g} s" if warm.nunique() == 1 else "per-tier"
+    return (f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min); tiers at {loads} "
+            f"{run.load_unit}; each tier measured after a {warm_text} warm-up.")
+
+
+def _split(breakdown: pd.DataFrame, split: str, a: str, b: str, run: Run) -> str:
+    part = breakdown[breakdown["split"].str.startswith(split)]
+    if part.empty:
+        if split == "cache":
+            return ("Not answerable: no request reported a cache hit, or all did (cached_tokens). "
+                    "Run a scenario with a shared prompt prefix.")
+        tokens = run.samples["input_tokens"].dropna()
+        span = f" (input {tokens.min():.0f}-{tokens.max():.0f} tokens)" if len(tokens) else ""
+        return f"Not answerable: all prompts had a similar length{span}. Run the long-context scenario."
+    tiers_both = part.groupby("tier")["group"].nunique()
+    both = tiers_both[tiers_both == 2].index
+    if not len(both):
+        return f"Only one side ({', '.join(sorted(part['group'].unique()))}) within any tier."
+    tier = both.max()
+    rows = part[part["tier"] == tier].set_index("group")
+    name = part["split"].iloc[0]
+    return (f"Yes ({name}): at tier {tier}, p95 TTFT {a} {rows.loc[a, 'ttft_p95_ms']:.0f} ms (n={rows.loc[a, 'n']}) "
+            f"vs {b} {rows.loc[b, 'ttft_p95_ms']:.0f} ms (n={rows.loc[b, 'n']}); every tier is in the breakdown table.")
+
+
+def _model(run: Run) -> str:
+    ok = run.samples[run.samples["ok"] & run.samples["measured"]]
+    returned = ok["model_returned"].astype(str)
+    requested = ok["model_requested"].astype(str)
+    known = returned != ""
+    if not known.any():
+        return "Unknown: the responses carried no model field."
+    mismatch = known & (requested != "") & (returned != requested)
+    if not mismatch.any():
+        names = ", ".join(sorted(returned[known].unique()))
+        return f"Yes: all {int(known.sum())} responses named the requested model ({names})."
+    seen = returned[mismatch].value_counts()
+    top = ", ".join(f"{name} x{count}" for name, count in seen.items() if count)
+    return (f"NO: {int(mismatch.sum())} of {int(known.sum())} responses named another model ({top}): "
+            "possible silent downgrade.")

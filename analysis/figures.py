@@ -1,0 +1,87 @@
+"""Build every figure of an Analysis as PNG bytes (Agg backend, no display, no pyplot state).
+
+How it works: each figure is a fresh `matplotlib.figure.Figure` handed to one `plot_*`
+function of `plots.py` with a frame prepared here: the tier table, error rates by kind,
+a TTFT CDF sampled at 200 quantiles per tier (cheap at any sample count), and the
+time windows of `timeline`. Returns (name, caption, png bytes) in report order.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import plots, timeline
+from analysis.analyze import Analysis
+from analysis.tiers import measured
+
+CDF_POINTS = 200
+
+
+def error_rates(a: Analysis) -> pd.DataFrame:
+    """Index: load; columns: error kinds; values: share of the tier's attempts."""
+    kinds = a.kinds.copy()
+    sent = a.table.set_index("tier")["sent"].reindex(kinds.index)
+    rates = kinds.div(sent.where(sent > 0), axis=0).fillna(0.0)
+    rates.index = a.table.set_index("tier")["load"].reindex(kinds.index).to_numpy()
+    return rates
+
+
+def ttft_cdf(a: Analysis) -> pd.DataFrame:
+    rows = measured(a.run)
+    rows = rows[rows["ok"]]
+    shares = np.linspace(0, 1, CDF_POINTS)
+    loads = a.run.tiers.set_index("tier")["load"]
+    parts = []
+    for tier, values in rows.groupby("tier")["ttft_ms"]:
+        values = values.dropna().to_numpy()
+        if len(values):
+            parts.append(pd.DataFrame({"load": loads[tier], "ttft_ms": np.quantile(values, shares), "share": shares}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["load", "ttft_ms", "share"])
+
+
+def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
+    unit = a.run.load_unit
+    table = a.table[a.table["sent"] > 0]
+    series = timeline.windows(a.run, timeline.pick_window_s(a.run))
+    specs = [
+        ("knee", "p50/p95/p99 TTFT per tier. The knee (dashed) is the last tier before p99 leaves its low-load "
+         "band and throughput stops growing; the dash-dot line is the SLO.",
+         lambda ax: plots.plot_knee(ax, table, a.knee, a.profile.ttft_p95_ms, unit)),
+        ("throughput", "Successful requests/s and output tokens/s per tier; the dashed line is the fitted "
+         "queueing model. A flat line means the server is full.",
+         lambda ax: plots.plot_throughput(ax, table, a.fit, a.knee, unit)),
+        ("queue_fit", "Mean TTFT measured against the fitted slots-plus-queue model.",
+         lambda ax: plots.plot_queue_fit(ax, table, a.fit, unit)),
+        ("inflight", "Requests in flight (Little's law: requests/s x mean latency) against the target, and the "
+         "queueing delay (TTFT p50 above the lowest tier's).",
+         lambda ax: plots.plot_inflight(ax, table, unit)),
+        ("errors", "Share of requests that failed per tier, by kind (rate_limited = HTTP 429).",
+         lambda ax: plots.plot_errors(ax, error_rates(a), unit)),
+        ("ttft_cdf", "TTFT distribution per tier: a curve moving right is the queue growing; the dotted line "
+         "is p99.",
+         lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
+        ("timeline", "The whole run: p99 TTFT per time window, users and output tokens/s; warm-up shaded.",
+         lambda ax: plots.plot_timeline(ax, series, a.run.tiers)),
+        ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
+         lambda ax: plots.plot_latency_vs_throughput(ax, table, a.knee, unit)),
+    ]
+    out = []
+    for name, caption, draw in specs:
+        fig = Figure(figsize=(9, 4.6), dpi=100, layout="constrained")
+        draw(fig.add_subplot())
+        out.append((name, caption, _png(fig)))
+    return out
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

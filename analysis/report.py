@@ -1,0 +1,180 @@
+"""The capacity-planning report: report.md, report.html and plots/*.png in the run folder.
+
+How it works: `blocks(analysis, figures)` lays the report out as a document (see
+`document.py`) in the order a capacity planner reads it: what was tested, the answer
+(knee, capacity under the SLO, saturation, fitted model, replicas), run facts, the
+per-tier tables, figures, the provider checklist, warnings, the knee rule with its
+evidence, and a glossary. `write_report` is the only function here that touches files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis import capacity as cap_mod
+from analysis import knee as knee_mod
+from analysis import queueing, text
+from analysis.analyze import Analysis
+from analysis.checklist import utc
+from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+
+GLOSSARY = (
+    ("TTFT", "time to first token: request sent until the first chunk with generated text. What a user feels."),
+    ("e2e", "end-to-end latency: request sent until the last chunk. What a user waits in total."),
+    ("ITL / TPOT", "inter-token latency (gap between chunks) / time per output token after the first."),
+    ("p50 / p95 / p99", "half / 95% / 99% of requests were at least this fast. p95 is the worst normal "
+     "experience, p99 the tail; means hide tails, so none are used for verdicts."),
+    ("tier", "a load level held for a fixed time: a number of concurrent users each sending a request as soon "
+     "as the previous one ended (closed loop), or a fixed request rate (open loop)."),
+    ("warm-up", "the first seconds of each tier, excluded from every figure except the time series."),
+    ("in flight", "requests being served or queued at once, by Little's law: requests/s x mean latency."),
+    ("queueing delay", "TTFT p50 above the lowest tier's: time spent waiting for the server, not computing."),
+    ("429", "HTTP 'too many requests': the server refuses work (sheds load), ideally saying when to retry "
+     "(Retry-After)."),
+)
+
+
+def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
+    info = a.run.info
+    ts = a.run.samples["ts_start_s"]
+    versions = info.get("versions") or {}
+    shape = info.get("shape") or {}
+    return [
+        ("run", a.run.name),
+        ("target host", str(info.get("host", "unknown"))),
+        ("model", str(info.get("model", "unknown"))),
+        ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
+        ("time window", f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"),
+        ("load shape", f"{len(a.table)} tiers at {', '.join(text.load(v) for v in a.table['load'])} "
+         f"{a.run.load_unit}" + (f" ({shape.get('kind')})" if shape.get("kind") else "")),
+        ("load generator workers", str(info.get("workers", "unknown"))),
+        ("requests recorded", f"{len(a.run.samples)} attempts, {int(a.run.samples['measured'].sum())} measured"),
+        ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
+    ]
+
+
+def answer_items(a: Analysis) -> list[tuple[str, str]]:
+    unit = a.run.load_unit
+    items = [
+        ("Knee:", _strip(knee_mod.describe(a.knee, unit), "Knee ")),
+        ("Capacity:", _strip(cap_mod.describe(a.capacity, unit), "Capacity ")),
+        ("Saturation:", a.saturation.sentence),
+        ("Queueing model:", _strip(queueing.describe(a.fit), "Fitted model: ")),
+    ]
+    if a.plan is not None:
+        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
+    elif a.capacity.status in ("within", "beyond"):
+        usable = 1 - cap_mod.DEFAULT_HEADROOM
+        items.append(("Per replica:", f"plan on {a.capacity.ok_rps * usable:.1f} req/s "
+                      f"({a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested deployment, "
+                      f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity; `python -m analysis report RUN "
+                      "--target-rps N` computes the replica count."))
+    if a.warnings:
+        items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
+    return items
+
+
+def _strip(sentence: str, prefix: str) -> str:
+    return sentence[len(prefix):] if sentence.startswith(prefix) else sentence
+
+
+def capacity_table(a: Analysis) -> Table:
+    rows = []
+    for cap in a.all_capacities:
+        limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
+        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}", "below": "below lowest tier",
+                 "none": "-"}[cap.status]
+        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.out_tok_s, 0),
+                     cap.limited_by))
+    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "out tok/s",
+                  "limited by"), tuple(rows), numeric_from=1,
+                 note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
+                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers.")
+
+
+def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
+    info = a.run.info
+    unit = a.run.load_unit
+    out: list[Block] = [
+        Heading(f"Load test report: {a.run.name}", 1),
+        Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
+             f"(model {info.get('model', 'unknown')}), raised tier by tier from {text.load(a.table['load'].min())} "
+             f"to {text.load(a.table['load'].max())} {unit}. Every figure below comes from the per-request "
+             "samples of each tier's measured window (warm-up excluded); latencies use successful requests only."),
+        Heading("The answer"),
+        Bullets(tuple(answer_items(a)), callout="answer"),
+        capacity_table(a),
+        Heading("Run facts"),
+        Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99),
+        Heading("Per tier"),
+        Heading("Load and outcomes", 3),
+    ]
+    out.append(Table(*_tuple(text.outcome_rows(a.table)), note="in flight = ok req/s x mean e2e (Little's law)."))
+    out.append(Heading("Latency (ms, successful requests)", 3))
+    out.append(Table(*_tuple(text.latency_rows(a.table)),
+                     note="p99.9 only where a tier has 1000+ successes; queue delay = TTFT p50 minus the "
+                          "lowest tier's."))
+    out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
+    out.append(Table(*_tuple(text.parts_rows(a.table)),
+                     note="connect = TCP/TLS setup; gateway+queue = headers received minus connect; after "
+                          "headers = prefill and first token. Mismatch = response model field differs."))
+    if a.kinds.size and a.kinds.to_numpy().sum():
+        rows = tuple((str(t), text.load(load), *(str(int(v)) for v in r))
+                     for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
+        out += [Heading("Failures by kind", 3), Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
+    if len(a.breakdown):
+        rows = tuple((str(r.tier), r.split, r.group, str(r.n), text.ms(r.ttft_p50_ms), text.ms(r.ttft_p95_ms),
+                      text.ms(r.ttft_p99_ms)) for r in a.breakdown.itertuples())
+        out += [Heading("TTFT by prompt class (ms)", 3),
+                Table(("tier", "split", "group", "n", "p50", "p95", "p99"), rows, numeric_from=3)]
+    out.append(Heading("Figures"))
+    out += [FigureBlock(name, caption, png) for name, caption, png in figures]
+    out.append(Heading("Provider acceptance checklist"))
+    out.append(Table(("question", "answer from this run"), tuple(a.checklist), numeric_from=99))
+    out.append(Heading("Warnings and notes"))
+    out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
+               else Para("None: every tier had enough samples and the load generator kept up."))
+    out.append(Heading("How the knee was found"))
+    out.append(Para(knee_mod.RULE, lead="Rule."))
+    out.append(Table(*_tuple(knee_rows(a)), note="gain/slope: throughput gained per added unit of load, as a "
+                                                 "share of the initial slope."))
+    out.append(Heading("Reading this report"))
+    out.append(Bullets(GLOSSARY))
+    return out
+
+
+def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    ev = a.knee.evidence
+    headers = ("tier", "load", "p99 TTFT", "95% CI", f"above band (> {text.ms(a.knee.band_hi_ms)} ms)",
+               "rejected", "ok req/s", "gain/slope", "past knee")
+    rows = [(str(r.tier), text.load(r.load), text.ms(r.ttft_p99_ms),
+             f"{text.ms(r.ttft_p99_ci_lo_ms)}-{text.ms(r.ttft_p99_ci_hi_ms)}", "yes" if r.left_band else "no",
+             text.pct(r.reject_rate), text.num(r.ok_rps), text.pct(r.gain_ratio), "YES" if r.past_knee else "")
+            for r in ev.itertuples()]
+    return headers, rows
+
+
+def _tuple(pair):
+    headers, rows = pair
+    return headers, tuple(rows)
+
+
+def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path) -> tuple[Path, Path]:
+    """Write report.md, report.html and plots/*.png into out_dir; return the two report paths."""
+    plot_dir = out_dir / "plots"
+    write_pngs(figures, plot_dir)
+    doc = blocks(a, figures)
+    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path.write_text(to_markdown(doc))
+    html_path.write_text(to_html(doc, f"Load test report: {a.run.name}"))
+    return md_path, html_path
+
+
+def write_pngs(figures: list[tuple[str, str, bytes]], plot_dir: Path) -> list[Path]:
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, _, png in figures:
+        path = plot_dir / f"{name}.png"
+        path.write_bytes(png)
+        paths.append(path)
+    return paths

@@ -1,0 +1,88 @@
+"""Number formatting and the tier tables as rows of strings, shared by the CLI and the report.
+
+Conventions: milliseconds with one decimal under 100 ms and none above; rates as
+percentages; '-' for a figure that does not exist (no successes, too few samples for p99.9).
+Plain-text tables right-align every column after the first `numeric_from`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def ms(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def num(value: float, digits: int = 1) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def pct(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "0%" if value == 0 else f"{value:.1%}"
+
+
+def load(value: float) -> str:
+    return f"{value:g}"
+
+
+def load_with_unit(value: float, unit: str) -> str:
+    return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
+
+
+def flags(row) -> str:
+    out = []
+    if row.sent == 0:
+        out.append("no requests")
+    elif row.too_few:
+        out.append("few samples")
+    if row.overloaded:
+        out.append("generator overloaded")
+    if not row.complete:
+        out.append("cut short")
+    return ", ".join(out)
+
+
+def outcome_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("tier", "load", "sent", "ok", "429", "429 %", "other err %", "ok req/s", "out tok/s", "in flight",
+               "flags")
+    rows = [(str(r.tier), load(r.load), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429), pct(r.error_rate),
+             num(r.ok_rps), num(r.out_tok_s, 0), num(r.inflight), flags(r)) for r in table.itertuples()]
+    return headers, rows
+
+
+def latency_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("tier", "load", "TTFT p50", "p95", "p99", "p99 95% CI", "p99.9", "e2e p50", "e2e p99", "ITL p50",
+               "ITL p99", "TPOT p50", "queue delay")
+    rows = [(str(r.tier), load(r.load), ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms),
+             f"{ms(r.ttft_p99_ci_lo_ms)}-{ms(r.ttft_p99_ci_hi_ms)}" if r.ok > 1 else "-", ms(r.ttft_p999_ms),
+             ms(r.e2e_p50_ms), ms(r.e2e_p99_ms), ms(r.itl_p50_ms), ms(r.itl_p99_ms), ms(r.tpot_p50_ms),
+             ms(r.queue_delay_ms)) for r in table.itertuples()]
+    return headers, rows
+
+
+def parts_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("tier", "load", "connect", "gateway+queue", "after headers", "out tok/s per req p50",
+               "model mismatches", "loop lag p99", "CPU p95 %", "schedule lag p99")
+    rows = [(str(r.tier), load(r.load), ms(r.connect_ms), ms(r.gateway_queue_ms), ms(r.after_headers_ms),
+             num(r.out_tps_p50, 0), str(r.model_mismatch), ms(r.loop_lag_p99_ms), num(r.cpu_p95, 0),
+             ms(r.schedule_lag_p99_ms)) for r in table.itertuples()]
+    return headers, rows
+
+
+def render(headers: tuple[str, ...], rows: list[tuple[str, ...]], numeric_from: int = 1) -> str:
+    """A plain-text table with aligned columns."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells) -> str:
+        return "  ".join(c.rjust(w) if i >= numeric_from else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
