@@ -15,14 +15,17 @@ from dataclasses import dataclass
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
+    """address to listen on (loopback by default)"""
     port: int = 8400
+    """TCP port; 0 picks a free one (printed on stdout)"""
     model: str = "llmload-sim"
     """model name served (listed by /v1/models and echoed in responses)"""
     strict_model: bool = False
     """reject requests naming another model with 404 (real stacks do); off: echo any name"""
     api_key: str | None = None
-    """require `Authorization: Bearer <api_key>`; None accepts any request"""
+    """require `Authorization: Bearer <api_key>`; unset accepts any request"""
     seed: int = 0
+    """seed of the fault draws and generated text (same seed, same run)"""
 
     # engine: continuous batching with S slots and a FIFO queue
     slots: int = 4
@@ -66,10 +69,13 @@ class ServerConfig:
 
     # faults, each a per-request probability
     fault_500_prob: float = 0.0
+    """answer 500 at once"""
     fault_503_prob: float = 0.0
+    """answer 503 at once (overloaded)"""
     fault_stall_prob: float = 0.0
     """stall before the first byte of the response"""
     fault_stall_ms: float = 2000.0
+    """length of a stall"""
     fault_cut_prob: float = 0.0
     """close the connection mid-stream (no finish, no [DONE])"""
     fault_malformed_prob: float = 0.0
@@ -79,8 +85,10 @@ class ServerConfig:
     fault_model_swap_prob: float = 0.0
     """answer naming `swap_model` instead of the requested model (silent downgrade)"""
     swap_model: str = "llmload-sim-small"
+    """model name a swapped answer carries"""
 
     max_body_bytes: int = 8 * 1024 * 1024
+    """larger request bodies get 413"""
     truth_log: str | None = None
     """CSV file of the true per-request times"""
     use_uvloop: bool = True
