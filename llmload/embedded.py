@@ -1,0 +1,56 @@
+"""`--host embedded` (or no --host): start the embedded server for this run.
+
+How it works: an `init` listener on the process that steers the run (local or master;
+never a worker) sees `--host` empty or `embedded`, starts `python -m llmload.server`
+on a free loopback port with `--embedded-server-args` (default: the `demo` preset),
+and points `environment.host` at it, so `locust -f locustfile.py` works out of the box
+with no API key and the web UI shows the real URL. Workers get the host from the master
+as usual (so they must run on the same machine; for runs across machines give a real
+`--host`). The server stops when Locust quits, and in any case with its parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+from locust.runners import WorkerRunner
+
+from llmload.server.launch import EmbeddedServer, ServerStartError
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_HOSTS = ("", "embedded")
+DEFAULT_SERVER_ARGS = "--preset demo"
+
+
+def add_options(parser) -> None:
+    parser.add_argument("--embedded-server-args", default=DEFAULT_SERVER_ARGS,
+                        help="flags of the embedded server started when --host is empty or 'embedded' "
+                             f"(see python -m llmload.server --help; default: {DEFAULT_SERVER_ARGS!r})")
+
+
+def _on_init(environment, **_kw) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    if (environment.host or "").strip().lower() not in EMBEDDED_HOSTS:
+        return
+    args = getattr(environment.parsed_options, "embedded_server_args", DEFAULT_SERVER_ARGS)
+    try:
+        server = EmbeddedServer(shlex.split(args or "")).start()
+    except (ServerStartError, ValueError) as exc:
+        logger.error("llmload: %s (check --embedded-server-args)", exc)
+        environment.process_exit_code = 2
+        raise SystemExit(2) from None
+    environment.host = server.url
+    if environment.parsed_options is not None:
+        environment.parsed_options.host = server.url
+    environment.llmload_embedded_server = server
+    logger.info("llmload: embedded server (%s) at %s", args, server.url)
+    environment.events.quitting.add_listener(lambda **_: server.stop())
+
+
+def install(events) -> None:
+    """Register the --host embedded behaviour on a Locust `events` object."""
+    events.init_command_line_parser.add_listener(add_options)
+    events.init.add_listener(_on_init)
