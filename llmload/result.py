@@ -193,6 +193,8 @@ class StreamResult:
     retry_of: str = ""
     elapsed_ms: float | None = None
     """t0 -> end of the attempt, also for failures (what the LLM event reports then)"""
+    t0_perf_s: float | None = None
+    """t0 on the monotonic clock (time.perf_counter), to align with the server's truth log"""
 
     @property
     def ok(self) -> bool:

@@ -179,6 +179,7 @@ class FastTransport:
         elif timing.t_headers is not None:
             result.conn_reused = True
         builder.fill(result, req.input_tokens_estimate)
+        result.t0_perf_s = timing.t0
         if timing.t0 is not None:
             result.elapsed_ms = (end - timing.t0) * 1000.0
         return result
