@@ -75,7 +75,8 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     ]
     out = []
     for name, caption, draw in specs:
-        fig = Figure(figsize=(9, 4.6), dpi=100, layout="constrained")
+        height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6
+        fig = Figure(figsize=(9, height), dpi=100, layout="constrained")
         draw(fig.add_subplot())
         out.append((name, caption, _png(fig)))
     return out

@@ -67,7 +67,8 @@ def plot_throughput(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None, 
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("successful requests/s")
     tok = ax.twinx()
-    tok.plot(table["load"], table["out_tok_s"], marker="s", color=COLORS["tok"], alpha=0.7, label="output tok/s")
+    tok.plot(table["load"], table["out_tok_s"], marker="s", markersize=4, linestyle=":", color=COLORS["tok"],
+             alpha=0.8, label="output tok/s (right axis)")
     tok.set_ylabel("output tokens/s")
     lines = ax.get_legend_handles_labels()
     more = tok.get_legend_handles_labels()
@@ -115,8 +116,9 @@ def plot_errors(ax: Axes, rates: pd.DataFrame, load_unit: str = "users") -> None
         values = rates[kind].to_numpy(dtype=float) * 100
         ax.bar(labels, values, bottom=bottom, label=str(kind))
         bottom += values
-    if not len(rates.columns):
-        ax.text(0.5, 0.5, "no failed requests", transform=ax.transAxes, ha="center", va="center")
+    if not len(rates.columns) or not rates.to_numpy().any():
+        ax.text(0.5, 0.5, "no failed requests in any tier", transform=ax.transAxes, ha="center", va="center")
+        ax.set_yticks([])
     else:
         ax.legend(fontsize=8)
     ax.set_xlabel(f"load ({load_unit})")

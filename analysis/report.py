@@ -123,10 +123,10 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
         out += [Heading("Failures by kind", 3), Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
     if len(a.breakdown):
-        rows = tuple((str(r.tier), r.split, r.group, str(r.n), text.ms(r.ttft_p50_ms), text.ms(r.ttft_p95_ms),
-                      text.ms(r.ttft_p99_ms)) for r in a.breakdown.itertuples())
-        out += [Heading("TTFT by prompt class (ms)", 3),
-                Table(("tier", "split", "group", "n", "p50", "p95", "p99"), rows, numeric_from=3)]
+        headers, rows = breakdown_rows(a)
+        out += [Heading("TTFT by prompt class (ms: p50 / p95 / p99, n requests)", 3),
+                Table(headers, rows, note="Cache hit = the response reported cached prompt tokens. Short/long "
+                      "prompts split at the cut shown (geometric middle of the input-token range).")]
     out.append(Heading("Figures"))
     out += [FigureBlock(name, caption, png) for name, caption, png in figures]
     out.append(Heading("Provider acceptance checklist"))
@@ -141,6 +141,18 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out.append(Heading("Reading this report"))
     out.append(Bullets(GLOSSARY))
     return out
+
+
+def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    b = a.breakdown
+    groups = list(dict.fromkeys(zip(b["split"], b["group"])))
+    loads = a.table.set_index("tier")["load"]
+    rows = []
+    for tier, part in b.groupby("tier", sort=True):
+        cells = {(r.split, r.group): f"{text.ms(r.ttft_p50_ms)} / {text.ms(r.ttft_p95_ms)} / "
+                 f"{text.ms(r.ttft_p99_ms)} (n={r.n})" for r in part.itertuples()}
+        rows.append((str(tier), text.load(loads[tier]), *(cells.get(g, "-") for g in groups)))
+    return ("tier", "load", *(f"{split}: {group}" for split, group in groups)), tuple(rows)
 
 
 def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:

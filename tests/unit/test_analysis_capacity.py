@@ -1,0 +1,75 @@
+"""Capacity under SLO (interpolated), replica plans and the queueing fit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.capacity import PROFILES, capacity_under_slo, plan_replicas, profile_from
+from analysis.queueing import QueueFit, _mmc_wait_s
+
+
+def table(p95, err=None, r429=None, loads=(1, 2, 4, 8)) -> pd.DataFrame:
+    n = len(p95)
+    return pd.DataFrame({
+        "tier": np.arange(1, n + 1), "load": list(loads)[:n], "sent": 500, "ttft_p95_ms": p95,
+        "error_rate": err if err is not None else [0.0] * n, "rate_429": r429 if r429 is not None else [0.0] * n,
+        "ok_rps": [10.0 * v for v in list(loads)[:n]], "out_tok_s": [400.0 * v for v in list(loads)[:n]],
+    })
+
+
+def test_interpolates_between_last_pass_and_first_fail():
+    cap = capacity_under_slo(table([100, 200, 400, 800]), PROFILES["chat"])  # 500 crossed 1/4 of the way 4->8
+    assert cap.status == "within"
+    assert cap.load == pytest.approx(5.0)
+    assert cap.ok_rps == pytest.approx(50.0)
+    assert "p95 TTFT 800 ms > 500 ms at tier 4" in cap.limited_by
+
+
+def test_first_broken_bound_wins_and_429_counts():
+    cap = capacity_under_slo(table([100, 200, 300, 450], r429=[0, 0, 0.03, 0.5]), PROFILES["chat"])
+    assert cap.load == pytest.approx(2 + 2 * (0.01 / 0.03))
+    assert "429 rate" in cap.limited_by
+
+
+def test_below_and_beyond_the_tested_range():
+    assert capacity_under_slo(table([300, 400, 500, 600]), PROFILES["voice"]).status == "below"
+    beyond = capacity_under_slo(table([100, 110, 120, 130]), PROFILES["chat"])
+    assert beyond.status == "beyond" and beyond.load == 8
+    assert capacity_under_slo(table([9e9] * 4), PROFILES["batch"]).status == "beyond"
+
+
+def test_thresholds_are_overridable():
+    profile = profile_from("chat", ttft_p95_ms=150, max_error_rate=0.05)
+    assert (profile.ttft_p95_ms, profile.max_error_rate, profile.max_429_rate) == (150, 0.05, 0.01)
+    assert capacity_under_slo(table([100, 200, 400, 800]), profile).load == pytest.approx(1.5)
+    with pytest.raises(ValueError):
+        profile_from("nope")
+
+
+def test_replica_plan_keeps_headroom():
+    cap = capacity_under_slo(table([100, 200, 400, 800]), PROFILES["chat"])  # 50 req/s, 5 users
+    plan = plan_replicas(cap, 400, "rps", "users", headroom=0.2)  # usable 40 req/s per replica
+    assert plan.per_replica == pytest.approx(40.0) and plan.replicas == 10
+    assert plan_replicas(cap, 401, "rps", "users", headroom=0.2).replicas == 11
+    assert plan_replicas(cap, 100, "users", "users", headroom=0.5).replicas == 40
+    with pytest.raises(ValueError):
+        plan_replicas(cap, 10, "users", "req/s")
+    below = capacity_under_slo(table([900] * 4), PROFILES["chat"])
+    assert plan_replicas(below, 10, "rps", "users").replicas is None
+
+
+def test_closed_loop_model_is_min_of_users_and_slots():
+    fit = QueueFit(slots=4, x_max_rps=40.0, service_s=0.1, cycle_s=0.1, ttft0_ms=30.0, load_unit="users")
+    pred = fit.predict(np.array([1, 4, 8]))
+    assert list(pred["ok_rps"]) == pytest.approx([10, 40, 40])
+    assert list(pred["ttft_mean_ms"]) == pytest.approx([30, 30, 130])  # 8/40 - 0.1 s = 100 ms wait
+
+
+def test_mmc_wait_matches_mm1_and_blows_up_at_saturation():
+    assert _mmc_wait_s(5.0, 1, 0.1) == pytest.approx(0.5 / (10 - 5))  # rho/(mu - lambda)
+    assert math.isinf(_mmc_wait_s(50.0, 4, 0.1))
+    assert _mmc_wait_s(20.0, 4, 0.1) < _mmc_wait_s(20.0, 3, 0.1)

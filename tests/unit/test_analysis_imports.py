@@ -1,0 +1,27 @@
+"""analysis/ must never import locust or gevent (importing locust monkey-patches the process)."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import analysis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_no_module_of_analysis_pulls_in_locust_or_gevent():
+    modules = sorted(f"analysis.{m.name}" for m in pkgutil.iter_modules(analysis.__path__))
+    assert "analysis.report" in modules and "analysis.__main__" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('locust', 'gevent', 'geventhttpclient'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"analysis imported: {result.stdout.strip()}"
