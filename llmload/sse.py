@@ -25,7 +25,8 @@ from dataclasses import dataclass
 DONE = "[DONE]"
 """Sentinel returned for `data: [DONE]`."""
 
-_loads = json.loads
+_raw_decode = json.JSONDecoder().raw_decode
+"""json.loads without its two whitespace regex passes and its bytes-encoding sniffing"""
 
 
 class MalformedChunk(ValueError):
@@ -56,9 +57,12 @@ def parse_line(line: bytes) -> Chunk | str | None:
     if not payload:
         return None
     try:
-        obj = _loads(payload)
-    except ValueError as exc:
+        text = payload.decode()
+        obj, end = _raw_decode(text)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise MalformedChunk(f"chunk is not JSON: {payload[:80]!r}") from exc
+    if end != len(text):
+        raise MalformedChunk(f"chunk has trailing data: {payload[:80]!r}")
     if not isinstance(obj, dict):
         raise MalformedChunk(f"chunk is not a JSON object: {payload[:80]!r}")
     return chunk_from_obj(obj)

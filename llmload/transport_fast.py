@@ -17,6 +17,8 @@ connect time; an attempt on a kept-alive connection reports `conn_reused=1`.
 
 Caps: connect timeout on the socket; first-token and total wall-clock caps with
 `gevent.Timeout` (a socket read timeout is per read and never bounds a trickling stream).
+Reads have no per-read timeout: gevent would arm and cancel a timer around every recv
+(~5 µs per chunk), and the two caps already bound every read.
 After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
 """
 
@@ -74,7 +76,7 @@ class FastTransport:
         client = HTTPClient(
             url.hostname, port=url.port, ssl=url.scheme == "https", insecure=True, concurrency=1,
             connection_timeout=self.timeouts.connect_timeout_s,
-            network_timeout=self.timeouts.request_timeout_s, block_size=16384,
+            network_timeout=None, block_size=16384,
         )
         pool = client._connection_pool
         create_socket = pool._create_socket
