@@ -69,7 +69,7 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
          "is p99.",
          lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
         ("timeline", "The whole run: p99 TTFT per time window, users and output tokens/s; warm-up shaded.",
-         lambda ax: plots.plot_timeline(ax, series, a.run.tiers)),
+         lambda ax: plots.plot_timeline(ax, series, a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.knee, unit)),
     ]

@@ -140,8 +140,11 @@ def plot_ttft_cdf(ax: Axes, cdf: pd.DataFrame, load_unit: str = "users") -> None
     ax.set_title("TTFT distribution per tier")
 
 
-def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = None) -> None:
-    """p99 TTFT, users and output tokens/s over the run (x: seconds since start), tiers shaded."""
+def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = None,
+                  users_frame: pd.DataFrame | None = None) -> None:
+    """p99 TTFT, users and output tokens/s over the run (x: seconds since start), tiers shaded.
+
+    `users_frame` (ts_s, users: Locust's stats history) replaces the per-window max of users_now."""
     t0 = float(series["start_s"].min()) if len(series) else 0.0
     x = series["start_s"] - t0
     if tiers is not None:
@@ -152,7 +155,11 @@ def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = N
     ax.set_ylabel("p99 TTFT (ms)")
     ax.set_xlabel("seconds since the first request (orange: warm-up)")
     users = ax.twinx()
-    users.step(x, series["users"], where="post", color=COLORS["model"], label="users")
+    if users_frame is not None and len(users_frame):
+        users.step(users_frame["ts_s"] - t0, users_frame["users"], where="post", color=COLORS["model"],
+                   label="users (Locust)")
+    else:
+        users.step(x, series["users"], where="post", color=COLORS["model"], label="users")
     users.set_ylabel("users")
     tok = ax.twinx()
     tok.spines["right"].set_position(("axes", 1.1))

@@ -67,8 +67,8 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
         usable = 1 - cap_mod.DEFAULT_HEADROOM
         items.append(("Per replica:", f"plan on {a.capacity.ok_rps * usable:.1f} req/s "
                       f"({a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested deployment, "
-                      f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity; `python -m analysis report RUN "
-                      "--target-rps N` computes the replica count."))
+                      f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity (add --target-rps N to the report "
+                      "command for the replica count)."))
     if a.warnings:
         items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
     return items
