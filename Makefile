@@ -6,9 +6,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PRESET ?= demo
 PORT ?= 8400
+SCENARIO ?= scenarios/step_load.py
+HOST ?= embedded
+TIERS ?= 1,2,4,8,16,32
+TIER_SECONDS ?= 60
+WORKERS ?= 2
+MASTER ?= 127.0.0.1
+RUN ?= $(lastword $(sort $(wildcard reports/*/)))
+LOCUST := PYTHONPATH=. $(BIN)/locust
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast bench mock lint clean
+.PHONY: help setup demo test test-fast bench mock ui run master worker report lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -36,6 +44,28 @@ bench: $(STAMP) ## run the benchmarks; results go to bench/results/
 
 mock: $(STAMP) ## run the embedded simulated server in the foreground (PRESET=demo PORT=8400)
 	$(BIN)/python -m llmload.server --preset $(PRESET) --port $(PORT)
+
+ui: $(STAMP) ## Locust web UI on http://127.0.0.1:8089 (SCENARIO=..., HOST=embedded or a URL)
+	$(LOCUST) -f $(SCENARIO) --host $(HOST) --class-picker --web-host 127.0.0.1
+
+run: $(STAMP) ## headless step load (SCENARIO, HOST, TIERS, TIER_SECONDS), then its report
+	@run_dir=reports/run-$$(date +%Y%m%d-%H%M%S); \
+	$(LOCUST) -f $(SCENARIO) --host $(HOST) --headless --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) \
+	  --run-dir $$run_dir --csv $$run_dir/locust --csv-full-history --only-summary; \
+	$(BIN)/python -m analysis report $$run_dir
+
+master: $(STAMP) ## distributed: master waiting for WORKERS workers (SCENARIO, HOST, TIERS, TIER_SECONDS)
+	@run_dir=reports/run-$$(date +%Y%m%d-%H%M%S); \
+	$(LOCUST) -f $(SCENARIO) --host $(HOST) --master --headless --expect-workers $(WORKERS) \
+	  --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) --run-dir $$run_dir --csv $$run_dir/locust \
+	  --csv-full-history --only-summary; \
+	$(BIN)/python -m analysis report $$run_dir
+
+worker: $(STAMP) ## distributed: one worker connecting to MASTER (run one per core, on any machine)
+	$(LOCUST) -f $(SCENARIO) --worker --master-host $(MASTER)
+
+report: $(STAMP) ## capacity report of a run (RUN=reports/<run>, default: the newest)
+	$(BIN)/python -m analysis report $(RUN)
 
 lint: $(STAMP) ## ruff check
 	$(BIN)/ruff check .

@@ -1,0 +1,54 @@
+"""`make demo`: a step load against the embedded server, then the capacity report.
+
+What it does: runs `locust --headless` on `scenarios/step_load.py` with no --host, so
+the scenario starts the embedded server (`demo` preset: 4 slots, FIFO queue) on a free
+loopback port; tiers 1,2,4,8,16 users rise well past the 4 slots, each held
+`TIER_SECONDS`; then `python -m analysis report` writes `report.md` / `report.html` of
+that run and the path is printed. The knee the report shows is the server's slot count.
+Everything it starts stops with it (Locust stops the server when it quits).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIERS = "1,2,4,8,16"
+TIER_SECONDS = 24
+WARMUP_SECONDS = 4
+SLOTS = 4
+
+
+def locust_command(run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "locust", "-f", str(ROOT / "scenarios" / "step_load.py"), "--headless",
+            "--embedded-server-args", f"--preset demo --slots {SLOTS}",
+            "--tiers", TIERS, "--tier-seconds", str(TIER_SECONDS), "--warmup-seconds", str(WARMUP_SECONDS),
+            "--spawn-rate", "16", "--max-tokens", "32", "--prompt-tokens", "128",
+            "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), "--csv-full-history",
+            "--only-summary", "--loglevel", "INFO"]
+
+
+def main() -> int:
+    run_dir = ROOT / "reports" / time.strftime("demo-%Y%m%d-%H%M%S")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    tiers = TIERS.split(",")
+    print(f"llmload demo: embedded server with {SLOTS} slots, step load over {len(tiers)} tiers "
+          f"({TIERS} users) of {TIER_SECONDS} s; results in {run_dir.relative_to(ROOT)}", flush=True)
+    load = subprocess.run(locust_command(run_dir), cwd=ROOT, env=env)
+    if load.returncode not in (0, 1):  # 1: some requests failed, still a run worth reporting
+        print(f"llmload demo: the load run failed (exit code {load.returncode})", file=sys.stderr)
+        return load.returncode
+    report = subprocess.run([sys.executable, "-m", "analysis", "report", str(run_dir)], cwd=ROOT, env=env)
+    if report.returncode != 0:
+        return report.returncode
+    print(f"\nllmload demo done. Open {run_dir / 'report.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
