@@ -110,10 +110,14 @@ def describe(knee: Knee, load_unit: str) -> str:
     first_tier = knee.knee_tier == int(ev.iloc[0]["tier"])
     text = (f"Knee at {load_with_unit(knee.knee_load, load_unit)} (tier {knee.knee_tier}). At the next tier, "
             f"{load_with_unit(past['load'], load_unit)}, " + " and ".join(why) + f", while throughput gained only "
-            f"{past['gain_ratio']:.0%} of the initial per-unit slope ({past['ok_rps']:.1f} req/s).")
+            f"{_no_negative_zero(past['gain_ratio']):.0%} of the initial per-unit slope ({past['ok_rps']:.1f} req/s).")
     if first_tier:
         text += " The knee is the lowest tier tested: it may lie lower still."
     return text
 
 
 
+
+
+def _no_negative_zero(ratio: float) -> float:
+    return 0.0 if abs(ratio) < 0.005 else ratio

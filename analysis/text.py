@@ -27,7 +27,7 @@ def num(value: float, digits: int = 1) -> str:
 def pct(value: float) -> str:
     if value is None or math.isnan(value):
         return "-"
-    return "0%" if value == 0 else f"{value:.1%}"
+    return "0%" if abs(value) < 0.0005 else f"{value:.1%}"
 
 
 def load(value: float) -> str:
