@@ -1,12 +1,15 @@
 """The `openai` transport: the official SDK as an application uses it, under gevent.
 
-How it works: one `openai.OpenAI` client per process (`shared_client`, built in the
-users' test_start listener before any user starts: constructing one costs ~30 ms CPU),
+How it works: users share `openai.OpenAI` clients (`shared_client`; the first is built in
+the users' test_start listener before any user starts: constructing one costs ~30 ms CPU),
 with `max_retries=0` (the SDK's own retries would hide 429s and 5xx inside one latency)
 and an httpx2 connection pool without caps (`Limits(None, None)`): every user keeps its
 own kept-alive connection, whatever the user count (the SDK default keeps only 100, so
 users beyond 100 would reconnect on every request). httpx2's per-request INFO line
-(logger `httpx2`) is silenced.
+(logger `httpx2`) is silenced. One client serves `USERS_PER_CLIENT` (32) users: httpcore2
+scans every pooled connection on each request (a gevent `poll` per idle one, ~25 µs), so a
+single pool of 512 connections costs milliseconds of CPU per request and stalls the
+generator; 32-connection shards keep that scan short, at ~30 ms CPU per extra client.
 
 An attempt calls `chat.completions.with_streaming_response.create(stream=True, ...)` and
 reads the raw SSE lines with `iter_lines()`: still the SDK's request building, auth,
@@ -49,6 +52,9 @@ from llmload.timing import StreamTiming
 
 _SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt")
 
+USERS_PER_CLIENT = 32
+"""users sharing one SDK client (see the module docstring: httpcore2's pool scan)"""
+
 _clients: dict[tuple, tuple[openai.OpenAI, ConnectTracer]] = {}
 
 
@@ -85,10 +91,10 @@ class ConnectTracer:
         return True, (span[1] - span[0]) * 1000.0 if span[1] is not None else None, connecting
 
 
-def shared_client(base_url: str, api_key: str, timeouts: Timeouts,
+def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 0,
                   clock: Callable[[], float] = time.perf_counter) -> tuple[openai.OpenAI, ConnectTracer]:
-    """The process's SDK client for this base URL / key (built once)."""
-    key = (base_url, api_key, timeouts)
+    """The SDK client of pool shard `shard` for this base URL / key (each built once)."""
+    key = (base_url, api_key, timeouts, shard)
     if key not in _clients:
         logging.getLogger("httpx2").setLevel(logging.WARNING)
         tracer = ConnectTracer(clock)
@@ -99,6 +105,10 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts,
         )
         client = openai.OpenAI(base_url=base_url, api_key=api_key or "no-key", max_retries=0,
                                http_client=http_client)
+        # The SDK's platform headers are lru-cached but computed on first use with a blocking
+        # `uname -p` subprocess: under gevent every user's first request would miss the cache
+        # at once and fork one subprocess each. Fill the cache now, before users start.
+        client.platform_headers()
         _clients[key] = (client, tracer)
     return _clients[key]
 
@@ -107,10 +117,11 @@ class OpenAITransport:
     name = "openai"
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, user_index: int = 0) -> None:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
-        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, clock)
+        shard = user_index // USERS_PER_CLIENT
+        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock)
 
     def close(self) -> None:
         """The client is shared by the process's users: nothing to close per user."""

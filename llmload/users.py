@@ -62,7 +62,7 @@ class RunContext:
         self.auth_stop_sent = False
         self.started_unix: float | None = None
         self.scenario = ""
-        self._user_ids = itertools.count(1)
+        self._user_ids = itertools.count(0)
 
     @property
     def worker(self) -> str:
@@ -71,8 +71,8 @@ class RunContext:
             return f"w{runner.worker_index}"
         return "local"
 
-    def next_user_id(self) -> str:
-        return f"{self.worker}-{next(self._user_ids)}"
+    def next_user_index(self) -> int:
+        return next(self._user_ids)
 
     def users_now(self) -> int:
         runner = self.environment.runner
@@ -167,11 +167,11 @@ def install(events) -> None:
     events.quitting.add_listener(_on_quitting)
 
 
-def make_transport(opts: RunOptions):
+def make_transport(opts: RunOptions, user_index: int = 0):
     if opts.transport == "openai":
         from llmload.transport_openai import OpenAITransport
 
-        return OpenAITransport(opts.base_url, opts.api_key, opts.timeouts)
+        return OpenAITransport(opts.base_url, opts.api_key, opts.timeouts, user_index=user_index)
     from llmload.transport_fast import FastTransport
 
     return FastTransport(opts.base_url, opts.api_key, opts.timeouts)
@@ -209,8 +209,9 @@ class LLMUser(User):
         except OptionError as exc:
             stop_run(self.environment, str(exc))
             raise StopUser() from None
-        self.transport = make_transport(self.opts)
-        self.user_id = self.ctx.next_user_id()
+        self.user_index = self.ctx.next_user_index()
+        self.user_id = f"{self.ctx.worker}-{self.user_index}"
+        self.transport = make_transport(self.opts, self.user_index)
         self.label = self.scenario or type(self).__name__
         self.rng = random.Random()
         self._request_seq = itertools.count(1)
