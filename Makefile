@@ -64,8 +64,9 @@ master: $(STAMP) ## distributed: master waiting for WORKERS workers (SCENARIO, H
 worker: $(STAMP) ## distributed: one worker connecting to MASTER (run one per core, on any machine)
 	$(LOCUST) -f $(SCENARIO) --worker --master-host $(MASTER)
 
-report: $(STAMP) ## capacity report of a run (RUN=reports/<run>, default: the newest)
-	$(BIN)/python -m analysis report $(RUN)
+report: $(STAMP) ## capacity report of a run: RUN=reports/<run> (default: newest) [ARGS="--slo voice --target-rps 200"]
+	@test -n "$(RUN)" || { echo "usage: make report RUN=reports/<run>"; exit 2; }
+	$(BIN)/python -m analysis report $(RUN) $(ARGS)
 
 lint: $(STAMP) ## ruff check
 	$(BIN)/ruff check .
