@@ -10,8 +10,13 @@ How it works:
     `CONTROL` and wakes the scheduler.
   * `OpenLoopUser` is a mixin for a streaming user class (put it first:
     `class Chat(OpenLoopUser, ChatUser)`). Its only task runs `ArrivalLoop` for the whole
-    process; each arrival is a greenlet calling `self.send_request(intended_t0_perf=t)` (the
-    streaming user's one-request method, which records `schedule_lag_ms`). Arrivals over
+    process; each arrival is a greenlet. If the user class has `send_request(intended_t0_perf)`
+    (one complete, concurrency-safe request recording `schedule_lag_ms`) it is called;
+    otherwise the arrival runs `LLMUser.ask(schedule_lag_ms=...)` on a shallow copy of the
+    user holding a transport of its own (users.py gives each user one keep-alive connection:
+    concurrent streams must not share it). Idle transports are kept for reuse, so connections
+    stay warm and at most --max-inflight exist. The lag handed to `ask` is taken when the
+    greenlet starts, before the prompt is built (microseconds before the true t0). Arrivals over
     `--max-inflight` open requests are not sent: each fires a Locust failure
     `SCHED / dropped (max-inflight)` so the count shows in the UI, the CSVs and the master.
   * On a graceful stop the scheduler stops sending and waits for in-flight requests (Locust's
@@ -20,6 +25,7 @@ How it works:
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -180,11 +186,33 @@ class OpenLoopUser:
 
     def _send_one(self, intended_t0_perf: float) -> None:
         try:
-            self.send_request(intended_t0_perf=intended_t0_perf)
+            send_request = getattr(self, "send_request", None)
+            if send_request is not None:
+                send_request(intended_t0_perf=intended_t0_perf)
+            else:
+                self._ask_on_own_transport(intended_t0_perf)
         except gevent.GreenletExit:
             raise
-        except Exception as e:  # send_request reports its own failures; this is a bug guard
+        except Exception as e:  # the request reports its own failures; this is a bug guard
             logger.error("open-loop request raised %s: %s", type(e).__name__, e)
+
+    def _ask_on_own_transport(self, intended_t0_perf: float) -> None:
+        from llmload.users import make_transport
+
+        lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
+        idle = self.__dict__.setdefault("_idle_transports", [])
+        transport = idle.pop() if idle else make_transport(self.opts, self.user_index)
+        view = copy.copy(self)
+        view.transport = transport
+        try:
+            view.ask(schedule_lag_ms=lag_ms)
+        finally:
+            idle.append(transport)
+
+    def on_stop(self) -> None:
+        for transport in self.__dict__.pop("_idle_transports", []):
+            transport.close()
+        super().on_stop()
 
     def _report_drop(self, max_inflight: int) -> None:
         self.environment.events.request.fire(

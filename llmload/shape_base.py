@@ -43,10 +43,8 @@ TICK_S = 1.0
 MAX_AUTO_SPAWN_PER_WORKER = 100.0
 
 
-def run_dir_of(options: Any) -> Path:
-    """The run's report directory: --run-dir when the users' options registered it."""
-    run_dir = getattr(options, "run_dir", None)
-    return Path(run_dir) if run_dir else Path("reports") / time.strftime("%Y%m%d-%H%M%S")
+def default_run_dir() -> Path:
+    return Path("reports") / time.strftime("%Y%m%d-%H%M%S")
 
 
 @dataclass
@@ -68,6 +66,8 @@ class _Run:
     last_tick: tuple[int, float] | None = None
     finished: bool = False
     progress: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    """run.json's `shape` (runfiles reads environment.llmload_shape_info)"""
 
 
 class PlanShape(LoadTestShape):
@@ -81,6 +81,7 @@ class PlanShape(LoadTestShape):
     _cli_spawn_rate: float | None = None
     _run: _Run | None = None
     _hooked_events: Any = None
+    _auto_run_dir: str | None = None
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         raise NotImplementedError
@@ -145,13 +146,42 @@ class PlanShape(LoadTestShape):
         if run.at_warm is None and now >= run.warm_end:
             run.at_warm = self._snapshot()
 
+    def _claim_run_dir(self, parsed: Any) -> Path:
+        """--run-dir, else a new reports/<timestamp> written back into parsed_options.run_dir:
+        the first tick runs before Locust's test_start, where the sample writer resolves the
+        same option, so samples.csv and tiers.csv land in one directory."""
+        given = getattr(parsed, "run_dir", None) or ""
+        if given and given != self._auto_run_dir:
+            return Path(given)
+        path = default_run_dir()
+        if parsed is not None:
+            parsed.run_dir = self._auto_run_dir = str(path)
+        return path
+
+    def _shape_info(self, run: _Run) -> dict[str, Any]:
+        o = run.options
+        info: dict[str, Any] = {
+            "class": type(self).__name__, "open_loop": self.open_loop,
+            "tiers": [t.target_rps if self.open_loop else t.target_users for t in run.plan],
+            "tier_seconds": [t.seconds for t in run.plan], "warmup_seconds": o.warmup_seconds,
+            "stop_at_knee": o.stop_at_knee, "knee_factor": o.knee_factor, "max_error_rate": o.max_error_rate,
+            "min_tier_requests": o.min_tier_requests, "stopped": "",
+        }
+        if self.open_loop:
+            info.update(arrival=o.arrival, arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
+        return info
+
     def _start_run(self, now: float) -> _Run:
-        options = options_with_defaults(self.runner.environment.parsed_options if self.runner else None)
+        parsed = self.runner.environment.parsed_options if self.runner else None
+        options = options_with_defaults(parsed)
         plan = self.build_plan(options)
         tierstate.reset()
-        path = run_dir_of(options) / "tiers.csv"
+        path = self._claim_run_dir(parsed) / "tiers.csv"
         run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
         run.first = self._snapshot()
+        run.info = self._shape_info(run)
+        if self.runner is not None:
+            self.runner.environment.llmload_shape_info = run.info
         self._run = run
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
@@ -215,6 +245,7 @@ class PlanShape(LoadTestShape):
         if run.finished:
             return
         run.finished = True
+        run.info["stopped"] = reason
         run.writer.end(run.unix_offset_s + self._now())
         if self.open_loop and self.runner is not None:
             openloop_user.publish_stop(self.runner)

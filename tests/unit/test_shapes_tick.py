@@ -196,3 +196,19 @@ def test_open_loop_publishes_rates_to_the_local_process(tmp_path):
     assert [r["target_rps"] for r in rows(tmp_path)] == ["2", "5"]
     assert tick_at(shape, clock, 20.0) is None
     assert openloop_user.CONTROL.target is None
+
+
+def test_run_dir_is_claimed_for_the_sample_writer_and_shape_info_published(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", run_dir="", stop_at_knee=True)
+    tick_at(shape, clock, 0.0)
+    claimed = env.parsed_options.run_dir  # read by the sample writer at test_start, after this tick
+    assert claimed.startswith("reports/") and (tmp_path / claimed / "tiers.csv").exists()
+    assert env.llmload_shape_info["tiers"] == [1, 2] and env.llmload_shape_info["stop_at_knee"] is True
+    tick_at(shape, clock, 10.0)
+    assert tick_at(shape, clock, 20.0) is None
+    assert env.llmload_shape_info["stopped"] == "last tier done"
+    shape2, clock2, env2 = make(StepShape, tmp_path / "given", tiers="1")
+    tick_at(shape2, clock2, 0.0)
+    assert env2.parsed_options.run_dir == str(tmp_path / "given")
+    assert (tmp_path / "given" / "tiers.csv").exists()

@@ -1,0 +1,114 @@
+"""Shapes against the embedded server, in Locust's real LocalRunner (short tiers, < ~35 s in all).
+
+* step tiers 1,2,4,8,16 on 4 slots: tiers.csv is complete and the samples, stamped with their
+  tier, show TTFT flat up to 4 users and queueing delay above;
+* an open-loop run: the server's truth log sees the target arrival rate, and schedule lag is small;
+* --stop-at-knee on a 1-slot server ends the run before its last tier.
+"""
+
+import csv
+import itertools
+import statistics
+
+import gevent
+import pytest
+from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+from locust.env import Environment
+from locust.event import Events
+
+from llmload.openloop_user import OpenLoopUser
+from llmload.options import add_options
+from llmload.shape_options import add_shape_arguments
+from llmload.shapes import OpenLoopShape, StepShape
+from llmload.users import ChatUser, install
+
+pytestmark = pytest.mark.integration
+
+
+class Chat(ChatUser):
+    scenario = "chat"
+    prompt_tokens = 32
+
+
+class OpenChat(OpenLoopUser, ChatUser):
+    scenario = "open"
+    prompt_tokens = 32
+
+
+class Steps(StepShape):
+    progress_every_s = None
+
+
+class Rates(OpenLoopShape):
+    progress_every_s = None
+
+
+def run_shape(shape, user_class, server_url, run_dir, args, max_s=40):
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    add_options(parser)
+    add_shape_arguments(parser)
+    options = parser.parse_args(["--host", server_url, "--run-dir", str(run_dir), "--max-tokens", "8",
+                                 "--min-tier-requests", "1", *args])
+    env = Environment(user_classes=[user_class], host=server_url, parsed_options=options, events=Events(),
+                      shape_class=shape, stop_timeout=5)
+    install(env.events)
+    runner = env.create_local_runner()
+    env.events.init.fire(environment=env, runner=runner, web_ui=None)
+    runner.start_shape()
+    runner.shape_greenlet.join(timeout=max_s)
+    assert runner.shape_greenlet is None or runner.shape_greenlet.dead, "shape did not finish"
+    gevent.sleep(0.5)  # the last streams end
+    runner.quit()
+    env.events.quitting.fire(environment=env, reason="test")
+    return env
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_step_tiers_show_queueing_above_the_slot_count(tmp_path, embedded_server):
+    server = embedded_server("--preset", "demo", "--slots", "4", truth_log=False)
+    run_shape(Steps(), Chat, server.url, tmp_path, ["--tiers", "1,2,4,8,16", "--tier-seconds", "3",
+                                                    "--warmup-seconds", "1", "--spawn-rate", "50"])
+    tiers = read_csv(tmp_path / "tiers.csv")
+    assert [t["target_users"] for t in tiers] == ["1", "2", "4", "8", "16"]
+    for a, b in itertools.pairwise(tiers):
+        assert a["end_s"] == b["start_s"]
+    assert all(t["end_s"] for t in tiers)
+    rows = [r for r in read_csv(tmp_path / "samples.csv") if r["phase"] == "measure" and r["error"] == ""]
+    ttft = {n: statistics.median(float(r["ttft_ms"]) for r in rows if r["tier"] == str(n)) for n in range(1, 6)}
+    base = ttft[1]
+    assert ttft[2] < 1.5 * base and ttft[3] < 1.5 * base, ttft  # up to 4 users: no queue
+    assert ttft[4] > 2 * base and ttft[5] > 1.5 * ttft[4], ttft  # above 4: requests wait for a slot
+    for row in rows[:50]:  # every sample sits inside its tier's measure window
+        tier = tiers[int(row["tier"]) - 1]
+        start = float(tier["start_s"]) + float(tier["warmup_s"])
+        assert start <= float(row["ts_start_s"]) < float(tier["end_s"])
+
+
+def test_open_loop_meets_the_target_rate_with_small_lag(tmp_path, embedded_server):
+    server = embedded_server("--preset", "exact")
+    run_shape(Rates(), OpenChat, server.url, tmp_path, ["--rate-tiers", "10,25", "--tier-seconds", "4",
+                                                        "--warmup-seconds", "0.5", "--arrival", "constant"])
+    tiers = read_csv(tmp_path / "tiers.csv")
+    arrivals = [float(r["arrival_unix"]) for r in read_csv(server.truth_path)]
+    for tier in tiers:
+        start, end = float(tier["start_s"]), float(tier["end_s"])
+        n = sum(start <= t < end for t in arrivals)
+        assert n / (end - start) == pytest.approx(float(tier["target_rps"]), rel=0.05), tier
+    lags = sorted(float(r["schedule_lag_ms"]) for r in read_csv(tmp_path / "samples.csv"))
+    assert len(lags) >= 100 and lags[0] >= 0
+    assert lags[len(lags) // 2] < 5 and lags[int(0.95 * len(lags))] < 50, lags[-5:]
+
+
+def test_stop_at_knee_ends_a_saturated_run_early(tmp_path, embedded_server):
+    server = embedded_server("--preset", "demo", "--slots", "1", truth_log=False)
+    run_shape(Steps(), Chat, server.url, tmp_path, ["--tiers", "1,8,16,32", "--tier-seconds", "3",
+                                                    "--warmup-seconds", "1", "--spawn-rate", "50",
+                                                    "--stop-at-knee", "--knee-factor", "3"])
+    tiers = read_csv(tmp_path / "tiers.csv")
+    assert [t["target_users"] for t in tiers] == ["1", "8"]  # 8 users on 1 slot: ~7x the TTFT
+    assert all(t["end_s"] for t in tiers)
