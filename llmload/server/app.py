@@ -42,7 +42,7 @@ class App:
         self.clock = clock
         self.engine = Engine(cfg)
         self.cache = PrefixCache(cfg.cache_block_tokens, cfg.cache_capacity_tokens)
-        self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock())
+        self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock(), cfg.rate_burst_s)
         self.text = TextSource(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.truth = TruthLog(cfg.truth_log)

@@ -60,6 +60,8 @@ class ServerConfig:
     """requests per minute"""
     tpm: float = 0.0
     """tokens per minute (prompt + max output tokens of each request)"""
+    rate_burst_s: float = 60.0
+    """bucket size in seconds of allowance (60: a whole minute's worth may be spent at once)"""
 
     # prefix cache
     cache_block_tokens: int = 16
@@ -109,7 +111,8 @@ PRESETS: dict[str, dict] = {
     # a hosted API behind a rate limiter: lots of capacity, 60 requests/min, 40k tokens/min
     "rate-limited-api": dict(slots=512, queue_limit=4096, gateway_ms=30, prefill_base_ms=200,
                              prefill_ms_per_token=0.02, decode_ms_per_token=10,
-                             decode_ms_per_extra_seq=0.0, rpm=60, tpm=40_000),
+                             decode_ms_per_extra_seq=0.0, rpm=60, tpm=40_000,
+                             rate_burst_s=10),
     # exact timing for benchmarks and accuracy tests: fixed TTFT and ITL, no contention
     "exact": dict(slots=100_000, queue_limit=100_000, prefill_base_ms=50, prefill_ms_per_token=0.0,
                   decode_ms_per_token=10, decode_ms_per_extra_seq=0.0, cache_capacity_tokens=0,
@@ -185,7 +188,7 @@ def validate(cfg: ServerConfig) -> None:
     if cfg.headers_when not in ("arrival", "service"):
         raise ConfigError(f"--headers-when must be 'arrival' or 'service', got {cfg.headers_when!r}")
     for name in ("gateway_ms", "prefill_base_ms", "prefill_ms_per_token", "decode_ms_per_token",
-                 "decode_ms_per_extra_seq", "rpm", "tpm", "fault_stall_ms", "queue_full_retry_after_s"):
+                 "decode_ms_per_extra_seq", "rpm", "tpm", "rate_burst_s", "fault_stall_ms", "queue_full_retry_after_s"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_flag(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("tokens_per_chunk", "spec_decode_tokens_per_step", "cache_block_tokens",

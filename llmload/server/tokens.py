@@ -47,8 +47,8 @@ def is_structured(body: dict, words: list[str]) -> bool:
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
         return True
-    tail = " ".join(words[-64:])
-    return bool(_STRUCTURED.search(tail))
+    # instructions sit at the start (system prompt) or the end (the question)
+    return bool(_STRUCTURED.search(" ".join(words[:64])) or _STRUCTURED.search(" ".join(words[-64:])))
 
 
 class TextSource:

@@ -93,3 +93,9 @@ def test_bad_configuration_says_what_to_fix(argv, fragment):
 def test_preset_then_explicit_flags_override():
     cfg = config_from_args(["--preset", "small-gpu", "--slots", "3"])
     assert cfg.slots == 3 and cfg.decode_ms_per_token == 20
+
+
+def test_burst_window_caps_the_bucket():
+    limiter = RateLimiter(rpm=60, tpm=0, now_s=0.0, burst_s=5)  # 1 request/s, at most 5 at once
+    assert sum(limiter.take(1, now_s=0.0).allowed for _ in range(10)) == 5
+    assert sum(limiter.take(1, now_s=100.0).allowed for _ in range(10)) == 5  # refills to 5, not 60
