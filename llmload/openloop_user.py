@@ -70,6 +70,7 @@ class Control:
         self.generation = 0
         self.changed = Event()
         self.owner: object | None = None
+        self.warned_no_shape = False
 
     def set(self, target: OpenLoopTarget | None) -> None:
         self.target, self.received_s = target, time.perf_counter()
@@ -136,6 +137,14 @@ class OpenLoopUser:
         cls.tasks = [OpenLoopUser.run_open_loop]  # replaces any closed-loop task of the base
 
     def run_open_loop(self) -> None:
+        if getattr(self.environment, "shape_class", None) is None:
+            # no shape steers the rate (run_single_user, or "Default" picked in the web UI)
+            if not CONTROL.warned_no_shape:
+                CONTROL.warned_no_shape = True
+                logger.warning("open-loop user without an OpenLoopShape: sending one request per second")
+            self._send_one(time.perf_counter())
+            gevent.sleep(1.0)
+            return
         if CONTROL.owner not in (None, self):
             logger.warning("one open-loop user per process is enough; this extra user idles")
             gevent.sleep(1.0)

@@ -56,3 +56,18 @@ def test_inflight_cap_drops_and_counts(tmp_path):
     assert len(sent) == 3  # the first three never return during the tier
     dropped = env.stats.get("dropped (max-inflight)", "SCHED")
     assert dropped.num_failures >= 10
+
+
+def test_without_a_shape_the_user_sends_one_request_per_second():
+    sent = []
+
+    class Stand(OpenLoopUser, User):
+        def send_request(self, intended_t0_perf=None):
+            sent.append(intended_t0_perf)
+
+    env = Environment(user_classes=[Stand], events=Events())
+    runner = env.create_local_runner()
+    runner.start(1, spawn_rate=1)
+    gevent.sleep(1.5)
+    runner.quit()
+    assert len(sent) == 2
