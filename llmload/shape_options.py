@@ -112,6 +112,17 @@ def parse_schedule(text: str, last_seconds: float, scale: float = 1.0) -> list[t
     return tiers
 
 
+def _span_s(text: str) -> float:
+    """argparse type for durations: 90, 90s, 2m, 1h30m -> seconds."""
+    text = str(text).strip()
+    try:
+        if _CLOCK.match(text):
+            raise ShapeOptionError(f"bad duration {text!r}: use 90, 90s, 2m or 1h30m")
+        return float(parse_offset_s(text))
+    except ShapeOptionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _checked(parse: Callable[[str], Any]) -> Callable[[str], str]:
     """argparse type: validate with `parse`, keep the string (the web UI edits strings)."""
 
@@ -133,8 +144,8 @@ def add_shape_arguments(parser: Any) -> None:
     add("--start-users", type=int, default=None, help="first tier's users (with --step-users, --max-users)")
     add("--step-users", type=int, default=None, help="users added per tier")
     add("--max-users", type=int, default=None, help="last tier's users (inclusive)")
-    add("--tier-seconds", type=float, default=60.0, help="how long each tier is held (s)")
-    add("--warmup-seconds", type=float, default=10.0,
+    add("--tier-seconds", type=_span_s, default=60.0, help="how long each tier is held (90, 90s, 2m, 1h30m)")
+    add("--warmup-seconds", type=_span_s, default=10.0,
         help="first seconds of each tier flagged phase=warmup (the ramp is added)")
     add("--stop-at-knee", action="store_true", default=False,
         help="stop after a tier whose p99 TTFT > --knee-factor x tier 1's, or error rate > --max-error-rate")
@@ -151,11 +162,11 @@ def add_shape_arguments(parser: Any) -> None:
         help="open loop: in-flight cap per worker; arrivals over it are counted as dropped")
     add("--late-ms", type=float, default=10.0, help="open loop: a send later than this counts as late")
     add("--base-users", type=int, default=1, help="spike: users before and after the burst")
-    add("--base-seconds", type=float, default=30.0, help="spike: seconds before and after the burst")
+    add("--base-seconds", type=_span_s, default=30.0, help="spike: seconds before and after the burst")
     add("--spike-users", type=int, default=32, help="spike: users during the burst")
-    add("--spike-seconds", type=float, default=10.0, help="spike: burst length (s)")
+    add("--spike-seconds", type=_span_s, default=10.0, help="spike: burst length (s)")
     add("--soak-users", type=int, default=8, help="soak: users held")
-    add("--soak-seconds", type=float, default=3600.0, help="soak: total hold (s), cut into --tier-seconds windows")
+    add("--soak-seconds", type=_span_s, default=3600.0, help="soak: total hold (s), cut into --tier-seconds windows")
     add("--schedule", type=_checked(lambda s: parse_schedule(s, 1.0)), default="0=1,1m=4,2m=2,3m=end",
         help="schedule: OFFSET=USERS list, offsets 90s/2m/1h or 09:00, 'end' closes (e.g. 0=2,30m=8,2h=end)")
     add("--schedule-scale", type=float, default=1.0, help="schedule: time compression (60 = an hour per minute)")

@@ -86,8 +86,13 @@ def test_rate_spike_soak_schedule_plans():
 def test_argparse_rejects_bad_flags_with_one_line(capsys):
     parser = argparse.ArgumentParser(prog="locust")
     add_shape_arguments(parser)
-    ok = parser.parse_args(["--tiers", "1,2,4", "--rate-tiers", "0.5,1"])
+    ok = parser.parse_args(["--tiers", "1,2,4", "--rate-tiers", "0.5,1", "--soak-seconds", "2h",
+                            "--tier-seconds", "1m30s", "--warmup-seconds", "2.5"])
     assert ok.tiers == "1,2,4"  # kept as text so the web UI form can edit it
+    assert (ok.soak_seconds, ok.tier_seconds, ok.warmup_seconds) == (7200.0, 90.0, 2.5)
+    for bad in (["--tier-seconds", "09:30"], ["--soak-seconds", "long"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(bad)
     with pytest.raises(SystemExit):
         parser.parse_args(["--tiers", "1,two"])
     err = capsys.readouterr().err.strip().splitlines()[-1]
