@@ -226,7 +226,13 @@ class LLMUser(User):
         return make_prompt(self.prompt_tokens or self.opts.prompt_tokens, self.rng)
 
     @task
+    def _one_request(self) -> None:
+        # dispatch through the instance: @task captured this function at class creation,
+        # so a subclass overriding `stream_completion` would otherwise never be called
+        self.stream_completion()
+
     def stream_completion(self) -> None:
+        """One unit of work of the user; override to build messages, chain turns, etc."""
         self.ask()
 
     def ask(self, prompt: Prompt | None = None, *, messages: list[dict] | None = None,

@@ -1,0 +1,94 @@
+"""Every scenario runs headless against the embedded server and records what it promises."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SHORT_TIERS = ["--tiers", "2,4", "--tier-seconds", "3", "--warmup-seconds", "1"]
+CASES = {
+    "step_load": SHORT_TIERS,
+    "open_loop": ["--rate-tiers", "4,8", "--tier-seconds", "3", "--warmup-seconds", "1"],
+    "long_context": SHORT_TIERS + ["--long-prompt-tokens", "2000"],
+    "prefix_cache": SHORT_TIERS,
+    "structured_output": SHORT_TIERS,
+    "rate_limit": SHORT_TIERS + ["--embedded-server-args", "--preset rate-limited-api --rpm 30 --rate-burst-s 2",
+                                 "--retries", "1"],
+    "spike": ["--base-users", "1", "--base-seconds", "2", "--spike-users", "6", "--spike-seconds", "2",
+              "--warmup-seconds", "0"],
+    "soak": ["--soak-users", "2", "--soak-seconds", "4", "--tier-seconds", "2", "--warmup-seconds", "0"],
+}
+
+
+def run_scenario(name, args, run_dir):
+    cmd = [sys.executable, "-m", "locust", "-f", f"scenarios/{name}.py", "--headless", "--max-tokens", "8",
+           "--prompt-tokens", "32", "--spawn-rate", "50", "--run-dir", str(run_dir), "--only-summary", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run every scenario once (in turn) and keep (process, run_dir) by name."""
+    out = {}
+    for name, args in CASES.items():
+        run_dir = tmp_path_factory.mktemp(name)
+        out[name] = (run_scenario(name, args, run_dir), run_dir)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scenario_runs_and_writes_samples_and_tiers(runs, name):
+    proc, run_dir = runs[name]
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: some requests failed (429s)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    samples = rows(run_dir / "samples.csv")
+    tiers = rows(run_dir / "tiers.csv")
+    assert len(samples) >= 5 and len(tiers) >= 2
+    assert {r["tier"] for r in samples} - {"0"}, "rows carry their tier"
+
+
+def test_long_context_prompts_have_higher_ttft(runs):
+    samples = rows(runs["long_context"][1] / "samples.csv")
+    by_kind = {k: [float(r["ttft_ms"]) for r in samples if r["scenario"] == k and r["ttft_ms"]]
+               for k in ("short-context", "long-context")}
+    assert min(by_kind["long-context"]) > max(by_kind["short-context"])  # +2000 tokens x 0.05 ms prefill
+
+
+def test_prefix_cache_hits_only_for_the_shared_prefix(runs):
+    samples = rows(runs["prefix_cache"][1] / "samples.csv")
+    shared = [int(r["cached_tokens"]) for r in samples if r["scenario"] == "shared-prefix" and r["cached_tokens"]]
+    unique = [int(r["cached_tokens"]) for r in samples if r["scenario"] == "unique-prompt" and r["cached_tokens"]]
+    assert shared and max(shared) >= 992 and sum(shared) > 0
+    assert unique and max(unique) == 0
+
+
+def test_structured_output_decodes_faster(runs):
+    samples = rows(runs["structured_output"][1] / "samples.csv")
+    tps = {k: sorted(float(r["e2e_ms"]) for r in samples if r["scenario"] == k and r["e2e_ms"])
+           for k in ("json", "prose")}
+    assert tps["json"][len(tps["json"]) // 2] < tps["prose"][len(tps["prose"]) // 2] * 0.7
+
+
+def test_rate_limit_scenario_counts_429s_with_retry_after_and_links_retries(runs):
+    samples = rows(runs["rate_limit"][1] / "samples.csv")
+    limited = [r for r in samples if r["error"] == "rate_limited"]
+    assert limited and all(r["status"] == "429" and float(r["retry_after_s"]) > 0 for r in limited)
+    ids = {r["request_id"] for r in samples}
+    retries = [r for r in samples if r["retry_of"]]
+    assert retries and all(r["retry_of"] in ids for r in retries)
+
+
+def test_open_loop_records_schedule_lag(runs):
+    samples = rows(runs["open_loop"][1] / "samples.csv")
+    assert samples and all(r["schedule_lag_ms"] != "" for r in samples)
