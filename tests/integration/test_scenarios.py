@@ -22,6 +22,7 @@ CASES = {
     "spike": ["--base-users", "1", "--base-seconds", "2", "--spike-users", "6", "--spike-seconds", "2",
               "--warmup-seconds", "0"],
     "soak": ["--soak-users", "2", "--soak-seconds", "4", "--tier-seconds", "2", "--warmup-seconds", "0"],
+    "schedule": ["--schedule", "0=1,2s=3,4s=end", "--warmup-seconds", "0"],
 }
 
 
