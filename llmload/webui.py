@@ -18,6 +18,12 @@ needs nothing special):
     `WATCH_EVERY_S` locally, and by a worker report interval (~3 s) on a master.
   * Without a shape, one row per scenario over the whole run (since the stats were last reset),
     from the scenario's LLM and TTFT entries, plus an "all" row when there are several.
+  * Secrets: Locust puts every form field's default value into the start page's source, so a key
+    from `--api-key` or `$OPENAI_API_KEY` would sit in plain text in `window.templateArgs` (the
+    masked input only hides it on screen). A Flask `before_render_template` receiver blanks the
+    defaults of `is_secret` options on the page; when the form comes back with such a field
+    left empty, a `before_request` hook on /swarm puts the startup value back, so an empty key
+    field means "the key given at startup". A key typed into the form is never rendered back.
 Percentiles use `tierstats.percentile_ms` (the smallest value with >= q of the samples at or
 below it), so they can differ from the Statistics tab's by a bucket. Output tokens/s is output
 tokens (the LLM events' response_length) over the window's wall-clock seconds.
@@ -45,6 +51,8 @@ WATCH_EVERY_S = 0.25
 """how often the watcher looks for a new tier or the end of a warm-up"""
 STATS_ENDPOINT = "locust.request_stats"
 """Flask endpoint of /stats/requests (blueprint "locust"), whatever --web-base-path is"""
+SWARM_ENDPOINT = "locust.swarm"
+"""Flask endpoint of the start form's POST /swarm"""
 MISSING = "-"
 STALE_SLACK_S = 1.0
 """a shape begins tier 1 just before test_start fires; older tiers belong to an earlier run"""
@@ -122,11 +130,15 @@ def _ms(value: float | None) -> Any:
     return MISSING if value is None else round(value)
 
 
+def _users(count: int) -> str:
+    return f"{count} user" if count == 1 else f"{count} users"
+
+
 def _target(tier: tierstate.Tier) -> str:
     if tier.target_rps is not None:
         return f"{tier.target_rps:g} req/s"
     if tier.target_users is not None:
-        return f"{tier.target_users} users"
+        return _users(tier.target_users)
     return MISSING
 
 
@@ -182,7 +194,7 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
         if error.name in per and error.method not in METRIC_TYPES \
                 and _error_text(error.error).startswith(RATE_LIMITED_PREFIX):
             per[error.name]["limited"] += error.occurrences
-    target = f"{users} users"
+    target = _users(users)
     rows = [_row("run", name, target, "whole run", seconds, r["requests"], r["failures"], r["limited"],
                  r["tokens"], dict(ttft.get(name, {}))) for name, r in sorted(per.items())]
     if len(rows) > 1:
@@ -200,6 +212,8 @@ class LLMTab:
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         self.watch = TierWatch()
+        self.secret_defaults: dict[str, str] = {}
+        """startup values of secret options (never rendered), by option dest"""
         self._greenlet: gevent.Greenlet | None = None
         self._failed = False
 
@@ -254,6 +268,33 @@ class LLMTab:
         return response
 
 
+    def scrub_secrets(self, _app: Any, template: Any = None, context: dict | None = None, **_kw: Any) -> None:
+        """before_render_template receiver: blank the default values of secret options."""
+        args = (context or {}).get("template_args")
+        if not isinstance(args, dict) or not isinstance(args.get("extra_options"), dict):
+            return
+        options = {}
+        for name, option in args["extra_options"].items():
+            if isinstance(option, dict) and option.get("is_secret") and option.get("default_value"):
+                self.secret_defaults[name] = str(option["default_value"])
+                option = {**option, "default_value": ""}
+            options[name] = option
+        context["template_args"] = {**args, "extra_options": options}
+
+    def restore_secrets(self) -> None:
+        """before_request hook: a secret field sent back empty means its startup value."""
+        from flask import request
+        from werkzeug.datastructures import ImmutableMultiDict
+
+        if request.endpoint != SWARM_ENDPOINT or not self.secret_defaults:
+            return
+        form = request.form
+        empty = {name for name, value in self.secret_defaults.items() if form.get(name, None) == "" and value}
+        if empty:
+            request.form = ImmutableMultiDict(
+                [(k, self.secret_defaults[k] if k in empty else v) for k, v in form.items(multi=True)])
+
+
 def _add_tab(template_args: dict) -> None:
     tabs = [t for t in template_args.get("extended_tabs") or [] if t.get("key") != TAB_KEY]
     tables = [t for t in template_args.get("extended_tables") or [] if t.get("key") != TAB_KEY]
@@ -268,8 +309,13 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
     if web_ui is None:  # headless, or a worker
         return
     tab = environment.llmload_webui = LLMTab(environment)
+    from flask import before_render_template
+
     _add_tab(web_ui.template_args)
     web_ui.app.after_request(tab.after_request)
+    web_ui.app.before_request(tab.restore_secrets)
+    before_render_template.connect(tab.scrub_secrets, web_ui.app, weak=False)
+    tab.scrub_secrets(web_ui.app, context={"template_args": web_ui.template_args})
     environment.events.test_start.add_listener(tab.on_test_start)
     environment.events.test_stop.add_listener(tab.on_test_stop)
 

@@ -1,0 +1,120 @@
+"""Fixtures of the browser tests: a headless system Chromium and real `locust` web UI processes.
+
+Chromium comes from the OS (/usr/bin/chromium; CI installs Debian's package): Playwright never
+downloads a browser here. Without it the tests fail, saying so, rather than skip.
+Every process started here is stopped by its PID (SIGTERM, then SIGKILL after a timeout).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("LLMLOAD_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+STARTUP_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stop one child by its PID: terminate, then kill if it is still there after `timeout_s`."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium, or set LLMLOAD_CHROMIUM); "
+                    "Playwright's own browser download is not used", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": 1500, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    yield pg
+    context.close()
+
+
+@dataclass
+class LocustUI:
+    url: str
+    """base URL of the web UI, ending with '/' (includes --web-base-path)"""
+    proc: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
+
+@pytest.fixture
+def locust_ui(tmp_path):
+    """Factory: start `locust -f LOCUSTFILE ARGS...` with its web UI on a free loopback port."""
+    started: list[LocustUI] = []
+
+    def start(locustfile: str, *args: str, base_path: str = "", env: dict | None = None) -> LocustUI:
+        port = free_port()
+        log_path = tmp_path / f"locust{len(started)}.log"
+        child_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        child_env.update(env or {})
+        child_env["PYTHONPATH"] = str(REPO_ROOT)
+        cmd = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / locustfile), "--web-host", "127.0.0.1",
+               "--web-port", str(port), *(["--web-base-path", base_path] if base_path else []), *args]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=tmp_path, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+        ui = LocustUI(url=f"http://127.0.0.1:{port}{base_path}/", proc=proc, log_path=log_path)
+        started.append(ui)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"locust exited with {proc.returncode} before its web UI came up:\n{ui.log_tail()}")
+            try:
+                with urllib.request.urlopen(ui.url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return ui
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"locust web UI not up at {ui.url} after {STARTUP_TIMEOUT_S:.0f} s:\n{ui.log_tail()}")
+            time.sleep(0.2)
+
+    yield start
+    for ui in started:
+        stop_process(ui.proc)
