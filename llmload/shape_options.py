@@ -186,9 +186,22 @@ def _warmup(options: Any, seconds: float) -> float:
     return warmup
 
 
+def _optional_int(options: Any, name: str) -> int | None:
+    """An optional integer flag; the web UI form sends '' (or digits as text) for these."""
+    value = getattr(options, name, None)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ShapeOptionError(f"--{name.replace('_', '-')} must be a whole number, got {value!r}") from None
+
+
 def step_plan(options: Any) -> list[PlannedTier]:
     """--tiers, or --start-users/--step-users/--max-users, each held --tier-seconds."""
     _need_positive(options, "tier_seconds")
+    for name in ("start_users", "step_users", "max_users"):
+        setattr(options, name, _optional_int(options, name))
     ranged = (options.start_users, options.step_users, options.max_users)
     if any(v is not None for v in ranged):
         if options.tiers:

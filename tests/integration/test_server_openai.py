@@ -63,10 +63,11 @@ def test_ttft_measured_by_client_matches_truth(embedded_server):
         if first is None and ch.choices and ch.choices[0].delta.content:
             first = time.perf_counter()
     row = next(r for r in truth_rows(server) if r["request_id"] == "probe-1")
-    assert float(row["first_byte_s"]) - float(row["arrival_s"]) == pytest.approx(0.080, abs=0.010)
-    # the client saw the first content byte a little after the server wrote it (same clock)
+    # never early; late only by scheduling noise (its precision is measured in bench/bench_server.py)
+    assert 0.080 <= float(row["first_byte_s"]) - float(row["arrival_s"]) < 0.080 + 0.05
+    # the client saw the first content byte after the server wrote it (same clock), soon after
     assert 0 <= first - float(row["first_byte_s"]) < 0.05
-    assert 0.078 < first - t0 < 0.2
+    assert 0.080 <= first - t0 < 0.25
 
 
 def test_request_beyond_the_slots_waits_for_a_free_slot(embedded_server):

@@ -103,3 +103,16 @@ def test_defaults_fill_missing_flags():
     parsed = argparse.Namespace(tiers="3,6", spawn_rate=2.0)
     o = options_with_defaults(parsed)
     assert o.tiers == "3,6" and o.spawn_rate == 2.0 and o.tier_seconds == 60.0 and o.arrival == "poisson"
+
+
+def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
+    from types import SimpleNamespace
+
+    from llmload.shape_options import step_plan
+
+    blank = SimpleNamespace(tiers="1,2", start_users="", step_users="", max_users="", tier_seconds=10.0,
+                            warmup_seconds=1.0)
+    assert [t.target_users for t in step_plan(blank)] == [1, 2]
+    text = SimpleNamespace(tiers=None, start_users="2", step_users="2", max_users="6", tier_seconds=10.0,
+                           warmup_seconds=1.0)
+    assert [t.target_users for t in step_plan(text)] == [2, 4, 6]
