@@ -1,18 +1,24 @@
-"""Default locustfile: a streaming chat user, back to back, against the server at --host.
+"""Default locustfile: a streaming chat user, back to back.
 
-    locust -f locustfile.py --host http://127.0.0.1:PORT            # web UI
-    locust -f locustfile.py --host http://127.0.0.1:PORT --headless -u 8 -t 30s
+    locust                                                    # web UI on :8089, embedded server
+    locust --headless -u 8 -r 8 -t 60s                        # headless, embedded server
+    locust --host https://api.example.com/v1 --model my-model # your endpoint ($OPENAI_API_KEY)
 
-Options (also in the web UI form): --model --max-tokens --prompt-tokens --api-key
---transport fast|openai --endpoint chat|completions --retries --run-dir and timeouts.
-Results: reports/<timestamp>/samples.csv, health.csv, run.json.
+With no --host (or --host embedded) the embedded simulated server is started for the
+run (`--embedded-server-args`, default `--preset demo`). Options (also in the web UI
+form): --model --max-tokens --prompt-tokens --api-key --transport fast|openai
+--endpoint chat|completions --retries --run-dir and timeouts.
+Results: reports/<timestamp>/samples.csv, health.csv, run.json. For step loads and the
+knee, use scenarios/step_load.py.
 """
 
 from locust import events, run_single_user
 
+import llmload.embedded
 from llmload.users import LLMUser, install
 
 install(events)
+llmload.embedded.install(events)
 
 
 class StreamingChat(LLMUser):

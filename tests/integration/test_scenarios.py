@@ -93,3 +93,14 @@ def test_rate_limit_scenario_counts_429s_with_retry_after_and_links_retries(runs
 def test_open_loop_records_schedule_lag(runs):
     samples = rows(runs["open_loop"][1] / "samples.csv")
     assert samples and all(r["schedule_lag_ms"] != "" for r in samples)
+
+
+def test_top_level_locustfile_runs_against_the_embedded_server_by_default(tmp_path):
+    cmd = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-r", "2", "-t", "3s",
+           "--max-tokens", "4", "--run-dir", str(tmp_path / "run"), "--only-summary"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "embedded server (--preset demo) at http://127.0.0.1:" in proc.stderr
+    samples = rows(tmp_path / "run" / "samples.csv")
+    assert samples and all(r["error"] == "" and r["model_returned"] == "llmload-sim" for r in samples)
