@@ -29,6 +29,15 @@ _raw_decode = json.JSONDecoder().raw_decode
 """json.loads without its two whitespace regex passes and its bytes-encoding sniffing"""
 
 
+def may_end_stream(block: bytes) -> bool:
+    """Cheap byte test: can this block of lines hold `[DONE]` or an error event?
+
+    False means it surely holds neither (so parsing it can wait until the stream ends);
+    True means parse it now (a token text containing "[DONE]" is a harmless false alarm).
+    """
+    return b"[DONE]" in block or b'"error"' in block
+
+
 class MalformedChunk(ValueError):
     """A `data:` line whose payload is not a JSON object."""
 

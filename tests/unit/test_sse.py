@@ -88,3 +88,14 @@ def test_malformed(line):
 def test_choice_not_an_object_is_malformed():
     with pytest.raises(sse.MalformedChunk):
         sse.parse_line(b'data: {"choices":["x"]}\n')
+
+
+@pytest.mark.parametrize(("block", "may_end"), [
+    (MULTI + b"\n" + SPACED, False),
+    (ROLE + b"\n" + FINISH, False),
+    (MULTI + b"\ndata: [DONE]\n\n", True),
+    (ERROR, True),
+    (b'data: {"choices":[{"delta":{"content":"say [DONE]"}}]}\n', True),  # false alarm: parsed, harmless
+])
+def test_may_end_stream(block, may_end):
+    assert sse.may_end_stream(block) is may_end

@@ -1,0 +1,66 @@
+"""Both transports against the embedded server's stream faults: the same failure kinds and figures.
+
+The fast transport stashes lines after the first token and parses them when the stream
+ends; these tests pin that a cut stream, a malformed chunk mid-stream and an error event
+inside a 200 are still reported as before, that the timing figures match the server's
+truth log, and that the kept-alive connection stays usable after each.
+"""
+
+import csv
+
+import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
+import pytest
+
+from llmload.result import StreamRequest
+from llmload.transport_fast import FastTransport
+from llmload.transport_openai import OpenAITransport
+
+pytestmark = pytest.mark.integration
+
+TRANSPORTS = {"fast": FastTransport, "openai": OpenAITransport}
+FAST_SERVER = ("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "1", "--seed", "1")
+
+
+def request(i: int, max_tokens: int = 16) -> StreamRequest:
+    return StreamRequest(endpoint="chat", model="llmload-sim", prompt="tell me a story", max_tokens=max_tokens,
+                         request_id=f"fault-{i}")
+
+
+def truth_rows(server) -> dict[str, dict]:
+    with open(server.truth_path, newline="") as f:
+        return {r["request_id"]: r for r in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_clean_stream_matches_truth(embedded_server, transport):
+    server = embedded_server(*FAST_SERVER)
+    client = TRANSPORTS[transport](server.base_url)
+    results = [client.stream(request(i, max_tokens=32)) for i in range(3)]
+    client.close()
+    server.__exit__(None, None, None)  # flushes the truth log
+    truth = truth_rows(server)
+    for r in results:
+        assert r.ok, r.exception
+        assert r.output_tokens == 32 and r.output_tokens_client == 32 and r.tokens_source == "usage"
+        row = truth[r.request_id]
+        # first token / last chunk as measured vs as written by the server (same monotonic clock)
+        assert 0 <= r.t0_perf_s + r.timing.ttft_ms / 1000 - float(row["first_byte_s"]) < 0.05
+        assert 0 <= r.t0_perf_s + r.timing.e2e_ms / 1000 - float(row["last_byte_s"]) < 0.05
+        assert r.timing.itl_max_ms < 50
+    assert [r.conn_reused for r in results] == [False, True, True]
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+@pytest.mark.parametrize(("flag", "error"), [("--fault-cut-prob", "stream_broken"),
+                                             ("--fault-malformed-prob", "protocol"),
+                                             ("--fault-error-event-prob", "stream_error")])
+def test_fault_kinds(embedded_server, transport, flag, error):
+    server = embedded_server(*FAST_SERVER, flag, "1")
+    client = TRANSPORTS[transport](server.base_url)
+    results = [client.stream(request(i)) for i in range(2)]
+    client.close()
+    for r in results:
+        assert r.error == error, (r.exception, r.exception and r.exception.detail)
+        assert r.elapsed_ms is not None and r.elapsed_ms < 1000
+    if error == "protocol":  # the bad chunk comes half-way: the tokens before it were timed
+        assert all(r.timing.ttft_ms is not None for r in results)
