@@ -20,6 +20,7 @@ one event (OpenAI-compatible servers never split a JSON chunk over several `data
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DONE = "[DONE]"
@@ -54,6 +55,21 @@ class Chunk:
     model: str | None = None
     error: dict | None = None
     """the `error` object of an in-stream error event"""
+
+
+def feed_blocks(pending: list[tuple[float, bytes]], feed: Callable[[float, bytes], bool]) -> bool:
+    """Feed stashed (read time, block of lines) in order; True once the stream is over."""
+    try:
+        for t, block in pending:
+            for line in block.split(b"\n"):
+                if line and feed(t, line):
+                    return True
+    except MalformedChunk as exc:
+        exc.read_time_s = t  # the attempt failed when the bad chunk arrived, not when it was parsed
+        raise
+    finally:
+        pending.clear()
+    return False
 
 
 def parse_line(line: bytes) -> Chunk | str | None:

@@ -63,21 +63,6 @@ BLOCK_SIZE = 16384
 """bytes per socket read"""
 
 
-def _feed_blocks(pending: list[tuple[float, bytes]], feed: Callable[[float, bytes], bool]) -> bool:
-    """Feed stashed (read time, block of lines) in order; True once the stream is over."""
-    try:
-        for t, block in pending:
-            for line in block.split(b"\n"):
-                if line and feed(t, line):
-                    return True
-    except sse.MalformedChunk as exc:
-        exc.read_time_s = t  # the attempt failed when the bad chunk arrived, not when it was parsed
-        raise
-    finally:
-        pending.clear()
-    return False
-
-
 class FastTransport:
     name = "fast"
 
@@ -148,13 +133,13 @@ class FastTransport:
                 del body[:end + 1]
                 pending.append((t, block))
                 if waiting_first or sse.may_end_stream(block):
-                    if _feed_blocks(pending, feed):
+                    if sse.feed_blocks(pending, feed):
                         return
                     if waiting_first and text_times:
                         first.cancel()
                         waiting_first = False
             if resp.message_complete or sock is None:
-                _feed_blocks(pending, feed)
+                sse.feed_blocks(pending, feed)
                 return
             if not waiting_first:
                 # the next chunk is usually not there yet: wait for readability first instead of
@@ -164,7 +149,7 @@ class FastTransport:
             t = clock()
             resp.feed(data)  # raises HTTPParseError when the connection closed mid-message
             if not data:
-                _feed_blocks(pending, feed)
+                sse.feed_blocks(pending, feed)
                 return
 
     def stream(self, req: StreamRequest) -> StreamResult:
