@@ -21,7 +21,10 @@ the figures are one generator process on one core.
   server was not the bottleneck);
 - loop lag max: the largest per-second event-loop lag the health greenlet saw in the window;
   GC: collections and the longest pause per generation in the window;
-- req/s vs ideal: completed requests/s in the window / (users / nominal request time).
+- req/s vs ideal: completed requests/s in the window / (users / nominal request time);
+- other procs CPU %: CPU the rest of the machine used meanwhile (100 = one core), and
+  machine stall: how late an idle 1 ms sleeper on the generator's core woke (p99 / max):
+  the floor under any timestamp on that core, whatever the generator does.
 
 Run: `.venv/bin/python -m bench generator` (or `make bench` for all benches), or
 `.venv/bin/python bench/bench_generator.py [RESULTS_DIR] [fast:256 ...]`; writes
@@ -153,6 +156,26 @@ def _child(transport: str, users: int, server_url: str, core: int | None) -> dic
             "loop_lag_ms_max": max(window["lag_ms"], default=None)}
 
 
+def _probe(core: int | None, seconds: float) -> dict:
+    """The machine's own scheduling jitter: how late a 1 ms sleep wakes up on the generator's core.
+
+    An idle process at the same priority as the generator: whatever this sees (VM / host
+    scheduling, other jobs) every timestamp the generator takes at that moment sees too.
+    """
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    _raise_priority(0)
+    lags_ms = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        before = time.perf_counter()
+        time.sleep(0.001)
+        lags_ms.append((time.perf_counter() - before - 0.001) * 1000)
+    _, p99, worst = _pcts(lags_ms)
+    return {"machine_stall_p99_ms": p99, "machine_stall_max_ms": worst,
+            "machine_stalls_over_10ms": sum(lag > 10 for lag in lags_ms)}
+
+
 def _percentile(values: list[float], q: float) -> float:
     from llmload.timing import percentile
 
@@ -189,9 +212,12 @@ def run_one(transport: str, users: int) -> dict:
             machine_cpu0 = psutil.cpu_times()
             children_cpu0 = os.times()
             started = time.monotonic()
-            out = subprocess.run([sys.executable, __file__, "--child", transport, str(users), server.url,
-                                  "" if client_core is None else str(client_core)],
+            core_arg = "" if client_core is None else str(client_core)
+            probe = subprocess.Popen([sys.executable, __file__, "--probe", core_arg, str(WARMUP_S + MEASURE_S + 2)],
+                                     cwd=REPO, stdout=subprocess.PIPE, text=True)
+            out = subprocess.run([sys.executable, __file__, "--child", transport, str(users), server.url, core_arg],
                                  cwd=REPO, capture_output=True, text=True, timeout=180)
+            probe_out, _ = probe.communicate(timeout=60)
             server_cpu1 = server_proc.cpu_times()
             machine_cpu1 = psutil.cpu_times()
             children_cpu1 = os.times()
@@ -224,6 +250,7 @@ def run_one(transport: str, users: int) -> dict:
         "loop_lag_ms_max": None if child["loop_lag_ms_max"] is None else round(child["loop_lag_ms_max"], 1),
         "gc": child["gc"], "server_cpu_percent": round(100 * server_cpu_s / server_wall_s, 1),
         "others_cpu_percent": round(100 * others_cpu_s / server_wall_s, 1),
+        **json.loads(probe_out.strip().splitlines()[-1]),
     }
 
 
@@ -239,14 +266,15 @@ def _gc_text(gc_stats: dict) -> str:
 def to_markdown(rows: list[dict]) -> str:
     head = ("| transport | users | CPU µs/chunk | CPU % | TTFT err p50 ms | p99 ms | max ms | server late p99 ms | "
             "loop lag max ms | GC n/max ms | req/s | ideal | ratio | failures | start-up CPU s | import CPU s | "
-            "other procs CPU % |")
-    lines = [head, "|" + "---|" * 17]
+            "other procs CPU % | machine stall p99 / max ms |")
+    lines = [head, "|" + "---|" * 18]
     for r in rows:
         lines.append(f"| {r['transport']} | {r['users']} | {r['cpu_us_per_chunk']} | {r['cpu_percent']} | "
                      f"{r['ttft_error_p50_ms']} | {r['ttft_error_p99_ms']} | {r['ttft_error_max_ms']} | "
                      f"{r['server_lateness_p99_ms']} | {r['loop_lag_ms_max']} | {_gc_text(r['gc'])} | "
                      f"{r['req_per_s']} | {r['ideal_req_per_s']} | {r['req_ratio']} | {r['failures']} | "
-                     f"{r['startup_cpu_s']} | {r['import_cpu_s']} | {r['others_cpu_percent']} |")
+                     f"{r['startup_cpu_s']} | {r['import_cpu_s']} | {r['others_cpu_percent']} | "
+                     f"{r['machine_stall_p99_ms']} / {r['machine_stall_max_ms']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -289,7 +317,10 @@ def main(results_dir: Path, specs: list[tuple[str, int]] | None = None, repeats:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+    sys.path.insert(0, str(REPO))
+    if len(sys.argv) > 1 and sys.argv[1] == "--probe":
+        print(json.dumps(_probe(int(sys.argv[2]) if sys.argv[2] else None, float(sys.argv[3]))))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         sys.path.insert(0, str(REPO))
         result = _child(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]) if sys.argv[5] else None)
         print(json.dumps(result))
