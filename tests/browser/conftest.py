@@ -61,12 +61,28 @@ def browser():
             chromium.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.browser_call_failed = report.failed
+
+
 @pytest.fixture
-def page(browser, tmp_path):
+def page(browser, tmp_path, request):
+    """A fresh browser page; on a failed test its screenshot and HTML are left in tmp_path."""
     context = browser.new_context(viewport={"width": 1500, "height": 900})
     pg = context.new_page()
     pg.set_default_timeout(15_000)
     yield pg
+    if getattr(request.node, "browser_call_failed", False):
+        try:
+            pg.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            (tmp_path / "failure.html").write_text(pg.content())
+            print(f"browser test failed: page kept in {tmp_path}/failure.png and failure.html")
+        except Exception as exc:  # a dead page must not hide the real failure
+            print(f"could not save the failed page: {exc}")
     context.close()
 
 

@@ -145,9 +145,11 @@ def test_start_form_has_llmload_options_and_the_api_key_stays_secret(page, locus
         wait_for(lambda: len(read_rows(run_dir / "samples.csv")) >= 4, 20, "4 rows in samples.csv", ui)
         pages = [page.content(), raw_html(ui.url)]
         page.reload()
-        page.get_by_role("button", name="Stop").wait_for(state="visible")
+        page.get_by_role("tab", name="Statistics").wait_for(state="visible")
         pages.append(page.content())
-        stop_from_ui(page, ui)
+        with urllib.request.urlopen(ui.url + "stop", data=b"", timeout=5):  # the Stop button's POST (test b clicks it)
+            pass
+        wait_for(lambda: stats_json(ui)["state"] == "stopped", 20, "the run to stop", ui)
 
     samples = read_rows(run_dir / "samples.csv")
     assert samples and all(r["status"] == "200" for r in samples), \
