@@ -1,0 +1,142 @@
+"""Unit tests of llmload/webui.py without a browser or sockets: the tier windows, the whole-run
+rows, the /stats/requests hook under a URL prefix, and the secret-default scrubbing.
+(Not marked `browser`: they run with the unit tests.)"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import flask
+import pytest
+
+from llmload import tierstate
+from llmload.tierstats import StatsSnapshot
+from llmload.webui import TAB_KEY, LLMTab, TierWatch, _add_tab, run_rows, window_row
+
+
+def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapshot:
+    return StatsSnapshot(ttft_counts=dict(ttft or {}), requests=requests, failures=failures, rate_limited=limited,
+                         output_tokens=tokens)
+
+
+def test_tier_windows_are_snapshot_differences():
+    watch = TierWatch()
+    watch.start(1000.0)
+    taken = iter([
+        snap(),                                                      # tier 1 begins
+        snap(10, 0, 0, 100, {40: 10}),                               # its warm-up (2 s) ends
+        snap(110, 2, 1, 1100, {40: 10, 50: 90, 90: 10}),             # tier 2 begins: tier 1 closed
+    ])
+    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=1))
+    watch.poll(1000.1, lambda: next(taken))
+    watch.poll(1001.0, lambda: pytest.fail("nothing to snapshot yet"))
+    watch.poll(1002.1, lambda: next(taken))
+    tierstate.begin_tier(tierstate.Tier(tier=2, start_s=1012.0, warmup_s=0.0, target_users=4))
+    watch.poll(1012.1, lambda: next(taken))
+    assert [m.tier.tier for m in watch.marks] == [1, 2]
+
+    row = window_row(watch.marks[0], snap(), now_s=2000.0)
+    assert (row["tier"], row["target"], row["phase"]) == ("1", "1 user", "measure (done)")
+    assert (row["requests"], row["rate_limited"], row["other_errors"]) == (100, 1, 1)
+    assert (row["ttft_p50_ms"], row["ttft_p95_ms"], row["ttft_p99_ms"]) == (50, 90, 90)
+    assert row["window_s"] == 10.0 and row["out_tps"] == 100.0  # 1000 tokens in 10 s
+
+    live = window_row(watch.marks[1], snap(130, 2, 1, 1300, {40: 10, 50: 100, 90: 10}), now_s=1014.1)
+    assert (live["phase"], live["target"], live["requests"], live["ttft_p99_ms"]) == ("measure", "4 users", 20, 50)
+    assert live["out_tps"] == 100.0
+
+    watch.stop(1015.0, lambda: snap(140, 2, 1, 1400, {40: 10, 50: 110, 90: 10}))
+    assert window_row(watch.marks[1], snap(), now_s=3000.0)["requests"] == 30
+
+
+def test_warm_up_row_and_stale_tiers():
+    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=9))  # an earlier run's
+    watch = TierWatch()
+    watch.start(500.0)
+    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=499.9, warmup_s=5.0, target_rps=2.5))
+    watch.poll(500.0, lambda: snap(50, ttft={30: 50}))
+    assert [m.tier.start_s for m in watch.marks] == [499.9]
+    row = window_row(watch.marks[0], snap(3, ttft={60: 3}), now_s=502.0)  # stats reset since: counts went down
+    assert (row["phase"], row["target"], row["requests"], row["ttft_p50_ms"]) == ("warm-up", "2.5 req/s", 3, 60)
+
+
+def _entry(method, name, requests=0, failures=0, tokens=0, times=None):
+    return SimpleNamespace(method=method, name=name, num_requests=requests, num_failures=failures,
+                           total_content_length=tokens, response_times=dict(times or {}))
+
+
+def _stats():
+    entries = [_entry("LLM", "chat", 10, 3, 500), _entry("TTFT", "chat", 7, 0, 0, {20: 5, 80: 2}),
+               _entry("ITL", "chat", 7, 0, 0, {5: 7}), _entry("LLM", "rag", 4, 0, 40),
+               _entry("TTFT", "rag", 4, 0, 0, {100: 4})]
+    errors = [SimpleNamespace(method="LLM", name="chat", error="RateLimited('429')", occurrences=2),
+              SimpleNamespace(method="LLM", name="chat", error="HTTP5xx('503')", occurrences=1)]
+    return SimpleNamespace(entries={i: e for i, e in enumerate(entries)}, errors={i: e for i, e in enumerate(errors)},
+                           start_time=100.0)
+
+
+def test_whole_run_rows_per_scenario_and_all():
+    rows = {r["scenario"]: r for r in run_rows(_stats(), users=3, seconds=10.0)}
+    assert list(rows) == ["chat", "rag", "all"]
+    chat = rows["chat"]
+    assert (chat["requests"], chat["rate_limited"], chat["other_errors"], chat["out_tps"]) == (10, 2, 1, 50.0)
+    assert (chat["ttft_p50_ms"], chat["ttft_p99_ms"], chat["target"]) == (20, 80, "3 users")
+    assert (rows["all"]["requests"], rows["all"]["ttft_p99_ms"], rows["all"]["out_tps"]) == (14, 100, 54.0)
+    assert rows["rag"]["ttft_p50_ms"] == 100
+
+
+def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouched():
+    app = flask.Flask(__name__)
+    bp = flask.Blueprint("locust", __name__, url_prefix="/base")
+
+    @bp.route("/stats/requests")
+    def request_stats():
+        return flask.jsonify({"stats": [], "extended_stats": [{"key": "other", "data": [1]}]})
+
+    @bp.route("/other")
+    def other():
+        return flask.jsonify({"stats": []})
+
+    app.register_blueprint(bp)
+    env = SimpleNamespace(stats=_stats(), runner=SimpleNamespace(user_count=2))
+    tab = LLMTab(env)
+    tab.watch.run_end_s = 110.0
+    app.after_request(tab.after_request)
+    client = app.test_client()
+    payload = client.get("/base/stats/requests").get_json()
+    extended = {e["key"]: e["data"] for e in payload["extended_stats"]}
+    assert extended["other"] == [1]
+    assert [r["scenario"] for r in extended[TAB_KEY]] == ["chat", "rag", "all"]
+    assert extended[TAB_KEY][0]["out_tps"] == 50.0  # 500 tokens over the 10 s run
+    assert "extended_stats" not in client.get("/base/other").get_json()
+
+
+def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
+    app = flask.Flask(__name__)
+    bp = flask.Blueprint("locust", __name__)
+    template_args = {"extra_options": {
+        "api_key": {"default_value": "sk-startup", "is_secret": True},
+        "model": {"default_value": "m1", "is_secret": False}}}
+    _add_tab(template_args)
+
+    @bp.route("/")
+    def index():
+        return flask.render_template_string("{{ template_args|tojson }}", template_args=template_args)
+
+    @bp.route("/swarm", methods=["POST"])
+    def swarm():
+        return flask.jsonify(dict(flask.request.form))
+
+    app.register_blueprint(bp)
+    tab = LLMTab(SimpleNamespace(stats=None, runner=None))
+    app.before_request(tab.restore_secrets)
+    flask.before_render_template.connect(tab.scrub_secrets, app, weak=False)
+    client = app.test_client()
+    page = client.get("/").get_data(as_text=True)
+    assert "sk-startup" not in page and "m1" in page
+    assert json.loads(page)["extended_tabs"] == [{"title": "LLM", "key": TAB_KEY}]
+    assert template_args["extra_options"]["api_key"]["default_value"] == "sk-startup"  # Locust's own copy kept
+    assert client.post("/swarm", data={"api_key": "", "model": "m2"}).get_json() == {"api_key": "sk-startup",
+                                                                                      "model": "m2"}
+    assert client.post("/swarm", data={"api_key": "sk-typed"}).get_json() == {"api_key": "sk-typed"}
