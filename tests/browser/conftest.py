@@ -27,6 +27,11 @@ STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 
 
+def pytest_configure(config):
+    # also to be listed in pyproject.toml's markers (the lead's file); harmless when both are there
+    config.addinivalue_line("markers", "browser: drives the web UI in a headless Chromium (needs /usr/bin/chromium)")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
