@@ -24,6 +24,9 @@ needs nothing special):
     defaults of `is_secret` options on the page; when the form comes back with such a field
     left empty, a `before_request` hook on /swarm puts the startup value back, so an empty key
     field means "the key given at startup". A key typed into the form is never rendered back.
+  * Live state: Locust memoizes the /stats/requests JSON for 2 s, so right after Start it can
+    still say "ready"; the UI believes it, falls back to the start form and stops polling while
+    the run goes on. The hook sets `state` and `user_count` from the runner on every answer.
 Percentiles use `tierstats.percentile_ms` (the smallest value with >= q of the samples at or
 below it), so they can differ from the Statistics tab's by a bucket. Output tokens/s is output
 tokens (the LLM events' response_length) over the window's wall-clock seconds.
@@ -260,6 +263,9 @@ class LLMTab:
                 return response
             others = [e for e in payload.get("extended_stats") or [] if e.get("key") != TAB_KEY]
             payload["extended_stats"] = [*others, {"key": TAB_KEY, "data": self.rows()}]
+            runner = self.environment.runner
+            if runner is not None and "state" in payload:  # see "Live state" in the module docstring
+                payload["state"], payload["user_count"] = runner.state, runner.user_count
             response.set_data(json.dumps(payload))
         except Exception:  # never break Locust's own stats endpoint
             if not self._failed:

@@ -92,24 +92,26 @@ def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouch
 
     @bp.route("/stats/requests")
     def request_stats():
-        return flask.jsonify({"stats": [], "extended_stats": [{"key": "other", "data": [1]}]})
+        return flask.jsonify({"stats": [], "state": "ready", "user_count": 0,  # as memoized before the start
+                              "extended_stats": [{"key": "other", "data": [1]}]})
 
     @bp.route("/other")
     def other():
         return flask.jsonify({"stats": []})
 
     app.register_blueprint(bp)
-    env = SimpleNamespace(stats=_stats(), runner=SimpleNamespace(user_count=2))
+    env = SimpleNamespace(stats=_stats(), runner=SimpleNamespace(user_count=2, state="running"))
     tab = LLMTab(env)
     tab.watch.run_end_s = 110.0
     app.after_request(tab.after_request)
     client = app.test_client()
     payload = client.get("/base/stats/requests").get_json()
+    assert (payload["state"], payload["user_count"]) == ("running", 2)
     extended = {e["key"]: e["data"] for e in payload["extended_stats"]}
     assert extended["other"] == [1]
     assert [r["scenario"] for r in extended[TAB_KEY]] == ["chat", "rag", "all"]
     assert extended[TAB_KEY][0]["out_tps"] == 50.0  # 500 tokens over the 10 s run
-    assert "extended_stats" not in client.get("/base/other").get_json()
+    assert client.get("/base/other").get_json() == {"stats": []}
 
 
 def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
