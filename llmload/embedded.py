@@ -43,11 +43,25 @@ def _on_init(environment, **_kw) -> None:
         environment.process_exit_code = 2
         raise SystemExit(2) from None
     environment.host = server.url
+    shown = redact_server_args(args or "")
     if environment.parsed_options is not None:
         environment.parsed_options.host = server.url
+        # the server has its arguments now; only the redacted form may reach run.json
+        environment.parsed_options.embedded_server_args = shown
     environment.llmload_embedded_server = server
-    logger.info("llmload: embedded server (%s) at %s", args, server.url)
+    logger.info("llmload: embedded server (%s) at %s", shown, server.url)
     environment.events.quitting.add_listener(lambda **_: server.stop())
+
+
+def redact_server_args(args: str) -> str:
+    """`--api-key sk-...` (or `--api-key=sk-...`) in the server's flags -> `--api-key ***`."""
+    words = shlex.split(args)
+    for i, word in enumerate(words):
+        if word == "--api-key" and i + 1 < len(words):
+            words[i + 1] = "***"
+        elif word.startswith("--api-key="):
+            words[i] = "--api-key=***"
+    return shlex.join(words)
 
 
 def install(events) -> None:

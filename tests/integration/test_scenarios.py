@@ -104,3 +104,17 @@ def test_top_level_locustfile_runs_against_the_embedded_server_by_default(tmp_pa
     assert "embedded server (--preset demo) at http://127.0.0.1:" in proc.stderr
     samples = rows(tmp_path / "run" / "samples.csv")
     assert samples and all(r["error"] == "" and r["model_returned"] == "llmload-sim" for r in samples)
+
+
+def test_embedded_server_key_never_reaches_logs_or_run_json(tmp_path):
+    secret = "sk-embedded-secret-123"
+    cmd = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "1", "-r", "1", "-t", "2s",
+           "--max-tokens", "4", "--run-dir", str(tmp_path / "run"), "--api-key", secret,
+           "--embedded-server-args", f"--preset demo --api-key {secret}"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert rows(tmp_path / "run" / "samples.csv"), "the key was accepted: requests succeeded"
+    assert secret not in proc.stdout + proc.stderr
+    for path in (tmp_path / "run").iterdir():
+        assert secret not in path.read_text(), path.name
