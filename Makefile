@@ -12,7 +12,7 @@ TIERS ?= 1,2,4,8,16,32
 TIER_SECONDS ?= 60
 WORKERS ?= 2
 MASTER ?= 127.0.0.1
-RUN ?= $(lastword $(sort $(wildcard reports/*/)))
+RUN ?= $(shell ls -td reports/*/ 2>/dev/null | head -1)
 LOCUST := PYTHONPATH=. $(BIN)/locust
 
 .DEFAULT_GOAL := help
