@@ -7,8 +7,9 @@ needs nothing special):
     `web_ui.template_args["extended_tabs"]` and its columns to `["extended_tables"]`, and adds an
     `app.after_request` hook that puts the rows into the `/stats/requests` JSON as
     `extended_stats: [{"key": "llm", "data": rows}]`. The UI polls that JSON every ~2 s and renders
-    the rows of the entry whose key is the open tab's. Rows are computed there, on request, from
-    the stats Locust already keeps (merged from workers on a master), never per event.
+    the rows of the entry whose key is the open tab's. Rows are computed there, on request (at
+    most once per 2 s: once per Locust's memoized answer), from the stats Locust already keeps
+    (merged from workers on a master), never per event.
   * With a load shape, one row per tier (tiers from `tierstate.timeline()`). A `TierWatch`
     greenlet, alive from test_start to test_stop, checks the timeline every `WATCH_EVERY_S` and
     takes a `tierstats.snapshot` (TTFT histogram summed over the TTFT entries, LLM requests,
@@ -26,7 +27,9 @@ needs nothing special):
     field means "the key given at startup". A key typed into the form is never rendered back.
   * Live state: Locust memoizes the /stats/requests JSON for 2 s, so right after Start it can
     still say "ready"; the UI believes it, falls back to the start form and stops polling while
-    the run goes on. The hook sets `state` and `user_count` from the runner on every answer.
+    the run goes on. While the runner is active, the hook sets `state` and `user_count` from it.
+    (Only then: a stale "running" after the stop just makes the UI poll once more and get the
+    final figures, whereas a live "stopped" next to 2 s old figures would freeze those.)
 Percentiles use `tierstats.percentile_ms` (the smallest value with >= q of the samples at or
 below it), so they can differ from the Statistics tab's by a bucket. Output tokens/s is output
 tokens (the LLM events' response_length) over the window's wall-clock seconds.
@@ -56,6 +59,8 @@ STATS_ENDPOINT = "locust.request_stats"
 """Flask endpoint of /stats/requests (blueprint "locust"), whatever --web-base-path is"""
 SWARM_ENDPOINT = "locust.swarm"
 """Flask endpoint of the start form's POST /swarm"""
+ACTIVE_STATES = ("spawning", "running")
+"""locust.runners.STATE_SPAWNING / STATE_RUNNING (not imported: importing locust patches gevent)"""
 MISSING = "-"
 STALE_SLACK_S = 1.0
 """a shape begins tier 1 just before test_start fires; older tiers belong to an earlier run"""
@@ -252,7 +257,9 @@ class LLMTab:
 
     # --- Flask hook --------------------------------------------------------------------------
     def after_request(self, response: Any) -> Any:
-        """Add our rows to the /stats/requests JSON (the response may be Locust's cached one)."""
+        """Add our rows to the /stats/requests JSON. Locust serves one memoized response object for
+        2 s: the rows are computed once per such object, right after Locust's figures (nothing
+        runs in between), so the LLM tab always agrees with the Statistics tab of the same answer."""
         from flask import request
 
         if request.endpoint != STATS_ENDPOINT or response.status_code != 200:
@@ -262,10 +269,13 @@ class LLMTab:
             if not isinstance(payload, dict):
                 return response
             others = [e for e in payload.get("extended_stats") or [] if e.get("key") != TAB_KEY]
-            payload["extended_stats"] = [*others, {"key": TAB_KEY, "data": self.rows()}]
+            rows = getattr(response, "llmload_rows", None)
+            if rows is None:
+                rows = response.llmload_rows = self.rows()
+            payload["extended_stats"] = [*others, {"key": TAB_KEY, "data": rows}]
             runner = self.environment.runner
-            if runner is not None and "state" in payload:  # see "Live state" in the module docstring
-                payload["state"], payload["user_count"] = runner.state, runner.user_count
+            if runner is not None and runner.state in ACTIVE_STATES and payload.get("state") != runner.state:
+                payload["state"], payload["user_count"] = runner.state, runner.user_count  # see "Live state"
             response.set_data(json.dumps(payload))
         except Exception:  # never break Locust's own stats endpoint
             if not self._failed:

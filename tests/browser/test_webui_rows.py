@@ -90,10 +90,15 @@ def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouch
     app = flask.Flask(__name__)
     bp = flask.Blueprint("locust", __name__, url_prefix="/base")
 
+    memo = {}
+
     @bp.route("/stats/requests")
-    def request_stats():
-        return flask.jsonify({"stats": [], "state": "ready", "user_count": 0,  # as memoized before the start
-                              "extended_stats": [{"key": "other", "data": [1]}]})
+    def request_stats():  # one response object per call, like Locust's 2 s memoization
+        if "response" in memo:
+            return memo["response"]
+        memo["response"] = flask.jsonify({"stats": [], "state": "ready", "user_count": 0,  # memoized before start
+                                         "extended_stats": [{"key": "other", "data": [1]}]})
+        return memo["response"]
 
     @bp.route("/other")
     def other():
@@ -112,6 +117,14 @@ def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouch
     assert [r["scenario"] for r in extended[TAB_KEY]] == ["chat", "rag", "all"]
     assert extended[TAB_KEY][0]["out_tps"] == 50.0  # 500 tokens over the 10 s run
     assert client.get("/base/other").get_json() == {"stats": []}
+    env.stats.entries[0].num_requests = 99  # rows come with the memoized answer, like Locust's figures
+    again = client.get("/base/stats/requests").get_json()
+    assert again["extended_stats"][1]["data"][0]["requests"] == 10
+    memo.clear()
+    assert client.get("/base/stats/requests").get_json()["extended_stats"][1]["data"][0]["requests"] == 99
+    memo.clear()
+    env.runner.state = "stopped"  # not active: the memoized state stays (the UI polls again and converges)
+    assert client.get("/base/stats/requests").get_json()["state"] == "ready"
 
 
 def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
