@@ -19,15 +19,15 @@ from pathlib import Path
 
 from analysis import capacity as cap_mod
 from analysis import knee as knee_mod
-from analysis import queueing, text
-from analysis.analyze import Target, analyze, choose_profile
+from analysis import queueing, text, totals
+from analysis.analyze import Target, analyze, choose_profile, profile_source
 from analysis.loader import RunError, load_run
 
 
 def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
     run = load_run(run_dir or args.run_dir)
     profile = choose_profile(run, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
-    return analyze(run, profile, target)
+    return analyze(run, profile, target, profile_source(run, args.slo))
 
 
 def _target(args: argparse.Namespace) -> Target | None:
@@ -58,10 +58,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_tiers(args: argparse.Namespace) -> int:
     a = _analysis(args)
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
-    for title, rows in (("Load and outcomes", text.outcome_rows(a.table)),
+    for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
                         ("Latency (ms, successful requests)", text.latency_rows(a.table)),
                         ("Where TTFT goes (mean ms) and generator health", text.parts_rows(a.table))):
         print(f"\n{title}\n{text.render(*rows)}")
+    if a.scenario_table is not None and len(a.scenario_table):
+        rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
+        print(f"\nPer scenario (ms; out tok/s per request)\n{text.render(*rows)}\n{a.scenario_sentence}")
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        print("\nFailures in the whole run (every samples.csv row)")
+        if len(a.totals.by_kind):
+            print(text.render(*text.totals_rows(a.totals.by_kind)))
+        for line in totals.reconcile_lines(a.totals):
+            print(f"- {line}")
     if a.warnings:
         print("\nWarnings and notes:")
         for warning in a.warnings:
@@ -70,17 +79,27 @@ def cmd_tiers(args: argparse.Namespace) -> int:
 
 
 def cmd_knee(args: argparse.Namespace) -> int:
-    from analysis.report import knee_rows
+    from analysis.report import capacity_sentence, knee_rows
 
     a = _analysis(args)
     unit = a.run.load_unit
+    if not a.climbs:
+        print(f"run {a.run.name}: a {a.kind} run does not raise the load tier by tier, so it has no knee. "
+              "Its phases:\n")
+        print(text.render(*text.phase_rows(a.phases)))
+        print()
+        for sentence in a.phase_sentences:
+            print(sentence)
+        print(f"Saturation: {a.saturation.sentence}")
+        print(f"Capacity {capacity_sentence(a)}")
+        return 0
     print(f"run {a.run.name}\nRule: {knee_mod.RULE}\n")
     print(text.render(*knee_rows(a)))
     print()
     print(knee_mod.describe(a.knee, unit))
-    print(queueing.describe(a.fit))
+    print(queueing.describe(a.fit, a.fit_note))
     print(f"Saturation: {a.saturation.sentence}")
-    print(cap_mod.describe(a.capacity, unit))
+    print(f"Capacity {capacity_sentence(a)}")
     return 0
 
 
@@ -115,7 +134,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if args.window_s <= 0:
         raise ValueError("--window-s must be positive")
     result = watch(run, threshold, args.metric, args.window_s)
-    print(watch_text(result, None if args.threshold_ms is not None else profile.name))
+    print(watch_text(result, None if args.threshold_ms is not None else profile.name, run.load_unit))
     return 1 if args.fail_on_breach and len(result.breaches) else 0
 
 
@@ -127,7 +146,8 @@ COMMANDS = {"report": cmd_report, "tiers": cmd_tiers, "knee": cmd_knee, "plots":
 
 
 def _slo_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--slo", choices=sorted(cap_mod.PROFILES), help="SLO profile (default: run.json, else chat)")
+    parser.add_argument("--slo", choices=sorted(cap_mod.PROFILES),
+                        help="SLO profile (default: run.json's slo_profile when recorded, else chat)")
     parser.add_argument("--ttft-p95-ms", type=float, help="override the profile's p95 TTFT limit")
     parser.add_argument("--max-error-rate", type=float, help="error-rate bound, 0..1 (default 0.01)")
     parser.add_argument("--max-429-rate", type=float, help="429-rate bound, 0..1 (default 0.01)")
@@ -169,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:  # `python -m analysis tiers RUN | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (RunError, ValueError) as exc:
         print(f"analysis: error: {exc}", file=sys.stderr)
         return 2

@@ -3,8 +3,12 @@
 How it works: the per-tier table is computed first; the knee, queueing fit, capacity under
 the chosen SLO (and under every stock profile), saturation behaviour, replica plan,
 provider checklist and warnings are then pure functions of it and of the loader's notes.
-The SLO profile is the one named on the command line, else run.json's `slo_profile`,
-else chat.
+The shape kind (`shape.py`) decides what is asked: step and open-loop rate runs get the
+knee, the queueing model and the capacity curve; spike, soak and schedule runs get a
+phase comparison (`phases.py`) instead. Run totals (`totals.py`) and the per-scenario
+table (`scenarios.py`) are computed for every run.
+The SLO profile is the one named on the command line, else run.json's `slo_profile` when
+the run recorded a known one, else chat; `Analysis.profile_source` says which.
 """
 
 from __future__ import annotations
@@ -15,10 +19,15 @@ import pandas as pd
 
 from analysis import capacity as cap_mod
 from analysis import knee as knee_mod
-from analysis import queueing, saturation, tiers
+from analysis import phases as phases_mod
+from analysis import queueing, saturation, scenarios, tiers, totals
 from analysis.checklist import checklist
 from analysis.loader import Run
+from analysis.shape import climbs, shape_kind
 from analysis.text import load_with_unit
+
+LATE_MS = 10.0
+"""schedule lag (open loop: actual minus intended send) worth a warning; llmload's --late-ms default"""
 
 
 @dataclass(frozen=True)
@@ -44,19 +53,46 @@ class Analysis:
     plan: cap_mod.ReplicaPlan | None
     checklist: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
+    kind: str = "step"
+    """shape kind: step, rate, spike, soak or schedule (shape.py)"""
+    fit_note: str | None = None
+    """why the queueing model is not identifiable (None when `fit` is usable)"""
+    profile_source: str = "default"
+    """'--slo', 'run.json' or 'default'"""
+    totals: totals.Totals | None = None
+    scenario_table: pd.DataFrame | None = None
+    scenario_sentence: str = ""
+    phases: pd.DataFrame | None = None
+    phase_sentences: tuple[str, ...] = ()
+
+    @property
+    def climbs(self) -> bool:
+        return climbs(self.kind)
+
+
+def profile_source(run: Run, name: str | None) -> str:
+    """Where the SLO profile comes from: '--slo', 'run.json' (a known slo_profile recorded), else 'default'."""
+    if name:
+        return "--slo"
+    return "run.json" if str(run.info.get("slo_profile") or "") in cap_mod.PROFILES else "default"
 
 
 def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
                    max_error_rate: float | None = None, max_429_rate: float | None = None) -> cap_mod.SloProfile:
-    chosen = name or str(run.info.get("slo_profile") or "chat")
-    if chosen not in cap_mod.PROFILES:
-        chosen = "chat"
+    source = profile_source(run, name)
+    chosen = name if source == "--slo" else (str(run.info["slo_profile"]) if source == "run.json" else "chat")
     return cap_mod.profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
-def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None) -> Analysis:
+def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
+            source: str | None = None) -> Analysis:
+    """`source`: where `profile` came from (see profile_source); guessed from run.json when None."""
+    if source is None:
+        source = "run.json" if str(run.info.get("slo_profile") or "") == profile.name else "default"
+    kind = shape_kind(run)
     table = tiers.tier_table(run)
-    knee = knee_mod.find_knee(table)
+    open_loop = run.load_unit == "req/s"
+    knee = knee_mod.find_knee(table, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
     capacity = cap_mod.capacity_under_slo(table, profile)
     all_caps = tuple(
         capacity if name == profile.name else
@@ -64,16 +100,23 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None)
                                                                profile.max_429_rate))
         for name in cap_mod.PROFILES
     )
-    sat = saturation.classify(table, knee, run.load_unit)
+    sat = saturation.classify(table, knee if climbs(kind) else knee_mod.find_knee(table, open_loop), run.load_unit)
     plan = None
-    if target is not None:
+    if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(capacity, target.value, target.kind, run.load_unit, target.headroom)
     breakdown = tiers.breakdown_table(run)
+    fit_note = queueing.not_identifiable(table, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind)
+    fit = queueing.fit_queue(table, run.load_unit) if fit_note is None else None
+    phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
     return Analysis(
         run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown, knee=knee,
-        fit=queueing.fit_queue(table, run.load_unit), profile=profile, capacity=capacity,
+        fit=fit, profile=profile, capacity=capacity,
         all_capacities=all_caps, saturation=sat, plan=plan,
         checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table, knee)),
+        kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
+        scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
+        phases=phase_frame,
+        phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
     )
 
 
@@ -82,6 +125,14 @@ def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
     unit = run.load_unit
     for row in table.itertuples():
         where = f"Tier {row.tier} ({load_with_unit(row.load, unit)})"
+        if row.dropped:
+            out.append(f"{where}: {row.dropped} arrivals ({row.drop_rate:.0%} of the tier's) were dropped at the "
+                       f"in-flight cap (--max-inflight): the generator sent {row.rps:.1f} req/s of the "
+                       f"{row.load:g} asked. The server did not keep up; raise --max-inflight only to measure "
+                       "the queue, not to hide it.")
+        if row.schedule_lag_p99_ms > LATE_MS:
+            out.append(f"{where}: schedule lag p99 {row.schedule_lag_p99_ms:.0f} ms: requests left later than "
+                       "intended (the generator fell behind the arrival schedule).")
         if row.sent == 0:
             out.append(f"{where}: no request was measured in it.")
         elif row.too_few:
@@ -102,5 +153,8 @@ def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row, "
                    "never folded into the latency of the first attempt.")
+    slo = str(run.info.get("slo_profile") or "")
+    if slo and slo not in cap_mod.PROFILES:
+        out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")
     out.extend(run.notes)
     return out

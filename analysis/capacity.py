@@ -2,7 +2,9 @@
 
 How it works:
 - An SLO profile bounds p95 TTFT (voice 250 ms, chat 500 ms, ide 300 ms, batch none; any
-  threshold can be overridden) and the error and 429 rates (1 % each by default).
+  threshold can be overridden) and the error and 429 rates (1 % each by default). Open
+  loop: the share of arrivals dropped at the in-flight cap counts against the error bound
+  (a request never sent is a request not served).
 - Tiers are ordered by load. The first tier that breaks any bound ends the search; the
   capacity is interpolated linearly between the last passing tier and that tier, at the
   load where the first broken figure crosses its bound (the smallest such load when
@@ -10,7 +12,9 @@ How it works:
   way. If the lowest tier already fails, the capacity is below the tested range; if no
   tier fails, it is at least the highest tested load.
 - Replica plan: replicas = ceil(target / (capacity x (1 - headroom))), for a target in
-  requests/s, concurrent users or output tokens/s.
+  requests/s, concurrent users or output tokens/s, always on the SLO capacity (never on the
+  fitted queueing model). When the capacity is only a lower bound (nothing broke), the
+  replica count is an upper bound and says so ("at most").
 """
 
 from __future__ import annotations
@@ -85,6 +89,19 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
                     "nothing broke in the tested range")
 
 
+def phase_verdict(table: pd.DataFrame, profile: SloProfile) -> str:
+    """For runs that do not climb (spike, soak, schedule): which tiers met the SLO, which broke it."""
+    rows = table[table["sent"] > 0]
+    if rows.empty:
+        return f"under the {profile.name} SLO ({slo_text(profile)}): unknown (no requests measured)."
+    held = [str(int(r["tier"])) for _, r in rows.iterrows() if not _broken(r, profile)]
+    broke = [b[0][0] for _, r in rows.iterrows() if (b := _broken(r, profile))]
+    text = f"under the {profile.name} SLO ({slo_text(profile)}): "
+    text += f"met in tier(s) {', '.join(held)}" if held else "met in no tier"
+    text += f"; broken: {'; '.join(broke)}." if broke else "; broken in none."
+    return text + " This shape does not measure a capacity: run step tiers for that."
+
+
 def _broken(row: pd.Series, profile: SloProfile) -> list[tuple[str, str, float]]:
     out = []
     where = f"at tier {int(row['tier'])}"
@@ -95,6 +112,10 @@ def _broken(row: pd.Series, profile: SloProfile) -> list[tuple[str, str, float]]
     if row["error_rate"] > profile.max_error_rate:
         out.append((f"error rate {row['error_rate']:.1%} > {profile.max_error_rate:.1%} {where}", "error_rate",
                     profile.max_error_rate))
+    drop = row.get("drop_rate", 0.0)
+    if drop == drop and drop > profile.max_error_rate:
+        out.append((f"drop rate {drop:.1%} > {profile.max_error_rate:.1%} {where} (arrivals not sent: in-flight "
+                    "cap reached)", "drop_rate", profile.max_error_rate))
     if row["rate_429"] > profile.max_429_rate:
         out.append((f"429 rate {row['rate_429']:.1%} > {profile.max_429_rate:.1%} {where}", "rate_429",
                     profile.max_429_rate))
@@ -118,10 +139,11 @@ def describe(cap: Capacity, load_unit: str) -> str:
         return head + "unknown (no requests measured)."
     if cap.status == "below":
         return head + f"below the lowest tested load ({cap.limited_by})."
-    figures = f"{cap.ok_rps:.1f} req/s, {cap.out_tok_s:.0f} output tok/s"
+    figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
+    unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":
-        return head + f"at least {cap.load:g} {load_unit} ({figures}); nothing broke in the tested range."
-    return head + f"{cap.load:.1f} {load_unit} ({figures}), interpolated; limited by {cap.limited_by}."
+        return head + f"at least {cap.load:g} {unit} ({figures}); nothing broke in the tested range."
+    return head + f"{cap.load:.1f} {unit} ({figures}), interpolated; limited by {cap.limited_by}."
 
 
 @dataclass(frozen=True)
@@ -158,7 +180,10 @@ def describe_plan(plan: ReplicaPlan, cap: Capacity) -> str:
     unit = TARGET_KINDS[plan.target_kind]
     if plan.replicas is None:
         return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
-    extra = " (capacity is a lower bound: nothing broke in the tested range)" if cap.status == "beyond" else ""
-    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {plan.replicas} replicas "
-            f"of the tested deployment, each loaded to {plan.per_replica:.1f} {unit} "
+    lower = cap.status == "beyond"
+    extra = " (capacity is a lower bound: nothing broke in the tested range)" if lower else ""
+    count = f"at most {plan.replicas}" if lower else str(plan.replicas)
+    each = "at least " if lower else ""
+    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {count} replicas "
+            f"of the tested deployment, each loaded to {each}{plan.per_replica:.1f} {unit} "
             f"({plan.headroom:.0%} headroom below its SLO capacity){extra}.")

@@ -3,7 +3,10 @@
 How it works: each figure is a fresh `matplotlib.figure.Figure` handed to one `plot_*`
 function of `plots.py` with a frame prepared here: the tier table, error rates by kind,
 a TTFT CDF sampled at 200 quantiles per tier (cheap at any sample count), and the
-time windows of `timeline`. Returns (name, caption, png bytes) in report order.
+time windows of `timeline`. Returns (name, caption, png bytes) in report order. Spike,
+soak and schedule runs (their load does not climb) get only the figures that make sense
+for them: failures per tier, TTFT CDF per tier and the run over time; tiers are labelled
+"tier N: load" there, since one load can recur.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ def error_rates(a: Analysis) -> pd.DataFrame:
     kinds = a.kinds.copy()
     sent = a.table.set_index("tier")["sent"].reindex(kinds.index)
     rates = kinds.div(sent.where(sent > 0), axis=0).fillna(0.0)
-    rates.index = a.table.set_index("tier")["load"].reindex(kinds.index).to_numpy()
+    loads = a.table.set_index("tier")["load"].reindex(kinds.index)
+    rates.index = loads.to_numpy() if a.climbs else [f"tier {t}: {v:g}" for t, v in loads.items()]
     return rates
 
 
@@ -43,8 +47,12 @@ def ttft_cdf(a: Analysis) -> pd.DataFrame:
     for tier, values in rows.groupby("tier")["ttft_ms"]:
         values = values.dropna().to_numpy()
         if len(values):
-            parts.append(pd.DataFrame({"load": loads[tier], "ttft_ms": np.quantile(values, shares), "share": shares}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["load", "ttft_ms", "share"])
+            label = f"{loads[tier]:g}" if a.climbs else f"tier {tier}: {loads[tier]:g}"
+            parts.append(pd.DataFrame({"load": loads[tier], "label": label, "ttft_ms": np.quantile(values, shares),
+                                       "share": shares}))
+    if not parts:
+        return pd.DataFrame(columns=["load", "label", "ttft_ms", "share"])
+    return pd.concat(parts, ignore_index=True)
 
 
 def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
@@ -73,6 +81,8 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.knee, unit)),
     ]
+    if not a.climbs:
+        specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]
     out = []
     for name, caption, draw in specs:
         height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6

@@ -5,10 +5,13 @@ The rule (stated verbatim in the report):
   CI upper bound x (1 + BAND_TOLERANCE). A tier is *past the knee* when both hold:
     (a) its p99 TTFT left the band (its CI lower bound is above the band), or more than
         REJECT_LIMIT of its requests were rejected (429/503: a shedding server keeps
-        latency flat and refuses work instead);
+        latency flat and refuses work instead) or, open loop, its arrivals were dropped at
+        the in-flight cap (the server did not keep up, so the generator could not send);
     (b) the throughput gained per added unit of load since the previous tier,
         (X_i - X_{i-1}) / (load_i - load_{i-1}), fell below GAIN_FRACTION of the initial
-        slope X_0 / load_0 (X = successful requests/s).
+        slope X_0 / load_0 (X = successful requests/s). Open loop (load in req/s) the
+        initial slope is 1 by definition (every asked request served), so a small, noisy
+        first tier cannot lower the bar.
   The knee is the last tier before the first tier past the knee.
 Why: with S slots and a FIFO queue, a closed loop of N users gets throughput
 ~min(N, S)/service_time and a TTFT that stays at prefill time for N <= S, then grows by
@@ -36,9 +39,11 @@ REJECT_LIMIT = 0.01
 RULE = (
     "Tiers ordered by load. Low-load band = p99 TTFT of the lowest tier (upper end of its 95% bootstrap CI) "
     f"x {1 + BAND_TOLERANCE:g}. A tier is past the knee when (a) its p99 TTFT CI lies above the band, or more "
-    f"than {REJECT_LIMIT:.0%} of its requests were rejected (429/503), and (b) the throughput gained per added "
+    f"than {REJECT_LIMIT:.0%} of its requests were rejected (429/503) or, open loop, dropped at the in-flight cap, "
+    "and (b) the throughput gained per added "
     f"unit of load since the previous tier is below {GAIN_FRACTION:.0%} of the initial slope (requests/s per "
-    "unit of load at the lowest tier). The knee is the last tier before the first tier past the knee."
+    "unit of load at the lowest tier; open loop: 1, every asked request served). The knee is the last tier "
+    "before the first tier past the knee."
 )
 
 
@@ -58,18 +63,21 @@ class Knee:
         return self.first_past_tier is not None
 
 
-def find_knee(table: pd.DataFrame) -> Knee:
-    """Apply the rule to a tier table (analysis.tiers.tier_table or any frame with its columns)."""
+def find_knee(table: pd.DataFrame, open_loop: bool = False) -> Knee:
+    """Apply the rule to a tier table (analysis.tiers.tier_table or any frame with its columns);
+    `open_loop`: loads are request rates (initial slope 1)."""
     rows = table[table["ok"] > 0].sort_values("load", kind="stable").reset_index(drop=True)
     if rows.empty:
         return Knee(None, None, None, math.nan, math.nan, rows)
     base = rows.iloc[0]
     base_hi = base["ttft_p99_ci_hi_ms"] if not math.isnan(base["ttft_p99_ci_hi_ms"]) else base["ttft_p99_ms"]
     band_hi = float(base_hi) * (1.0 + BAND_TOLERANCE)
-    slope0 = float(base["ok_rps"] / base["load"]) if base["load"] > 0 else math.nan
+    slope0 = 1.0 if open_loop else (float(base["ok_rps"] / base["load"]) if base["load"] > 0 else math.nan)
     ci_lo = rows["ttft_p99_ci_lo_ms"].fillna(rows["ttft_p99_ms"])
     left_band = ci_lo > band_hi
-    reject = (rows["n_429"] + rows["n_503"]) / rows["sent"].where(rows["sent"] > 0)
+    refused = (rows["n_429"] + rows["n_503"]) / rows["sent"].where(rows["sent"] > 0)
+    dropped = rows.get("drop_rate", 0.0)
+    reject = dropped + (1.0 - dropped) * refused.fillna(0.0)
     gain = rows["ok_rps"].diff() / rows["load"].diff()
     gain_ratio = gain / slope0
     collapsed = gain_ratio < GAIN_FRACTION
@@ -78,7 +86,7 @@ def find_knee(table: pd.DataFrame) -> Knee:
     evidence = pd.DataFrame({
         "tier": rows["tier"], "load": rows["load"], "ttft_p99_ms": rows["ttft_p99_ms"],
         "ttft_p99_ci_lo_ms": rows["ttft_p99_ci_lo_ms"], "ttft_p99_ci_hi_ms": rows["ttft_p99_ci_hi_ms"],
-        "left_band": left_band, "reject_rate": reject.fillna(0.0), "ok_rps": rows["ok_rps"],
+        "left_band": left_band, "reject_rate": reject.fillna(0.0), "drop_rate": dropped, "ok_rps": rows["ok_rps"],
         "gain": gain, "gain_ratio": gain_ratio, "past_knee": past,
     })
     hits = np.flatnonzero(past.to_numpy())
@@ -106,12 +114,20 @@ def describe(knee: Knee, load_unit: str) -> str:
         why.append(f"p99 TTFT {past['ttft_p99_ms']:.0f} ms (CI {past['ttft_p99_ci_lo_ms']:.0f}-"
                    f"{past['ttft_p99_ci_hi_ms']:.0f}) left the low-load band of <= {knee.band_hi_ms:.0f} ms")
     if past["reject_rate"] > REJECT_LIMIT:
-        why.append(f"{past['reject_rate']:.0%} of requests were rejected (429/503)")
+        dropped = float(past["drop_rate"])
+        if past["reject_rate"] - dropped > REJECT_LIMIT or not dropped:
+            why.append(f"{past['reject_rate'] - dropped:.0%} of requests were rejected (429/503)")
+        if dropped:
+            why.append(f"{dropped:.0%} of arrivals were dropped at the in-flight cap (the server did not keep up)")
     first_tier = knee.knee_tier == int(ev.iloc[0]["tier"])
     text = (f"Knee at {load_with_unit(knee.knee_load, load_unit)} (tier {knee.knee_tier}). At the next tier, "
             f"{load_with_unit(past['load'], load_unit)}, " + " and ".join(why) + f", while throughput gained only "
             f"{_no_negative_zero(past['gain_ratio']):.0%} of the initial per-unit slope ({past['ok_rps']:.1f} req/s).")
-    if first_tier:
+    at_knee = ev[ev["tier"] == knee.knee_tier].iloc[0]
+    if at_knee["reject_rate"] > REJECT_LIMIT:
+        text += (f" The knee tier itself already had {at_knee['reject_rate']:.0%} of its requests rejected or "
+                 "dropped: the knee lies below it.")
+    elif first_tier:
         text += " The knee is the lowest tier tested: it may lie lower still."
     return text
 

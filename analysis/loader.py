@@ -10,7 +10,10 @@ How it works:
 - A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
   last sample. Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
 - `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
-  is named in `Run.notes`.
+  is named in `Run.notes`. `locust_failures.csv` (Locust's failures table) is read when
+  present, to reconcile run totals with what Locust showed.
+- tiers.csv's `dropped` (open-loop arrivals not sent at the in-flight cap, whole tier) is
+  kept per tier; it is empty for closed-loop tiers and for runs written before it existed.
 - A folder that is not a run raises `RunError` with one line saying what to fix.
 """
 
@@ -47,13 +50,20 @@ class Run:
     samples: pd.DataFrame
     """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool)"""
     tiers: pd.DataFrame
-    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete"""
+    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, dropped"""
     load_unit: str
     """'users' (closed loop, target_users) or 'req/s' (open loop, target_rps)"""
     health: pd.DataFrame | None = None
     history: pd.DataFrame | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     """what is missing or was assumed, one sentence each"""
+    failures: pd.DataFrame | None = None
+    """Locust's failures table (Method, Name, Error, Occurrences) when locust_failures.csv exists"""
+
+    @property
+    def shape(self) -> dict:
+        shape = self.info.get("shape")
+        return shape if isinstance(shape, dict) else {}
 
 
 def load_run(path: str | Path) -> Run:
@@ -73,7 +83,8 @@ def load_run(path: str | Path) -> Run:
     health = _read_optional(path / "health.csv", ("ts_s",), notes)
     history = _read_history(path, notes)
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
-               tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes))
+               tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
+               failures=_read_failures(path))
 
 
 def _read_info(path: Path, notes: list[str]) -> dict:
@@ -135,7 +146,7 @@ def _read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
     if tiers.empty:
         notes.append("tiers.csv is empty: tiers taken from the samples.")
         return None
-    for col in ("end_s", "target_users", "target_rps", "warmup_s"):
+    for col in ("end_s", "target_users", "target_rps", "warmup_s", "dropped"):
         if col not in tiers:
             tiers[col] = np.nan
         tiers[col] = pd.to_numeric(tiers[col], errors="coerce")
@@ -153,7 +164,7 @@ def _tiers_from_samples(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "tier": start.index.astype(int), "start_s": start.to_numpy(), "end_s": np.nan,
         "target_users": users.to_numpy(), "target_rps": np.nan,
-        "warmup_s": (measure_start - start).to_numpy(),
+        "warmup_s": (measure_start - start).to_numpy(), "dropped": np.nan,
     }).sort_values("start_s").reset_index(drop=True)
 
 
@@ -240,3 +251,17 @@ def _read_history(path: Path, notes: list[str]) -> pd.DataFrame | None:
         frame = frame[frame["Name"] == "Aggregated"]
     return pd.DataFrame({"ts_s": frame["Timestamp"].astype(float).to_numpy(),
                          "users": frame["User Count"].astype(float).to_numpy()})
+
+
+def _read_failures(path: Path) -> pd.DataFrame | None:
+    file = path / "locust_failures.csv"
+    if not file.exists():
+        return None
+    try:
+        frame = pd.read_csv(file, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return None
+    if not {"Method", "Name", "Occurrences"} <= set(frame.columns):
+        return None
+    frame["Occurrences"] = pd.to_numeric(frame["Occurrences"], errors="coerce").fillna(0).astype(int)
+    return frame

@@ -110,7 +110,7 @@ def plot_inflight(ax: Axes, table: pd.DataFrame, load_unit: str = "users") -> No
 
 def plot_errors(ax: Axes, rates: pd.DataFrame, load_unit: str = "users") -> None:
     """Failure rate per tier stacked by kind (frame: index = load, columns = kinds, values = rate)."""
-    labels = [f"{v:g}" for v in rates.index]
+    labels = [f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v) for v in rates.index]
     bottom = np.zeros(len(rates))
     for kind in rates.columns:
         values = rates[kind].to_numpy(dtype=float) * 100
@@ -128,9 +128,10 @@ def plot_errors(ax: Axes, rates: pd.DataFrame, load_unit: str = "users") -> None
 
 
 def plot_ttft_cdf(ax: Axes, cdf: pd.DataFrame, load_unit: str = "users") -> None:
-    """TTFT CDF per tier (frame: columns load, ttft_ms, share)."""
-    for load, part in cdf.groupby("load", sort=True):
-        ax.plot(part["ttft_ms"], part["share"], label=f"{load:g}")
+    """TTFT CDF per tier (frame: columns load, ttft_ms, share, optional label)."""
+    key = "label" if "label" in cdf else "load"
+    for label, part in cdf.groupby(key, sort=key == "load"):
+        ax.plot(part["ttft_ms"], part["share"], label=label if key == "label" else f"{label:g}")
     ax.set_xscale("log")
     ax.set_xlabel("TTFT (ms, log)")
     ax.set_ylabel("share of requests")

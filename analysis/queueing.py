@@ -14,6 +14,18 @@ How it works:
   past saturation.
 The report plots the predictions next to the measured curves: a good fit says the server
 behaves like c slots plus a queue; a poor fit says something else limits it.
+
+When the model is identifiable (`not_identifiable` returns the reason when it is not):
+- only on runs that raise the load tier by tier (step or open-loop rate tiers);
+- only when a throughput plateau was reached (the knee rule found a tier past the knee);
+  otherwise the top tier's in-flight count is only a lower bound of the slots;
+- not when the server sheds (429/503) rather than running out of slots: a rate limiter caps
+  requests/s, so X_max x service time is not a slot count (0.4 "slots" on a 512-slot
+  server). A shedding closed-loop run still gets a fit when throughput grew with the load
+  up to a knee above the lowest tier and c is at least half the knee's concurrency (a
+  server with c slots and no queue answers 429 once they are full);
+- not when the plateau tier dropped arrivals at the open-loop in-flight cap: then the cap
+  (--max-inflight), not the server, bounded the requests in flight.
 """
 
 from __future__ import annotations
@@ -64,7 +76,33 @@ def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
                     load_unit=load_unit)
 
 
-def describe(fit: QueueFit | None) -> str:
+def not_identifiable(table: pd.DataFrame, load_unit: str, knee, sheds: bool, climbs: bool = True,
+                     kind: str = "step") -> str | None:
+    """Why the slots model cannot be fitted on this run, or None when it can (see the docstring)."""
+    if not climbs:
+        return f"not identifiable: a {kind} run does not raise the load tier by tier"
+    if not knee.reached:
+        top = table[table["ok"] > 0]
+        lower = f" (at least {top['inflight'].max():.1f} requests were in service at once)" if len(top) else ""
+        return "not identifiable: no throughput plateau reached" + lower
+    fit = fit_queue(table, load_unit)
+    if sheds:
+        lowest = float(table.loc[table["ok"] > 0, "load"].min())
+        slots_like = (fit is not None and load_unit == "users" and float(knee.knee_load or 0) > lowest
+                      and fit.slots >= 0.5 * float(knee.knee_load or 0))
+        if not slots_like:
+            return "not identifiable: the server sheds (rate limit), not a slots limit"
+    if fit is not None and "drop_rate" in table:
+        plateau = table.loc[(table["ok"] > 0) & (table["ok_rps"] >= fit.x_max_rps)]
+        if (plateau["drop_rate"] > 0.01).any():
+            return ("not identifiable: arrivals were dropped at the in-flight cap (--max-inflight), so the cap, "
+                    "not the server, bounded the requests in flight")
+    return None
+
+
+def describe(fit: QueueFit | None, reason: str | None = None) -> str:
+    if reason:
+        return f"Fitted model: {reason}."
     if fit is None:
         return "Too few tiers to fit a queueing model."
     return (f"Fitted model: about {fit.slots:.1f} requests in service at once (effective parallel slots), "

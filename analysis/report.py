@@ -2,9 +2,11 @@
 
 How it works: `blocks(analysis, figures)` lays the report out as a document (see
 `document.py`) in the order a capacity planner reads it: what was tested, the answer
-(knee, capacity under the SLO, saturation, fitted model, replicas), run facts, the
-per-tier tables, figures, the provider checklist, warnings, the knee rule with its
-evidence, and a glossary. `write_report` is the only function here that touches files.
+(knee, capacity under the SLO, saturation, fitted model, replicas; for spike, soak and
+schedule runs the phase comparison instead of the knee), run facts, the per-tier tables,
+run totals of failures, the per-scenario table, figures, the provider checklist, warnings,
+the knee rule with its evidence (or the phases), and a glossary. `write_report` is the
+only function here that touches files.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from pathlib import Path
 
 from analysis import capacity as cap_mod
 from analysis import knee as knee_mod
-from analysis import queueing, text
+from analysis import queueing, text, totals
 from analysis.analyze import Analysis
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+from analysis.shape import NAMES
 
 GLOSSARY = (
     ("TTFT", "time to first token: request sent until the first chunk with generated text. What a user feels."),
@@ -27,7 +30,10 @@ GLOSSARY = (
     ("tier", "a load level held for a fixed time: a number of concurrent users each sending a request as soon "
      "as the previous one ended (closed loop), or a fixed request rate (open loop)."),
     ("warm-up", "the first seconds of each tier, excluded from every figure except the time series."),
-    ("in flight", "requests being served or queued at once, by Little's law: requests/s x mean latency."),
+    ("in flight", "requests being served or queued at once, by Little's law: successful requests/s x mean "
+     "latency of successful requests."),
+    ("dropped", "open loop: arrivals the generator did not send because --max-inflight requests were already "
+     "open; the server did not keep up. They count against the error bound."),
     ("queueing delay", "TTFT p50 above the lowest tier's: time spent waiting for the server, not computing."),
     ("429", "HTTP 'too many requests': the server refuses work (sheds load), ideally saying when to retry "
      "(Retry-After)."),
@@ -45,30 +51,52 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
         ("model", str(info.get("model", "unknown"))),
         ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
         ("time window", f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"),
-        ("load shape", f"{len(a.table)} tiers at {', '.join(text.load(v) for v in a.table['load'])} "
-         f"{a.run.load_unit}" + (f" ({shape.get('kind')})" if shape.get("kind") else "")),
+        ("load shape", f"{NAMES.get(a.kind, a.kind)}" + (f" ({shape.get('class')})" if shape.get("class") else "")
+         + f": {len(a.table)} tiers at {', '.join(text.load(v) for v in a.table['load'])} {a.run.load_unit}"),
         ("load generator workers", str(info.get("workers", "unknown"))),
         ("requests recorded", f"{len(a.run.samples)} attempts, {int(a.run.samples['measured'].sum())} measured"),
         ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
     ]
 
 
+PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
+                  "default": "the default; choose with --slo"}
+
+
+def capacity_sentence(a: Analysis) -> str:
+    source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
+    if not a.climbs:
+        return cap_mod.phase_verdict(a.table, a.profile) + source
+    return _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ") + source
+
+
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
     unit = a.run.load_unit
-    items = [
-        ("Knee:", _strip(knee_mod.describe(a.knee, unit), "Knee ")),
-        ("Capacity:", _strip(cap_mod.describe(a.capacity, unit), "Capacity ")),
+    if a.climbs:
+        items = [("Knee:", _strip(knee_mod.describe(a.knee, unit), "Knee "))]
+    else:
+        items = [(f"{a.kind.capitalize()}:", f"a {NAMES[a.kind]} run has no knee; its phases are compared "
+                  "instead. " + " ".join(a.phase_sentences))]
+    items += [
+        ("Capacity:", capacity_sentence(a)),
         ("Saturation:", a.saturation.sentence),
-        ("Queueing model:", _strip(queueing.describe(a.fit), "Fitted model: ")),
+        ("Queueing model:", _strip(queueing.describe(a.fit, a.fit_note), "Fitted model: ")),
     ]
+    lower = a.capacity.status == "beyond"
     if a.plan is not None:
         items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
-    elif a.capacity.status in ("within", "beyond"):
+    elif a.climbs and a.capacity.status in ("within", "beyond"):
         usable = 1 - cap_mod.DEFAULT_HEADROOM
-        items.append(("Per replica:", f"plan on {a.capacity.ok_rps * usable:.1f} req/s "
-                      f"({a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested deployment, "
-                      f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity (add --target-rps N to the report "
-                      "command for the replica count)."))
+        at_least = "at least " if lower else ""
+        items.append(("Per replica:", f"plan on {at_least}{a.capacity.ok_rps * usable:.1f} req/s "
+                      f"({at_least}{a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
+                      f"deployment, {cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity"
+                      + ("; a lower bound, since nothing broke in the tested range" if lower else "")
+                      + " (add --target-rps N to the report command for the replica count)."))
+    if a.scenario_table is not None and len(a.scenario_table):
+        items.append(("Scenarios:", a.scenario_sentence))
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        items.append(("Failures in the run:", " ".join(totals.reconcile_lines(a.totals))))
     if a.warnings:
         items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
     return items
@@ -79,6 +107,7 @@ def _strip(sentence: str, prefix: str) -> str:
 
 
 def capacity_table(a: Analysis) -> Table:
+    """Capacity under every stock profile (climbing runs only)."""
     rows = []
     for cap in a.all_capacities:
         limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
@@ -98,18 +127,26 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
         Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
-             f"(model {info.get('model', 'unknown')}), raised tier by tier from {text.load(a.table['load'].min())} "
-             f"to {text.load(a.table['load'].max())} {unit}. Every figure below comes from the per-request "
-             "samples of each tier's measured window (warm-up excluded); latencies use successful requests only."),
+             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " Every figure below comes from the "
+             "per-request samples of each tier's measured window (warm-up excluded); latencies use successful "
+             "requests only."),
         Heading("The answer"),
         Bullets(tuple(answer_items(a)), callout="answer"),
-        capacity_table(a),
+    ]
+    if a.climbs:
+        out.append(capacity_table(a))
+    out += [
         Heading("Run facts"),
         Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99),
         Heading("Per tier"),
         Heading("Load and outcomes", 3),
     ]
-    out.append(Table(*_tuple(text.outcome_rows(a.table)), note="in flight = ok req/s x mean e2e (Little's law)."))
+    note = "in flight = ok req/s x mean e2e of successful requests (Little's law)."
+    if text.open_loop_columns(a.table, unit):
+        note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
+                 "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
+                 "drop % = dropped / (dropped + attempts sent in the whole tier).")
+    out.append(Table(*_tuple(text.outcome_rows(a.table, unit)), note=note))
     out.append(Heading("Latency (ms, successful requests)", 3))
     out.append(Table(*_tuple(text.latency_rows(a.table)),
                      note="p99.9 only where a tier has 1000+ successes; queue delay = TTFT p50 minus the "
@@ -121,7 +158,23 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     if a.kinds.size and a.kinds.to_numpy().sum():
         rows = tuple((str(t), text.load(load), *(str(int(v)) for v in r))
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
-        out += [Heading("Failures by kind", 3), Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
+        out += [Heading("Failures by kind (measured windows)", 3),
+                Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        out.append(Heading("Failures in the whole run (every samples.csv row)", 3))
+        if len(a.totals.by_kind):
+            out.append(Table(*_tuple(text.totals_rows(a.totals.by_kind)),
+                             note="Counts every attempt, warm-up and rows outside the tiers included, so it "
+                                  "matches Locust's failures table; the tier tables count measured windows only."))
+        out.append(Bullets(tuple(("", line) for line in totals.reconcile_lines(a.totals))))
+    if a.scenario_table is not None and len(a.scenario_table):
+        loads = a.table.set_index("tier")["load"]
+        out += [Heading("Per scenario (ms; out tok/s per request)", 3),
+                Para(a.scenario_sentence),
+                Table(*_tuple(text.scenario_rows(a.scenario_table, loads)), numeric_from=1,
+                      note="Successful measured requests of each user class (samples' scenario column). Output "
+                           "tok/s per request = tokens after the first / decode time; predictable output (JSON) "
+                           "decoded 2x+ faster than prose on the same model suggests speculative decoding.")]
     if len(a.breakdown):
         headers, rows = breakdown_rows(a)
         out += [Heading("TTFT by prompt class (ms: p50 / p95 / p99, n requests)", 3),
@@ -134,13 +187,30 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out.append(Heading("Warnings and notes"))
     out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
                else Para("None: every tier had enough samples and the load generator kept up."))
-    out.append(Heading("How the knee was found"))
-    out.append(Para(knee_mod.RULE, lead="Rule."))
-    out.append(Table(*_tuple(knee_rows(a)), note="gain/slope: throughput gained per added unit of load, as a "
-                                                 "share of the initial slope."))
+    if a.climbs:
+        out.append(Heading("How the knee was found"))
+        out.append(Para(knee_mod.RULE, lead="Rule."))
+        out.append(Table(*_tuple(knee_rows(a)), note="gain/slope: throughput gained per added unit of load, as a "
+                                                     "share of the initial slope."))
+    elif a.phases is not None:
+        out.append(Heading(f"Phases of the {NAMES[a.kind]} run"))
+        out.append(Bullets(tuple(("", s) for s in a.phase_sentences)))
+        out.append(Table(*_tuple(text.phase_rows(a.phases)), numeric_from=1,
+                         note="Each phase's measured window; starts at = seconds after the first tier began."))
     out.append(Heading("Reading this report"))
     out.append(Bullets(GLOSSARY))
     return out
+
+
+def _load_story(a: Analysis) -> str:
+    lo, hi, unit = text.load(a.table["load"].min()), text.load(a.table["load"].max()), a.run.load_unit
+    if a.kind == "spike":
+        return f"a spike from {lo} to {hi} {unit} and back."
+    if a.kind == "soak":
+        return f"{hi} {unit} held for {len(a.table)} windows."
+    if a.kind == "schedule":
+        return f"a schedule of {len(a.table)} steps between {lo} and {hi} {unit}."
+    return f"raised tier by tier from {lo} to {hi} {unit}."
 
 
 def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:

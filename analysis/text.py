@@ -51,11 +51,48 @@ def flags(row) -> str:
     return ", ".join(out)
 
 
-def outcome_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    headers = ("tier", "load", "sent", "ok", "429", "429 %", "other err %", "ok req/s", "out tok/s", "in flight",
+def open_loop_columns(table: pd.DataFrame, load_unit: str) -> bool:
+    """Show sent req/s and dropped arrivals: open-loop runs, or any run that dropped arrivals."""
+    dropped = bool((table["dropped"] > 0).any()) if "dropped" in table else False
+    return load_unit == "req/s" or dropped
+
+
+def outcome_rows(table: pd.DataFrame, load_unit: str = "users") -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    open_loop = open_loop_columns(table, load_unit)
+    headers = ("tier", "load", "sent", "ok", "429", "429 %", "other err %",
+               *(("sent req/s", "dropped", "drop %") if open_loop else ()), "ok req/s", "out tok/s", "in flight",
                "flags")
-    rows = [(str(r.tier), load(r.load), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429), pct(r.error_rate),
-             num(r.ok_rps), num(r.out_tok_s, 0), num(r.inflight), flags(r)) for r in table.itertuples()]
+    rows = []
+    for r in table.itertuples():
+        extra = (num(r.rps), str(r.dropped), pct(r.drop_rate)) if open_loop else ()
+        rows.append((str(r.tier), load(r.load), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429),
+                     pct(r.error_rate), *extra, num(r.ok_rps), num(r.out_tok_s, 0), num(r.inflight), flags(r)))
+    return headers, rows
+
+
+def totals_rows(by_kind: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Run totals of failures by kind and where they were sent (columns with no count left out)."""
+    places = [c for c in by_kind.columns[1:] if by_kind[c].sum() > 0]
+    headers = ("kind", "whole run", *places)
+    rows = [("429 (rate_limited)" if kind == "rate_limited" else str(kind), str(int(r["total"])),
+             *(str(int(r[c])) for c in places)) for kind, r in by_kind.iterrows()]
+    return headers, rows
+
+
+def scenario_rows(frame: pd.DataFrame, loads: pd.Series) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("scenario", "tier", "load", "n", "TTFT p50", "p95", "p99", "out tok/s per req p50", "TPOT p50",
+               "ITL p50")
+    rows = [(str(r.scenario), str(r.tier), load(loads.get(r.tier, float("nan"))), str(r.n), ms(r.ttft_p50_ms),
+             ms(r.ttft_p95_ms), ms(r.ttft_p99_ms), num(r.out_tps_p50, 0), ms(r.tpot_p50_ms), ms(r.itl_p50_ms))
+            for r in frame.itertuples()]
+    return headers, rows
+
+
+def phase_rows(frame: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("phase", "tier", "starts at s", "load", "ok", "TTFT p50", "TTFT p99", "ok req/s", "out tok/s",
+               "failed %")
+    rows = [(str(r.phase), str(r.tier), num(r.start_offset_s, 0), load(r.load), str(r.ok), ms(r.ttft_p50_ms),
+             ms(r.ttft_p99_ms), num(r.ok_rps), num(r.out_tok_s, 0), pct(r.failed_rate)) for r in frame.itertuples()]
     return headers, rows
 
 

@@ -7,8 +7,12 @@ so a fast 429 never makes the latency look good. Per tier:
 - sent / ok / failed, 429s and their rate, 503s, Retry-After share, errors by kind, retries;
 - TTFT p50/p95/p99 (+ p99.9 from 1000 successes) with a bootstrap CI on p99, e2e, ITL
   (median of per-request medians, p99 of per-request p99 gaps), TPOT, per-request out_tps;
+- open loop: arrivals dropped at the in-flight cap (tiers.csv `dropped`, counted over the
+  whole tier, warm-up included) and their share of the tier's arrivals (dropped / (dropped +
+  attempts sent in the whole tier)); sent req/s against the target rate;
 - requests/s, output tokens/s (sum of output tokens / window), in-flight by Little's law
-  (attempts/s x mean e2e s), queueing delay (TTFT p50 minus the lowest tier's TTFT p50; also on means),
+  (successful req/s x mean e2e of successful requests: a fast 429 neither occupies the
+  server nor counts), queueing delay (TTFT p50 minus the lowest tier's TTFT p50; also on means),
   TTFT split into connect, headers-minus-connect (gateway + queue) and the rest (prefill);
 - model-field mismatches, generator health (loop lag, schedule lag, CPU) and two flags:
   `too_few` (< MIN_SAMPLES_P99 successes: p99 is noise) and `overloaded` (the load
@@ -53,6 +57,11 @@ def tier_table(run: Run) -> pd.DataFrame:
     with_ra = is_429 & rows["retry_after_s"].notna().to_numpy()
     table["retry_after_share"] = _count(rows, with_ra, table.index) / table["n_429"].where(table["n_429"] > 0)
     table["retries"] = _count(rows, (rows["retry_of"] != "").to_numpy(), table.index)
+    in_tier = run.samples[run.samples["tier"] >= 0]
+    sent_all = in_tier.groupby("tier").size().reindex(table.index).fillna(0)
+    table["dropped"] = tiers["dropped"].fillna(0).astype(int) if "dropped" in tiers else 0
+    arrivals = (sent_all + table["dropped"]).where(sent_all + table["dropped"] > 0)
+    table["drop_rate"] = (table["dropped"] / arrivals).fillna(0.0)
     sent = table["sent"].where(table["sent"] > 0)
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
@@ -73,8 +82,8 @@ def tier_table(run: Run) -> pd.DataFrame:
     ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
     table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
     table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
-    table["e2e_mean_ms"] = by["e2e_ms"].mean().reindex(table.index)
-    table["inflight"] = table["rps"] * table["e2e_mean_ms"] / 1000.0
+    table["e2e_mean_ms"] = ok_by["e2e_ms"].mean().reindex(table.index)
+    table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     table["ttft_mean_ms"] = ok_by["ttft_ms"].mean().reindex(table.index)
     base = table["ttft_p50_ms"].dropna()
     table["queue_delay_ms"] = (table["ttft_p50_ms"] - base.iloc[0]).clip(lower=0) if len(base) else np.nan
@@ -111,7 +120,8 @@ def error_kinds(run: Run) -> pd.DataFrame:
 
 
 def breakdown_table(run: Run) -> pd.DataFrame:
-    """TTFT per tier split by cache hit/miss, short/long prompt and scenario, when present."""
+    """TTFT per tier split by cache hit/miss and short/long prompt, when present (scenarios:
+    `scenarios.scenario_table`)."""
     ok = measured(run)
     ok = ok[ok["ok"]]
     splits: list[tuple[str, pd.Series]] = []
@@ -124,9 +134,6 @@ def breakdown_table(run: Run) -> pd.DataFrame:
         cut = float(np.sqrt(tokens.quantile(0.1) * tokens.quantile(0.9)))
         label = ok["input_tokens"].map(lambda v: "" if np.isnan(v) else "long" if v >= cut else "short")
         splits.append((f"prompt (cut {cut:.0f} tok)", label))
-    scenarios = ok["scenario"].astype(str)
-    if scenarios.nunique() > 1:
-        splits.append(("scenario", scenarios))
     parts = []
     for name, label in splits:
         grouped = ok["ttft_ms"].groupby([ok["tier"], label.rename("group")])

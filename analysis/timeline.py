@@ -3,7 +3,9 @@
 How it works: every attempt falls in the window floor((ts_start_s - t_start) / window_s),
 counted from the first request. Per window (vectorised groupby): attempts, successes,
 p50/p99 of a latency column over successes, output tokens/s (sum over successes / window),
-the users at the time (max users_now), and the tier the window starts in. Warm-up rows are
+the users at the time (max users_now, for the plot), and, from tiers.csv, the tier(s) the
+window overlaps with their target load (`tiers` "2" or "2-3", `load` "4" or "4-8"; one
+source for both, so a window that spans a tier change shows both sides of it). Warm-up rows are
 included: the time series shows the whole run; tier tables use the measure phase only.
 """
 
@@ -42,4 +44,18 @@ def windows(run: Run, window_s: float, metric: str = "ttft_ms") -> pd.DataFrame:
     frame["out_tok_s"] = ok_rows["output_tokens"].groupby(key[ok]).sum().reindex(frame.index).fillna(0) / window_s
     frame["tier"] = by_all["tier"].first()
     frame.insert(0, "start_s", t0 + frame.index.to_numpy() * window_s)
+    labels = [_overlap(run.tiers, start, start + window_s) for start in frame["start_s"]]
+    frame["tiers"] = [t for t, _ in labels]
+    frame["load"] = [load for _, load in labels]
     return frame.reset_index(drop=True)
+
+
+def _overlap(tiers: pd.DataFrame, start_s: float, end_s: float) -> tuple[str, str]:
+    """('2-3', '4-8'): the tiers overlapping [start_s, end_s) and their target loads; ('-', '-') for none."""
+    hit = tiers[(tiers["start_s"] < end_s) & (tiers["end_s"] > start_s)].sort_values("start_s")
+    if hit.empty:
+        return "-", "-"
+    def span(values) -> str:
+        first, last = values[0], values[-1]
+        return first if first == last else f"{first}->{last}"
+    return (span([str(int(t)) for t in hit["tier"]]), span([f"{v:g}" for v in hit["load"]]))

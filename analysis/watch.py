@@ -3,7 +3,8 @@
 How it works: `timeline.windows` cuts the run into windows of `window_s` from the first
 request; each window's p99 of the chosen latency (successful requests, warm-up included:
 an SLA holds all the time) is compared with the threshold. A breach keeps its evidence:
-window start (UTC), p99, p50, request count and users. Windows with fewer than
+window start (UTC), p99, p50, request count, and the tier(s) the window overlaps with
+their target load (users, or req/s open loop), both from tiers.csv. Windows with fewer than
 MIN_WINDOW_REQUESTS successes are marked "few" (their p99 is one or two requests) but
 still judged.
 """
@@ -41,18 +42,17 @@ def watch(run: Run, threshold_ms: float, metric: str = "ttft", window_s: float =
     return Watch(frame, threshold_ms, metric, window_s)
 
 
-def watch_text(w: Watch, profile_name: str | None) -> str:
+def watch_text(w: Watch, profile_name: str | None, load_unit: str = "users") -> str:
     where = f" ({profile_name} profile)" if profile_name else ""
     lines = [f"SLA watch: p99 {w.metric.upper()} per {w.window_s:g} s window against {w.threshold_ms:g} ms{where}; "
              "n = successful requests in the window."]
-    headers = ("window start", "n", "p99 ms", "p50 ms", "users", "tier", "verdict")
+    headers = ("window start", "n", "p99 ms", "p50 ms", "tier", load_unit, "verdict")
     rows = []
     for r in w.frame.itertuples():
         verdict = "BREACH" if r.breach else ("ok" if r.ok else "no successes")
         if r.ok and r.ok < MIN_WINDOW_REQUESTS:
             verdict += " (few)"
-        rows.append((utc(r.start_s), str(r.ok), text.ms(r.p99_ms), text.ms(r.p50_ms), text.load(r.users),
-                     str(r.tier) if r.tier >= 0 else "-", verdict))
+        rows.append((utc(r.start_s), str(r.ok), text.ms(r.p99_ms), text.ms(r.p50_ms), r.tiers, r.load, verdict))
     lines.append(text.render(headers, rows, numeric_from=1))
     breaches = w.breaches
     if breaches.empty:

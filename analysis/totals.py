@@ -1,0 +1,88 @@
+"""Run totals: every failed attempt in samples.csv by kind, reconciled with the tier tables.
+
+How it works: the tier tables count only measured windows, while Locust's failures table
+counts the whole run. Here every samples.csv row with an error is counted by kind (429s
+are `rate_limited`, or status 429) and by where it was sent: in a measured window, in a
+tier's warm-up, before the first tier, between tiers, or after the last tier ended.
+Open-loop arrivals dropped at the in-flight cap are not requests (no row); their count is
+the sum of tiers.csv `dropped`. When locust_failures.csv exists its totals are shown next
+to ours: LLM failures should equal the failed rows here, SCHED failures the dropped arrivals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.loader import Run
+
+WHERE = ("measured", "warm-up", "before the first tier", "between tiers", "after the last tier")
+
+
+@dataclass(frozen=True)
+class Totals:
+    by_kind: pd.DataFrame
+    """index: error kind; columns: total and each WHERE place (counts of attempts)"""
+    attempts: int
+    dropped: int
+    locust_llm_failures: int | None
+    locust_dropped: int | None
+
+
+def where_sent(run: Run) -> pd.Series:
+    """Per sample row, which of WHERE it was sent in."""
+    samples = run.samples
+    ts = samples["ts_start_s"].to_numpy()
+    inside = samples["tier"].to_numpy() >= 0
+    first = float(run.tiers["start_s"].min())
+    last = float(run.tiers["end_s"].max())
+    place = np.where(samples["measured"].to_numpy(), WHERE[0], np.where(
+        inside, WHERE[1], np.where(ts < first, WHERE[2], np.where(ts >= last, WHERE[4], WHERE[3]))))
+    return pd.Series(place, index=samples.index)
+
+
+def run_totals(run: Run) -> Totals:
+    samples = run.samples
+    kind = samples["error"].astype(str)
+    kind = kind.where(~((samples["status"] == 429).to_numpy() & (kind == "").to_numpy()), "rate_limited")
+    failed = (kind != "").to_numpy()
+    place = where_sent(run)[failed]
+    counts = pd.crosstab(kind[failed], place).reindex(columns=list(WHERE), fill_value=0)
+    counts.insert(0, "total", counts.sum(axis=1))
+    counts = counts.sort_values("total", ascending=False)
+    counts.index.name = "kind"
+    dropped = int(run.tiers["dropped"].fillna(0).sum()) if "dropped" in run.tiers else 0
+    llm = sched = None
+    if run.failures is not None:
+        method = run.failures["Method"].astype(str)
+        llm = int(run.failures.loc[method == "LLM", "Occurrences"].sum())
+        sched = int(run.failures.loc[method == "SCHED", "Occurrences"].sum())
+    return Totals(counts, len(samples), dropped, llm, sched)
+
+
+def kind_label(kind: str) -> str:
+    return "429" if kind == "rate_limited" else kind
+
+
+def reconcile_lines(t: Totals) -> list[str]:
+    """One sentence per failure kind (and for drops): run total, measured, and where the rest went."""
+    lines = []
+    for kind, row in t.by_kind.iterrows():
+        rest = [f"{int(row[w])} {w}" if w != "warm-up" else f"{int(row[w])} in warm-up"
+                for w in WHERE[1:] if row[w]]
+        text = f"{int(row['total'])} x {kind_label(str(kind))} in the run, {int(row['measured'])} in measured windows"
+        lines.append(text + (f"; the rest: {', '.join(rest)}." if rest else "."))
+    if t.dropped:
+        lines.append(f"{t.dropped} open-loop arrivals dropped at the in-flight cap (tiers.csv, whole tiers; "
+                     "not requests, so not in samples.csv).")
+    if t.locust_llm_failures is not None:
+        failed = int(t.by_kind["total"].sum())
+        same = "matches" if t.locust_llm_failures == failed else "differs from"
+        text = (f"Locust's failures table: {t.locust_llm_failures} LLM failures ({same} the {failed} failed rows "
+                "of samples.csv)")
+        if t.locust_dropped:
+            text += f" and {t.locust_dropped} SCHED drops"
+        lines.append(text + ".")
+    return lines
