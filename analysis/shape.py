@@ -4,6 +4,7 @@ How it works: run.json's `shape` (written by llmload's shapes) has `class` (the 
 shape class name, e.g. StepTiers, RateTiers, Spike, Soak, Day), `open_loop` and `tiers`.
 The kind is decided in this order:
 - `open_loop` true, or tiers in req/s            -> 'rate'     (open-loop rate tiers)
+- a `kind` field naming one of the kinds          -> that kind (not written by llmload yet)
 - the class name contains spike / soak / schedule -> that kind
 - else from the tier loads: three tiers a, b > a, a -> 'spike'; two or more equal
   loads -> 'soak'; loads that go down somewhere -> 'schedule'; otherwise 'step'.
@@ -29,7 +30,10 @@ def shape_kind(run: Run) -> str:
     shape = run.shape
     if shape.get("open_loop") is True or run.load_unit == "req/s":
         return "rate"
-    name = str(shape.get("class") or shape.get("kind") or "").lower()
+    declared = str(shape.get("kind") or "").lower()
+    if declared in NAMES:
+        return declared
+    name = str(shape.get("class") or "").lower()
     for kind in ("spike", "soak", "schedule"):
         if kind in name:
             return kind

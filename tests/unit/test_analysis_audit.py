@@ -224,3 +224,11 @@ def test_slo_profile_source(tmp_path):
 
 def test_no_numpy_warnings_on_empty_drop_columns():
     assert np.isfinite(run_of("knee16").table["drop_rate"]).all()
+
+
+def test_a_declared_shape_kind_wins_over_the_class_name(tmp_path):
+    run_dir = Path(shutil.copytree(FIXTURES / "knee16", tmp_path / "k"))
+    info = json.loads((run_dir / "run.json").read_text())
+    info["shape"].update({"class": "Burst", "kind": "spike"})
+    (run_dir / "run.json").write_text(json.dumps(info))
+    assert shape_kind(load_run(run_dir)) == "spike"
