@@ -47,6 +47,9 @@ def add_options(parser) -> None:
     parser.add_argument("--retries", type=int, default=0, include_in_web_ui=True,
                         help="retry 429/503 up to N times (Retry-After honoured, else backoff); "
                              "every attempt is its own sample row")
+    parser.add_argument("--insecure", action="store_true", default=False, include_in_web_ui=True,
+                        help="DANGEROUS: do not verify the server's TLS certificate (the API key can then "
+                             "be sent to an impostor); only for a self-signed lab endpoint you trust")
     parser.add_argument("--run-dir", default="", include_in_web_ui=True,
                         help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
@@ -63,6 +66,8 @@ class RunOptions:
     endpoint: str
     retries: int
     timeouts: Timeouts
+    insecure: bool = False
+    """skip TLS certificate verification (--insecure; off by default)"""
 
 
 class OptionError(ValueError):
@@ -101,7 +106,10 @@ def read_options(environment) -> RunOptions:
                 first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", 60.0)),
                 request_timeout_s=float(_get(parsed, "request_timeout_s", 300.0)),
             ),
+            insecure=bool(_get(parsed, "insecure", False)),
         )
+    except OptionError:
+        raise
     except (TypeError, ValueError) as exc:
         raise OptionError(f"bad llmload option: {exc}") from None
     if opts.transport not in TRANSPORTS:

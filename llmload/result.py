@@ -56,11 +56,15 @@ class HTTP5xx(LLMError):
 
 
 class ConnectError(LLMError):
+    """No connection to the server: the message names the host and the OS reason (stable per host)."""
+
     kind = "connect"
 
-    def __init__(self, detail: str = "") -> None:
-        super().__init__("cannot connect")
-        self.detail = detail
+    def __init__(self, host: str = "", reason: str = "", detail: str = "") -> None:
+        super().__init__(f"cannot connect to {host}: {reason}" if host else "cannot connect")
+        self.host = host
+        self.reason = reason
+        self.detail = detail or str(self)
 
 
 class Timeout(LLMError):
@@ -84,10 +88,48 @@ class StreamBroken(LLMError):
 
 class ProtocolError(LLMError):
     kind = "protocol"
+    not_sse = False
+    """True for a 200 whose body is not an event stream (see `not_sse_error`)"""
 
-    def __init__(self, detail: str = "") -> None:
-        super().__init__("malformed response")
+    def __init__(self, detail: str = "", message: str = "malformed response") -> None:
+        super().__init__(message)
         self.detail = detail
+
+
+def not_sse_error(content_type: str) -> ProtocolError:
+    """The failure for a 200 answer that is not `text/event-stream` (a non-streaming endpoint)."""
+    message = f"not an SSE response (content-type: {content_type[:60]})"
+    exc = ProtocolError(message, message)
+    exc.not_sse = True
+    return exc
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """Whether a 200's content-type allows an SSE body (a missing one is given the benefit of the doubt)."""
+    return not content_type or content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def connect_reason(exc: BaseException) -> str:
+    """The OS-level reason of a failed connect, from the exception or the ones it wraps.
+
+    "connection refused", "name or service not known", "certificate verify failed: self-signed
+    certificate", ...: short, lower-case, without errno numbers (stable for Locust's grouping).
+    """
+    seen = set()
+    cause: BaseException | None = exc
+    fallback = ""
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        verify = getattr(cause, "verify_message", None)
+        if verify:
+            return f"certificate verify failed: {verify}"
+        strerror = getattr(cause, "strerror", None) if isinstance(cause, OSError) else None
+        if strerror:
+            return strerror[0].lower() + strerror[1:]
+        if not fallback and str(cause):
+            fallback = f"{type(cause).__name__}: {cause}"
+        cause = cause.__cause__ or cause.__context__
+    return fallback[:120] or type(exc).__name__
 
 
 class StreamError(LLMError):

@@ -23,6 +23,17 @@ and hides the connection pool we need for connection facts: the pool's socket fa
 wrapped, so an attempt that opened a connection reports `conn_reused=0` and its TCP (+TLS)
 connect time; an attempt on a kept-alive connection reports `conn_reused=1`.
 
+Every exit path (end of stream, total or first-token timeout, a connection cut, a bad
+HTTP frame, a malformed chunk) parses what was received, with the read times it arrived
+at: a request failed by the total cap after 20 tokens reports those 20 tokens, its e2e
+to the last one and its ITL. A 200 whose content-type is not `text/event-stream` fails
+as a protocol error ("not an SSE response") without reading it as a stream.
+
+TLS: certificates and host names are verified (the API key goes out with the request);
+`insecure=True` (--insecure) turns both checks off for a self-signed lab endpoint.
+A failed connect reports the host and the OS reason ("cannot connect to HOST:PORT:
+connection refused").
+
 Caps: connect timeout on the socket; first-token and total wall-clock caps with
 `gevent.Timeout` (a socket read timeout is per read and never bounds a trickling stream).
 Reads have no per-read timeout: gevent would arm and cancel a timer around every recv
@@ -39,6 +50,7 @@ from collections.abc import Callable
 from urllib.parse import urlparse
 
 import gevent
+import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
@@ -53,7 +65,10 @@ from llmload.result import (
     StreamResult,
     Timeout,
     Timeouts,
+    connect_reason,
     error_for_status,
+    is_event_stream,
+    not_sse_error,
 )
 from llmload.sse import MalformedChunk
 from llmload.timing import StreamTiming
@@ -63,11 +78,27 @@ BLOCK_SIZE = 16384
 """bytes per socket read"""
 
 
+def _unverified_context(**_kw) -> gevent.ssl.SSLContext:
+    """--insecure: a TLS context that checks neither the certificate chain nor the host name."""
+    context = gevent.ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = gevent.ssl.CERT_NONE
+    return context
+
+
+def _take_lines(body: bytearray, t: float, pending: list[tuple[float, bytes]]) -> None:
+    """Move the complete lines of the body buffer to `pending`, stamped with read time `t`."""
+    end = body.rfind(b"\n")
+    if end >= 0:
+        pending.append((t, bytes(body[:end + 1])))
+        del body[:end + 1]
+
+
 class FastTransport:
     name = "fast"
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, insecure: bool = False) -> None:
         url = urlparse(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"host must look like http://HOST:PORT[/v1], got {base_url!r}")
@@ -75,6 +106,8 @@ class FastTransport:
         self.clock = clock
         self.prefix = url.path.rstrip("/")
         self.url = url
+        self.insecure = insecure
+        self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
@@ -85,7 +118,8 @@ class FastTransport:
     def _new_client(self) -> HTTPClient:
         url = self.url
         client = HTTPClient(
-            url.hostname, port=url.port, ssl=url.scheme == "https", insecure=True, concurrency=1,
+            url.hostname, port=url.port, ssl=url.scheme == "https", concurrency=1,
+            insecure=self.insecure, ssl_context_factory=_unverified_context if self.insecure else None,
             connection_timeout=self.timeouts.connect_timeout_s,
             network_timeout=None, block_size=BLOCK_SIZE,
         )
@@ -107,14 +141,16 @@ class FastTransport:
     def close(self) -> None:
         self.client.close()
 
-    def _read_stream(self, resp, builder: StreamBuilder, timing: StreamTiming, first: gevent.Timeout) -> None:
+    def _read_stream(self, resp, builder: StreamBuilder, timing: StreamTiming, first: gevent.Timeout,
+                     pending: list[tuple[float, bytes]]) -> None:
         """Read the SSE body to `[DONE]`, an error event or its end, stamping every socket read.
 
         All complete lines a read delivered get that read's time (the same time `readline`
         would give them, a little more exact for the later ones). Until the first text token
         each block is parsed at once (the first-token cap must be cancelled on time); after
-        it, blocks are only stashed with their time, unless a cheap byte test says the block
-        may end the stream ([DONE] or an error event), and are parsed when the stream ends.
+        it, blocks are only stashed in `pending` with their time, unless a cheap byte test
+        says the block may end the stream ([DONE] or an error event). The stash is parsed at
+        the end of the stream here, or by the caller when a timeout or a cut ends the read.
         """
         clock = self.clock
         feed = builder.feed
@@ -123,7 +159,8 @@ class FastTransport:
         sock = resp._sock  # None when the whole message came in with the headers
         if sock is not None:
             wait, read_event = sock._wait, sock._read_event  # gevent's own wait-until-readable
-        pending: list[tuple[float, bytes]] = []
+            # TLS: bytes already decrypted inside the SSL object do not make the socket readable
+            tls_pending = getattr(sock, "pending", None)
         t = timing.t_headers
         waiting_first = True
         while True:
@@ -141,13 +178,17 @@ class FastTransport:
             if resp.message_complete or sock is None:
                 sse.feed_blocks(pending, feed)
                 return
-            if not waiting_first:
+            if not waiting_first and not (tls_pending is not None and tls_pending()):
                 # the next chunk is usually not there yet: wait for readability first instead of
                 # a recv that fails with EAGAIN (a wasted syscall and exception per chunk)
                 wait(read_event)
             data = sock.recv(BLOCK_SIZE)
             t = clock()
-            resp.feed(data)  # raises HTTPParseError when the connection closed mid-message
+            try:
+                resp.feed(data)  # raises HTTPParseError when the connection closed mid-message
+            except HTTPParseError:
+                _take_lines(body, t, pending)  # lines the parser de-chunked before the error
+                raise
             if not data:
                 sse.feed_blocks(pending, feed)
                 return
@@ -169,6 +210,7 @@ class FastTransport:
         exc: LLMError | None = None
         failed_at: float | None = None
         resp = None
+        pending: list[tuple[float, bytes]] = []  # blocks read but not parsed yet: parsed on every exit
         total.start()
         first.start()
         try:
@@ -176,12 +218,15 @@ class FastTransport:
             resp = self.client.request("POST", self.prefix + PATHS[req.endpoint], body=body, headers=headers)
             timing.headers()
             result.status = status = resp.status_code
+            content_type = resp.get("content-type")
             if status != 200:
                 raw = resp.read(65536)
                 lower = {k.lower(): v for k, v in resp.items()}
                 exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
+            elif not is_event_stream(content_type):
+                exc = not_sse_error(content_type)  # the connection is closed on release (body unread)
             else:
-                self._read_stream(resp, builder, timing, first)
+                self._read_stream(resp, builder, timing, first, pending)
                 exc = builder.failure()
                 if exc is None and not resp.message_complete:
                     resp.read()  # drain the terminating chunk so the connection is kept
@@ -205,7 +250,7 @@ class FastTransport:
                 exc = StreamBroken(f"connection closed: {p_exc}")
         except (OSError, socket.gaierror) as o_exc:
             if self._connecting:
-                exc = ConnectError(f"{type(o_exc).__name__}: {o_exc}")
+                exc = ConnectError(self.host, connect_reason(o_exc), f"{type(o_exc).__name__}: {o_exc}")
             else:
                 exc = StreamBroken(f"{type(o_exc).__name__}: {o_exc}")
         finally:
@@ -218,6 +263,12 @@ class FastTransport:
                 # pool slot: start over with a fresh client rather than block on it next time
                 self.client.close()
                 self.client = self._new_client()
+        if pending:  # the read ended early (timeout, cut): what arrived still counts, at its read times
+            try:
+                sse.feed_blocks(pending, builder.feed)
+            except MalformedChunk as m_exc:  # it arrived before the failure that ended the read
+                exc = ProtocolError(str(m_exc))
+                failed_at = getattr(m_exc, "read_time_s", None)
         end = failed_at if failed_at is not None else clock()
         result.exception = exc
         if self._connect_s is not None:

@@ -18,6 +18,11 @@ model per chunk, about 200 µs each), and the timestamp is taken when the line a
 before our JSON decode. t0 is taken just before `create()` (so it includes the SDK's
 request building, ~0.1-0.3 ms, which an application pays too).
 
+A 200 whose content-type is not `text/event-stream` fails as a protocol error ("not an
+SSE response") without being read as a stream. A failed connect reports the host and the
+OS reason ("cannot connect to HOST:PORT: connection refused"). TLS certificates are
+verified as the SDK does by default; `insecure=True` (--insecure) passes `verify=False`.
+
 Connection facts come from httpcore2's `trace` extension, installed by an httpx2 request
 hook and keyed by the request's X-Request-Id: a `connection.connect_tcp` event means the
 attempt opened a new connection (connect_ms = TCP connect + TLS handshake); none means
@@ -30,6 +35,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from urllib.parse import urlparse
 
 import gevent
 import httpx2
@@ -45,7 +51,10 @@ from llmload.result import (
     StreamResult,
     Timeout,
     Timeouts,
+    connect_reason,
     error_for_status,
+    is_event_stream,
+    not_sse_error,
 )
 from llmload.sse import MalformedChunk
 from llmload.timing import StreamTiming
@@ -92,9 +101,10 @@ class ConnectTracer:
 
 
 def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 0,
-                  clock: Callable[[], float] = time.perf_counter) -> tuple[openai.OpenAI, ConnectTracer]:
+                  clock: Callable[[], float] = time.perf_counter,
+                  insecure: bool = False) -> tuple[openai.OpenAI, ConnectTracer]:
     """The SDK client of pool shard `shard` for this base URL / key (each built once)."""
-    key = (base_url, api_key, timeouts, shard)
+    key = (base_url, api_key, timeouts, shard, insecure)
     if key not in _clients:
         logging.getLogger("httpx2").setLevel(logging.WARNING)
         tracer = ConnectTracer(clock)
@@ -102,6 +112,7 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
             timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
             event_hooks={"request": [tracer.on_request]},
+            verify=not insecure,
         )
         client = openai.OpenAI(base_url=base_url, api_key=api_key or "no-key", max_retries=0,
                                http_client=http_client)
@@ -117,11 +128,14 @@ class OpenAITransport:
     name = "openai"
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
-                 clock: Callable[[], float] = time.perf_counter, user_index: int = 0) -> None:
+                 clock: Callable[[], float] = time.perf_counter, user_index: int = 0,
+                 insecure: bool = False) -> None:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
+        url = urlparse(base_url)
+        self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
         shard = user_index // USERS_PER_CLIENT
-        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock)
+        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure)
 
     def close(self) -> None:
         """The client is shared by the process's users: nothing to close per user."""
@@ -148,6 +162,9 @@ class OpenAITransport:
             ) as resp:
                 timing.headers()
                 result.status = resp.status_code
+                content_type = resp.headers.get("content-type")
+                if not is_event_stream(content_type):
+                    raise not_sse_error(content_type)
                 feed = builder.feed
                 times = timing.text_times
                 waiting_first = True
@@ -178,13 +195,18 @@ class OpenAITransport:
             exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
         except MalformedChunk as m_exc:
             exc = ProtocolError(str(m_exc))
+        except ProtocolError as p_exc:  # not an event stream
+            exc = p_exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as to_exc:
             connecting = req.request_id in self.tracer.connecting
             exc = Timeout("connect" if connecting else "read",
                           limits.connect_timeout_s if connecting else None, type(to_exc).__name__)
         except (openai.APIConnectionError, httpx2.TransportError) as c_exc:
             detail = f"{type(c_exc).__name__}: {c_exc.__cause__ or c_exc}"
-            exc = StreamBroken(detail) if timing.t_headers is not None else ConnectError(detail)
+            if timing.t_headers is not None:
+                exc = StreamBroken(detail)
+            else:
+                exc = ConnectError(self.host, connect_reason(c_exc), detail)
         finally:
             total.close()
             first.close()

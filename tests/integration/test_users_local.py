@@ -128,7 +128,7 @@ def test_retries_produce_linked_rows(tmp_path, transport):
         assert previous["user"] == row["user"] and float(previous["ts_start_s"]) < float(row["ts_start_s"])
 
 
-def test_wrong_api_key_stops_the_run(tmp_path, caplog):
+def test_wrong_api_key_stops_the_run(tmp_path, caplog, capfd):
     with EmbeddedServer(["--preset", "exact", "--api-key", "right"]) as server:
         env = run_locally(Chat, server.url, tmp_path / "run", ["--api-key", "wrong"], users=3, seconds=1.0)
     assert env.runner.state in ("stopped", "stopping")
@@ -136,3 +136,5 @@ def test_wrong_api_key_stops_the_run(tmp_path, caplog):
     assert 1 <= len(rows) <= 3 and all(r["status"] == "401" for r in rows)
     stop_lines = [r.getMessage() for r in caplog.records if "API key was refused" in r.getMessage()]
     assert len(stop_lines) == 1
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.out + captured.err + caplog.text
