@@ -15,10 +15,12 @@ knee, use scenarios/step_load.py.
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.users import LLMUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 class StreamingChat(LLMUser):

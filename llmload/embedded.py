@@ -6,7 +6,7 @@ on a free loopback port with `--embedded-server-args` (default: the `demo` prese
 and points `environment.host` at it, so `locust -f locustfile.py` works out of the box
 with no API key and the web UI shows the real URL. Workers get the host from the master
 as usual (so they must run on the same machine; for runs across machines give a real
-`--host`). The server stops when Locust quits, and in any case with its parent.
+`--host`). The server stops after Locust stopped its users, and in any case with its parent.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEFAULT_SERVER_ARGS = "--preset demo"
 
 
 def add_options(parser) -> None:
-    parser.add_argument("--embedded-server-args", default=DEFAULT_SERVER_ARGS,
+    parser.add_argument("--embedded-server-args", default=DEFAULT_SERVER_ARGS, include_in_web_ui=False,
                         help="flags of the embedded server started when --host is empty or 'embedded' "
                              f"(see python -m llmload.server --help; default: {DEFAULT_SERVER_ARGS!r})")
 
@@ -50,7 +50,9 @@ def _on_init(environment, **_kw) -> None:
         environment.parsed_options.embedded_server_args = shown
     environment.llmload_embedded_server = server
     logger.info("llmload: embedded server (%s) at %s", shown, server.url)
-    environment.events.quitting.add_listener(lambda **_: server.stop())
+    # `quit` fires after the runner stopped its users (`quitting` fires before, and on SIGTERM
+    # in-flight streams would lose their server)
+    environment.events.quit.add_listener(lambda **_: server.stop())
 
 
 def redact_server_args(args: str) -> str:

@@ -11,12 +11,14 @@ TTFT is higher and, under load, degrades first. The report shows short vs long r
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
 from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -12,6 +12,7 @@ silently delayed. With no --host the embedded server (4 slots) is started.
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.openloop_user import OpenLoopUser
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import OpenLoopShape
@@ -19,6 +20,7 @@ from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -13,6 +13,7 @@ import random
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.prompts import make_prompt
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
@@ -20,6 +21,7 @@ from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 SYSTEM_PROMPT = "You are a support agent. " + make_prompt(1000, random.Random(42)).text
 QUESTION_TOKENS = 64

@@ -12,12 +12,14 @@ With no --host the embedded server runs the `rate-limited-api` preset (60 reques
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
 from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -11,12 +11,14 @@ hour into a minute. The report's per-tier rows compare the windows.
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import ScheduleShape
 from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -10,12 +10,14 @@ back to its baseline after the burst, 429s during it).
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import SpikeShape
 from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -11,6 +11,7 @@ suggest none. (The embedded server decodes 3 tokens per step for JSON/code promp
 from locust import events, run_single_user
 
 import llmload.embedded
+import llmload.webui
 from llmload.prompts import Prompt, make_prompt
 from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
@@ -18,6 +19,7 @@ from llmload.users import ChatUser, install
 
 install(events)
 llmload.embedded.install(events)
+llmload.webui.install(events)
 
 
 @events.init_command_line_parser.add_listener

@@ -20,8 +20,8 @@ from llmload.server.launch import EmbeddedServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
-CHAT_FILE = "tests/browser/locustfile_chat.py"
-STEP_FILE = "tests/browser/locustfile_step.py"
+CHAT_FILE = "locustfile.py"  # the shipped files, as users run them
+STEP_FILE = "scenarios/step_load.py"
 LLM_OPTION_FIELDS = ("model", "maxTokens", "promptTokens", "transport", "endpoint", "retries", "connectTimeoutS",
                      "firstTokenTimeoutS", "requestTimeoutS", "runDir", "apiKey")
 """form field names (Locust's UI camelCases the option dests)"""
