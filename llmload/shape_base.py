@@ -2,8 +2,11 @@
 
 How it works: a shape builds a plan (a list of `PlannedTier`) from the flags when a run starts,
 then Locust calls `tick()` on the master or local runner about once a second:
-  * First tick of a run: build the plan (a bad flag stops the run with one clear log line),
-    open `reports/<run>/tiers.csv`, begin tier 1.
+  * When Locust attaches the runner (before `init`, before anything starts) the flags are
+    checked once: a bad flag is one log line and, headless, exit code 2 (a local run exits
+    right there; a master, whose --processes children are already forked, ends the run at its
+    first tick so the workers are told to quit). In the web UI the form is checked at start.
+  * First tick of a run: build the plan, open `reports/<run>/tiers.csv`, begin tier 1.
   * Each tier lasts its planned seconds from the tick that began it. A distributed master does
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
@@ -15,21 +18,32 @@ then Locust calls `tick()` on the master or local runner about once a second:
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
     tierstats.py; then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
+  * The run ends (tiers.csv row closed, `tierstate.end_run`, so later rows are phase "after")
+    when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
+    tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
+    the test stops (test_stopping / test_stop: web UI stop, SIGTERM, a fatal error).
+  * SIGTERM: Locust installs its SIGTERM handler only after a headless shape run returns, so
+    a headless shape installs one at its first tick: it ends the shape, and Locust's normal
+    quit follows (in-flight requests finish within --stop-timeout, samples flushed, run.json
+    gets ended_unix).
 Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
-is ignored, `-t` still caps the run); else each change is spawned in about one second.
+is ignored); else each change is spawned in about one second.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gevent
+import locust
 from locust import LoadTestShape
-from locust.runners import WorkerRunner
+from locust.runners import LocalRunner, WorkerRunner
 
 from llmload import openloop_user, tierstate
 from llmload.progress import PROGRESS_EVERY_S, Progress, format_line
@@ -54,6 +68,9 @@ class _Run:
     writer: TiersCsv
     unix_offset_s: float
     """add to a perf_counter value to get unix seconds"""
+    deadline: float = math.inf
+    """perf_counter time -t/--run-time ends the run (inf: no -t)"""
+    run_time_s: float | None = None
     index: int = -1
     users: int = 0
     tier_start: float = 0.0
@@ -82,6 +99,8 @@ class PlanShape(LoadTestShape):
     _run: _Run | None = None
     _hooked_events: Any = None
     _auto_run_dir: str | None = None
+    _reported_error: str | None = None
+    _sigterm_hooked: bool = False
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         raise NotImplementedError
@@ -110,11 +129,34 @@ class PlanShape(LoadTestShape):
             openloop_user.install(runner)
         if isinstance(runner, WorkerRunner):
             return
-        options = runner.environment.parsed_options
+        environment = runner.environment
+        options = environment.parsed_options
         self._cli_spawn_rate = getattr(options, "spawn_rate", None)
-        if self._hooked_events is not runner.environment.events:
-            self._hooked_events = runner.environment.events
-            runner.environment.events.test_stop.add_listener(self._on_test_stop)
+        if self._hooked_events is not environment.events:
+            self._hooked_events = environment.events
+            # test_stopping: close the tier when the load stops, before in-flight requests drain
+            environment.events.test_stopping.add_listener(self._on_test_stop)
+            environment.events.test_stop.add_listener(self._on_test_stop)
+        if options is not None:
+            self._check_flags_early(runner, options)
+
+    def _check_flags_early(self, runner: Any, options: Any) -> None:
+        """Validate the flags before anything starts (see the module docstring)."""
+        try:
+            self.build_plan(options_with_defaults(options))
+        except ShapeOptionError as e:
+            self._report_bad_flags(e)
+            if getattr(options, "headless", False) and isinstance(runner, LocalRunner):
+                raise SystemExit(2) from None
+
+    def _report_bad_flags(self, error: ShapeOptionError) -> None:
+        """One log line per distinct error; exit code 2 for a headless run."""
+        if str(error) != self._reported_error:
+            self._reported_error = str(error)
+            logger.error("load shape: %s", error)
+        environment = self.runner.environment if self.runner is not None else None
+        if environment is not None and getattr(environment.parsed_options, "headless", False):
+            environment.process_exit_code = 2
 
     # --- Locust entry point -------------------------------------------------------------------
     def tick(self) -> tuple[int, float] | None:
@@ -124,15 +166,19 @@ class PlanShape(LoadTestShape):
             try:
                 run = self._start_run(now)
             except ShapeOptionError as e:
-                logger.error("load shape: %s", e)
+                self._report_bad_flags(e)
                 return None
             return self._begin(run, 0, now)
         self._mark_warm(run, now)
-        next_boundary = run.tier_end if run.at_warm is not None else run.warm_end
+        next_boundary = min(run.tier_end if run.at_warm is not None else run.warm_end, run.deadline)
         if 0 < next_boundary - now <= TICK_S:
             self._sleep(next_boundary - now)
             now = self._now()
             self._mark_warm(run, now)
+        if now >= run.deadline:
+            self._end_tier(run, now)  # logs the partial tier; the knee rule is not applied to it
+            self._finish(run, f"-t/--run-time {run.run_time_s:g}s reached")
+            return None
         if now < run.tier_end:
             return run.last_tick
         reason = self._end_tier(run, now)
@@ -178,6 +224,9 @@ class PlanShape(LoadTestShape):
         tierstate.reset()
         path = self._claim_run_dir(parsed) / "tiers.csv"
         run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
+        run_time_s = getattr(parsed, "run_time", None)
+        if run_time_s:
+            run.run_time_s, run.deadline = float(run_time_s), now + float(run_time_s)
         run.first = self._snapshot()
         run.info = self._shape_info(run)
         if self.runner is not None:
@@ -188,7 +237,25 @@ class PlanShape(LoadTestShape):
                     len(plan), total_s, path)
         if self.progress_every_s:
             run.progress = gevent.spawn(self._progress_loop, run)
+        if getattr(parsed, "headless", False):
+            self._hook_sigterm()
         return run
+
+    def _hook_sigterm(self) -> None:
+        # only in a `locust` process (main() runs on the global events), never inside a test process
+        if self._sigterm_hooked or self.runner is None or self.runner.environment.events is not locust.events:
+            return
+        self._sigterm_hooked = True
+        gevent.signal_handler(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self) -> None:
+        """End the shape; Locust then quits as after a finished shape (module docstring)."""
+        logger.info("got SIGTERM: stopping the run (in-flight requests finish, at most --stop-timeout)")
+        if self._run is not None and not self._run.finished:
+            self._finish(self._run, "SIGTERM")
+        shape_greenlet = getattr(self.runner, "shape_greenlet", None)
+        if shape_greenlet is not None and shape_greenlet is not gevent.getcurrent():
+            shape_greenlet.kill(block=False)
 
     def _spawn_rate(self, run: _Run, users_before: int, users: int) -> float:
         options = run.options
@@ -246,7 +313,9 @@ class PlanShape(LoadTestShape):
             return
         run.finished = True
         run.info["stopped"] = reason
-        run.writer.end(run.unix_offset_s + self._now())
+        end_s = run.unix_offset_s + self._now()
+        run.writer.end(end_s)
+        tierstate.end_run(end_s)
         if self.open_loop and self.runner is not None:
             openloop_user.publish_stop(self.runner)
         logger.info("load shape finished: %s", reason)
@@ -270,8 +339,8 @@ class PlanShape(LoadTestShape):
         later_s = sum(t.seconds for t in run.plan[run.index + 1:])
         return Progress(
             tier=run.index + 1, tiers=len(run.plan), target_users=planned.target_users,
-            target_rps=planned.target_rps, tier_left_s=run.tier_end - now,
-            run_left_s=max(0.0, run.tier_end - now) + later_s, ttft_p99_ms=window.ttft_p99_ms,
+            target_rps=planned.target_rps, tier_left_s=min(run.tier_end, run.deadline) - now,
+            run_left_s=min(max(0.0, run.tier_end - now) + later_s, run.deadline - now), ttft_p99_ms=window.ttft_p99_ms,
             tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
             phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
         )

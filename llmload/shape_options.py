@@ -227,15 +227,23 @@ def rate_plan(options: Any) -> list[PlannedTier]:
 
 
 def spike_plan(options: Any) -> list[PlannedTier]:
-    """--base-users for --base-seconds, --spike-users for --spike-seconds, base again."""
+    """--base-users for --base-seconds, --spike-users for --spike-seconds, base again.
+
+    Each phase starts with its own warm-up: --warmup-seconds (which must be shorter than
+    --base-seconds) for both base phases; for the burst at most half of --spike-seconds, so
+    a short burst keeps a measure window (the ramp to --spike-users still extends it)."""
     _need_positive(options, "base_users", "base_seconds", "spike_users", "spike_seconds")
     base = PlannedTier(options.base_seconds, options.base_users, warmup_s=_warmup(options, options.base_seconds))
-    burst = PlannedTier(options.spike_seconds, options.spike_users, warmup_s=0.0)
+    burst_warmup = min(float(options.warmup_seconds), float(options.spike_seconds) / 2)
+    burst = PlannedTier(options.spike_seconds, options.spike_users, warmup_s=burst_warmup)
     return [base, burst, base]
 
 
 def soak_plan(options: Any) -> list[PlannedTier]:
-    """--soak-users for --soak-seconds, reported in --tier-seconds windows (warm-up only in the first)."""
+    """--soak-users for --soak-seconds, reported in --tier-seconds windows.
+
+    Only the first window has a warm-up (--warmup-seconds): the load never changes after it,
+    so later windows are one continuous measurement cut in time, with no warm-up."""
     _need_positive(options, "soak_users", "soak_seconds", "tier_seconds")
     total, window = float(options.soak_seconds), float(options.tier_seconds)
     plan: list[PlannedTier] = []

@@ -123,7 +123,8 @@ def _write_run_json(environment, ended_unix: float | None = None) -> None:
     if ctx.sink.run_dir is None or ctx.started_unix is None:
         return
     runner = environment.runner
-    workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
+    # shapes2: the most workers seen during the run (at quit they have already disconnected)
+    workers = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
     info = runfiles.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
                              started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers)
     runfiles.write_run_json(ctx.sink.run_dir, info)
@@ -168,6 +169,11 @@ def _on_quitting(environment, **_kw) -> None:
     import time
 
     ctx = context_for(environment)
+    runner = environment.runner
+    # shapes2: Locust's SIGTERM handler fires `quitting` before it stops the runner: stop it
+    # here first, so in-flight requests finish (--stop-timeout) and their rows land before close
+    if not isinstance(runner, WorkerRunner) and runner is not None and runner.state in ("spawning", "running"):
+        runner.stop()
     if ctx.health is not None:
         ctx.health.stop()
     ctx.sink.stop()

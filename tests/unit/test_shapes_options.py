@@ -76,7 +76,10 @@ def test_rate_spike_soak_schedule_plans():
     rates = rate_plan(opts(rate_tiers="0.5,2", tier_seconds=8, warmup_seconds=1))
     assert [(t.target_rps, t.target_users, t.seconds) for t in rates] == [(0.5, None, 8), (2.0, None, 8)]
     spike = spike_plan(opts(base_users=2, base_seconds=20, spike_users=40, spike_seconds=5, warmup_seconds=3))
-    assert [(t.target_users, t.seconds, t.warmup_s) for t in spike] == [(2, 20, 3), (40, 5, 0), (2, 20, 3)]
+    # every phase has a warm-up; the burst's is at most half its length
+    assert [(t.target_users, t.seconds, t.warmup_s) for t in spike] == [(2, 20, 3), (40, 5, 2.5), (2, 20, 3)]
+    defaults = spike_plan(options_with_defaults(None))  # base 30 s, spike 10 s, warm-up 10 s
+    assert [t.warmup_s for t in defaults] == [10, 5, 10]
     soak = soak_plan(opts(soak_users=6, soak_seconds=25, tier_seconds=10, warmup_seconds=2))
     assert [(t.target_users, t.seconds, t.warmup_s) for t in soak] == [(6, 10, 2), (6, 10, 0), (6, 5, 0)]
     sched = schedule_plan(opts(schedule="0=1,10=3,20=end", warmup_seconds=2))

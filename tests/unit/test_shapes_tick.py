@@ -159,11 +159,63 @@ def test_too_few_requests_for_p99_warns(tmp_path, caplog):
     assert "tier 1: only 40 measured requests" in caplog.text
 
 
-def test_bad_flag_stops_with_one_clear_line(tmp_path, caplog):
-    shape, clock, _ = make(StepShape, tmp_path, tiers="1,2", tier_seconds=5, warmup_seconds=9)
+def test_bad_flag_exits_2_with_one_line_when_the_runner_is_attached(tmp_path, caplog):
+    with caplog.at_level(logging.ERROR, logger="llmload.shape"), pytest.raises(SystemExit) as exited:
+        make(StepShape, tmp_path, tiers="1,2", tier_seconds=5, warmup_seconds=9)  # headless local run
+    assert exited.value.code == 2
+    assert len(caplog.records) == 1 and "--warmup-seconds" in caplog.text
+    assert not (tmp_path / "tiers.csv").exists()  # nothing started
+
+
+def test_bad_flag_from_the_web_form_stops_the_run_with_one_line(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", headless=False)
+    env.parsed_options.warmup_seconds = 10.0  # the start form changed it: == tier length
     with caplog.at_level(logging.ERROR, logger="llmload.shape"):
         assert tick_at(shape, clock, 0.0) is None
+        assert tick_at(shape, clock, 1.0) is None
     assert len(caplog.records) == 1 and "--warmup-seconds" in caplog.text
+    assert env.process_exit_code is None  # web UI: the process lives on
+
+
+def test_master_with_bad_flag_logs_once_and_ends_at_the_first_tick(tmp_path, caplog):
+    class Shape(StepShape):
+        pass
+
+    shape, clock = Shape(), Clock()
+    clock.attach(shape)
+    options = options_with_defaults(None)
+    vars(options).update(run_dir=str(tmp_path), headless=True, tier_seconds=5.0, warmup_seconds=9.0)
+    env = Environment(events=Events(), shape_class=shape, parsed_options=options)
+    with caplog.at_level(logging.ERROR, logger="llmload.shape"):
+        runner = env.create_master_runner("127.0.0.1", 0)
+        try:
+            assert env.process_exit_code == 2
+            assert tick_at(shape, clock, 0.0) is None
+        finally:
+            runner.quit()
+    assert len(caplog.records) == 1
+
+
+def test_run_time_caps_the_run_and_closes_the_tier_row(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", tier_seconds=60.0, run_time=4)
+    assert tick_at(shape, clock, 0.0) == (1, 1.0)
+    assert tick_at(shape, clock, 3.5) is None  # the 4 s deadline is within a tick: slept to it
+    assert clock.now == 4.0
+    (row,) = rows(tmp_path)
+    assert float(row["end_s"]) - WALL0 == 4.0
+    assert env.llmload_shape_info["stopped"] == "-t/--run-time 4s reached"
+    assert tierstate.tier_at(WALL0 + 4.5)[1] == "after"
+
+
+def test_rows_sent_after_the_last_tier_are_phase_after(tmp_path):
+    shape, clock, _ = make(StepShape, tmp_path, tiers="1")
+    tick_at(shape, clock, 0.0)
+    assert tierstate.tier_at(WALL0 + 9.9) == (tierstate.timeline()[0], "measure")
+    assert tierstate.run_end_s() is None
+    assert tick_at(shape, clock, 10.0) is None
+    tier, phase = tierstate.tier_at(WALL0 + 10.2)  # e.g. a retry sent after the run
+    assert (tier.tier, phase) == (1, "after")
+    assert tierstate.run_end_s() == WALL0 + 10.0
 
 
 def test_test_stop_closes_the_last_tier_and_a_new_run_starts_fresh(tmp_path):
@@ -181,6 +233,8 @@ def test_spike_and_schedule_reuse_the_machinery(tmp_path):
     shape, clock, _ = make(SpikeShape, tmp_path, base_users=2, base_seconds=10, spike_users=20, spike_seconds=4)
     seq = [tick_at(shape, clock, t) for t in (0, 10, 14, 24)]
     assert seq == [(2, 2.0), (20, 18.0), (2, 18.0), None]
+    # --warmup-seconds 2 for every phase; the burst's is at most half of it (and the 1 s ramp is shorter)
+    assert [r["warmup_s"] for r in rows(tmp_path)] == ["2.000", "2.000", "2.000"]
     shape, clock, _ = make(ScheduleShape, tmp_path / "s", schedule="0=1,5=3,8=end", warmup_seconds=1)
     assert [tick_at(shape, clock, t) for t in (0, 5, 8)] == [(1, 1.0), (3, 2.0), None]
 
