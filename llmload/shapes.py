@@ -59,7 +59,8 @@ class OpenLoopShape(PlanShape):
 
 class SpikeShape(PlanShape):
     """--base-users for --base-seconds, a burst to --spike-users for --spike-seconds (spawned as
-    fast as --spawn-rate allows), then base again: does the server recover, and how fast?"""
+    fast as --spawn-rate allows), then base again: does the server recover, and how fast?
+    Each phase starts with a warm-up: --warmup-seconds, for the burst at most half of it."""
 
     abstract = True
 
@@ -69,7 +70,8 @@ class SpikeShape(PlanShape):
 
 class SoakShape(PlanShape):
     """--soak-users held for --soak-seconds, reported as --tier-seconds windows so drift over
-    time (leaks, throttling, cache churn) shows window by window."""
+    time (leaks, throttling, cache churn) shows window by window. Only the first window has a
+    warm-up: the load never changes after it, so later windows are one continuous measurement."""
 
     abstract = True
 
