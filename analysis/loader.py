@@ -158,7 +158,7 @@ def _tiers_from_samples(samples: pd.DataFrame) -> pd.DataFrame:
     ts = samples["ts_start_s"]
     grouped = ts.groupby(tier_col)
     start = grouped.min()
-    measure_ts = ts.where(samples["phase"].astype(str) != "warmup")
+    measure_ts = ts.where(samples["phase"].astype(str) == "measure")  # not warmup, not after
     measure_start = measure_ts.groupby(tier_col).min().fillna(start)
     users = samples["users_now"].groupby(tier_col).median()
     return pd.DataFrame({

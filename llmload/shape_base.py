@@ -92,6 +92,8 @@ class PlanShape(LoadTestShape):
     use_common_options = True
     open_loop = False
     """True: tiers are request rates sent by OpenLoopUser, users = one per worker"""
+    kind = "step"
+    """step | rate | spike | soak | schedule: written to run.json so the report asks the right questions"""
     progress_every_s: float | None = PROGRESS_EVERY_S
 
     _runner_ref: Any = None
@@ -207,7 +209,7 @@ class PlanShape(LoadTestShape):
     def _shape_info(self, run: _Run) -> dict[str, Any]:
         o = run.options
         info: dict[str, Any] = {
-            "class": type(self).__name__, "open_loop": self.open_loop,
+            "class": type(self).__name__, "kind": self.kind, "open_loop": self.open_loop,
             "tiers": [t.target_rps if self.open_loop else t.target_users for t in run.plan],
             "tier_seconds": [t.seconds for t in run.plan], "warmup_seconds": o.warmup_seconds,
             "stop_at_knee": o.stop_at_knee, "knee_factor": o.knee_factor, "max_error_rate": o.max_error_rate,

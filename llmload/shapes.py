@@ -40,6 +40,7 @@ class StepShape(PlanShape):
     held --tier-seconds; finds the knee, optionally stopping once it is passed (--stop-at-knee)."""
 
     abstract = True
+    kind = "step"
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return step_plan(options)
@@ -51,6 +52,7 @@ class OpenLoopShape(PlanShape):
     in `llmload.openloop_user.OpenLoopUser`; the shape runs one such user per worker."""
 
     abstract = True
+    kind = "rate"
     open_loop = True
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
@@ -63,6 +65,7 @@ class SpikeShape(PlanShape):
     Each phase starts with a warm-up: --warmup-seconds, for the burst at most half of it."""
 
     abstract = True
+    kind = "spike"
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return spike_plan(options)
@@ -74,6 +77,7 @@ class SoakShape(PlanShape):
     warm-up: the load never changes after it, so later windows are one continuous measurement."""
 
     abstract = True
+    kind = "soak"
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return soak_plan(options)
@@ -84,6 +88,7 @@ class ScheduleShape(PlanShape):
     (offsets or clock times like 09:00), compressed by --schedule-scale."""
 
     abstract = True
+    kind = "schedule"
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return schedule_plan(options)

@@ -1,6 +1,7 @@
 """Every scenario runs headless against the embedded server and records what it promises."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,9 @@ CASES = {
     "soak": ["--soak-users", "2", "--soak-seconds", "4", "--tier-seconds", "2", "--warmup-seconds", "0"],
     "schedule": ["--schedule", "0=1,2s=3,4s=end", "--warmup-seconds", "0"],
 }
+
+
+KINDS = {"open_loop": "rate", "spike": "spike", "soak": "soak", "schedule": "schedule"}  # others: step
 
 
 def run_scenario(name, args, run_dir):
@@ -57,6 +61,8 @@ def test_scenario_runs_and_writes_samples_and_tiers(runs, name):
     tiers = rows(run_dir / "tiers.csv")
     assert len(samples) >= 5 and len(tiers) >= 2
     assert {r["tier"] for r in samples} - {"0"}, "rows carry their tier"
+    shape = json.loads((run_dir / "run.json").read_text())["shape"]
+    assert shape["kind"] == KINDS.get(name, "step")
 
 
 def test_long_context_prompts_have_higher_ttft(runs):
