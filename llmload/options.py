@@ -21,6 +21,8 @@ DEFAULT_STOP_TIMEOUT_S = 60
 TRANSPORTS = ("fast", "openai")
 ENDPOINTS = ("chat", "completions")
 SECRET_OPTIONS = ("api_key",)
+SLO_PROFILES = ("voice", "chat", "ide", "batch")
+"""the report's use-case profiles (analysis/capacity.py defines their thresholds)"""
 
 
 def add_options(parser) -> None:
@@ -52,6 +54,9 @@ def add_options(parser) -> None:
                              "be sent to an impostor); only for a self-signed lab endpoint you trust")
     parser.add_argument("--run-dir", default="", include_in_web_ui=True,
                         help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
+    parser.add_argument("--slo-profile", choices=("", *SLO_PROFILES), default="", include_in_web_ui=True,
+                        help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, "
+                             "batch); recorded in run.json, used by the report (default: chat)")
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
 
 

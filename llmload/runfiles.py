@@ -64,7 +64,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "versions": versions(),
         "workers": workers,
         "shape": getattr(environment, "llmload_shape_info", None) or {},
-        "slo_profile": getattr(environment, "llmload_slo_profile", None) or "",
+        "slo_profile": getattr(parsed, "slo_profile", "") or getattr(environment, "llmload_slo_profile", None) or "",
     }
 
 

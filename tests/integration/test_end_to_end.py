@@ -21,14 +21,14 @@ def run(cmd, timeout_s):
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
-@pytest.mark.parametrize("slots, tiers", [(2, "1,2,4"), (4, "1,2,4,8")])
-def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tiers):
+@pytest.mark.parametrize("slots, tiers, slo", [(2, "1,2,4", "voice"), (4, "1,2,4,8", "")])
+def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tiers, slo):
     run_dir = tmp_path / "run"
     load = run([sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless",
                 "--embedded-server-args", f"--preset demo --slots {slots}", "--tiers", tiers,
                 "--tier-seconds", "7", "--warmup-seconds", "2", "--spawn-rate", "50", "--max-tokens", "8",
                 "--prompt-tokens", "32", "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"),
-                "--only-summary"], timeout_s=120)
+                "--only-summary", "--slo-profile", slo], timeout_s=120)
     assert load.returncode == 0, load.stderr[-2000:]
     for name in ("samples.csv", "tiers.csv", "run.json", "health.csv", "locust_stats.csv"):
         assert (run_dir / name).exists(), name
@@ -43,3 +43,5 @@ def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tier
     assert "queues" in answer  # the embedded server queues; it does not shed
     info = json.loads((run_dir / "run.json").read_text())
     assert info["host"].startswith("http://127.0.0.1:")
+    assert info["slo_profile"] == slo
+    assert f"under the {slo or 'chat'} SLO" in answer  # the run's use case judges it
