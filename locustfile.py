@@ -14,13 +14,10 @@ knee, use scenarios/step_load.py.
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
-from llmload.users import LLMUser, install
+import llmload.scenario
+from llmload.users import LLMUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
+llmload.scenario.install(events, shape_flags=False)
 
 
 class StreamingChat(LLMUser):

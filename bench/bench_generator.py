@@ -48,7 +48,8 @@ TRANSPORTS = ("fast", "openai")
 USER_COUNTS = (64, 256, 512)
 MAX_TOKENS = 64
 PREFILL_MS, DECODE_MS = 50.0, 10.0
-WARMUP_S, MEASURE_S = 10.0, 10.0  # warm-up past the start-up transient (first connections, pre-freeze GC), as a tier warm-up does
+# warm-up past the start-up transient (first connections, GC before the freeze), as a tier warm-up does
+WARMUP_S, MEASURE_S = 10.0, 10.0
 REPEATS = 2
 PRIORITY_NICE = -10
 """nice value of the server and generator processes when permitted (root / CAP_SYS_NICE)"""

@@ -66,7 +66,13 @@ def redact_server_args(args: str) -> str:
     return shlex.join(words)
 
 
+_installed: set[int] = set()
+
+
 def install(events) -> None:
-    """Register the --host embedded behaviour on a Locust `events` object."""
+    """Register the --host embedded behaviour on a Locust `events` object (once)."""
+    if id(events) in _installed:
+        return
+    _installed.add(id(events))
     events.init_command_line_parser.add_listener(add_options)
     events.init.add_listener(_on_init)

@@ -10,20 +10,15 @@ TTFT is higher and, under load, degrades first. The report shows short vs long r
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
-from llmload.shape_options import add_shape_arguments
+import llmload.scenario
 from llmload.shapes import StepShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
+llmload.scenario.install(events)
 
 
 @events.init_command_line_parser.add_listener
 def _flags(parser):
-    add_shape_arguments(parser)
     parser.add_argument("--long-prompt-tokens", type=int, default=4000, include_in_web_ui=True,
                         help="prompt length of the long-context user")
 

@@ -11,21 +11,12 @@ silently delayed. With no --host the embedded server (4 slots) is started.
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
+import llmload.scenario
 from llmload.openloop_user import OpenLoopUser
-from llmload.shape_options import add_shape_arguments
 from llmload.shapes import OpenLoopShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
-
-
-@events.init_command_line_parser.add_listener
-def _shape_flags(parser):
-    add_shape_arguments(parser)
+llmload.scenario.install(events)
 
 
 class ChatArrivals(OpenLoopUser, ChatUser):

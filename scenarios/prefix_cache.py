@@ -12,24 +12,15 @@ import random
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
+import llmload.scenario
 from llmload.prompts import make_prompt
-from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
+llmload.scenario.install(events)
 
 SYSTEM_PROMPT = "You are a support agent. " + make_prompt(1000, random.Random(42)).text
 QUESTION_TOKENS = 64
-
-
-@events.init_command_line_parser.add_listener
-def _shape_flags(parser):
-    add_shape_arguments(parser)
 
 
 class SharedPrefix(ChatUser):

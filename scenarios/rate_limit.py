@@ -11,20 +11,15 @@ With no --host the embedded server runs the `rate-limited-api` preset (60 reques
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
-from llmload.shape_options import add_shape_arguments
+import llmload.scenario
 from llmload.shapes import StepShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
+llmload.scenario.install(events)
 
 
 @events.init_command_line_parser.add_listener
 def _flags(parser):
-    add_shape_arguments(parser)
     parser.set_defaults(embedded_server_args="--preset rate-limited-api")
 
 

@@ -10,20 +10,11 @@ hour into a minute. The report's per-tier rows compare the windows.
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
-from llmload.shape_options import add_shape_arguments
+import llmload.scenario
 from llmload.shapes import ScheduleShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
-
-
-@events.init_command_line_parser.add_listener
-def _shape_flags(parser):
-    add_shape_arguments(parser)
+llmload.scenario.install(events)
 
 
 class ChatStream(ChatUser):

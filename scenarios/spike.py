@@ -9,20 +9,11 @@ back to its baseline after the burst, 429s during it).
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
-from llmload.shape_options import add_shape_arguments
+import llmload.scenario
 from llmload.shapes import SpikeShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
-
-
-@events.init_command_line_parser.add_listener
-def _shape_flags(parser):
-    add_shape_arguments(parser)
+llmload.scenario.install(events)
 
 
 class ChatStream(ChatUser):

@@ -10,21 +10,12 @@ suggest none. (The embedded server decodes 3 tokens per step for JSON/code promp
 
 from locust import events, run_single_user
 
-import llmload.embedded
-import llmload.webui
+import llmload.scenario
 from llmload.prompts import Prompt, make_prompt
-from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
-install(events)
-llmload.embedded.install(events)
-llmload.webui.install(events)
-
-
-@events.init_command_line_parser.add_listener
-def _shape_flags(parser):
-    add_shape_arguments(parser)
+llmload.scenario.install(events)
 
 
 def _with_instruction(instruction: str, body: Prompt) -> Prompt:
