@@ -210,7 +210,9 @@ class OpenLoopUser:
 
         lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
         idle = self.__dict__.setdefault("_idle_transports", [])
-        transport = idle.pop() if idle else make_transport(self.opts, self.user_index)
+        # a fresh index per transport: the openai transport shards its SDK clients (and their
+        # connection pools) by index, and one pool of --max-inflight connections stalls the loop
+        transport = idle.pop() if idle else make_transport(self.opts, self.ctx.next_user_index())
         view = copy.copy(self)
         view.transport = transport
         try:

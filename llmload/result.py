@@ -1,7 +1,8 @@
 """One request attempt's outcome (`StreamResult`), its failure kinds, and the fold that builds it.
 
-How it works: both transports read the response line by line, stamp each line's arrival
-time, and feed `(t, line)` to a `StreamBuilder`. The builder parses (sse.parse_line) after
+How it works: both transports stamp each line with the time of the read that delivered it
+and feed `(t, line)` to a `StreamBuilder` (the fast transport may do so after the stream,
+with the read times kept; see transport_fast). The builder parses (sse.parse_line) after
 the stamp, keeps the timing points in a `StreamTiming`, the text, usage, model and finish
 reason, and stops at `[DONE]` or an in-stream error. `finish()` turns that into a
 `StreamResult`: timing figures, token counts (server usage first, else the client count
@@ -12,6 +13,7 @@ exception's repr, so the message of each class is stable (no per-request numbers
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from llmload import sse
@@ -161,9 +163,17 @@ def parse_retry_after_s(headers: dict[str, str]) -> float | None:
     return None
 
 
+_SECRET_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{4,}")
+
+
+def redact_secrets(text: str) -> str:
+    """Mask key-like strings (`Bearer ...`, `sk-...`): some gateways echo the key in their 401 bodies."""
+    return _SECRET_LIKE.sub(lambda m: (m.group(1) or "") + "***", text)
+
+
 def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMError:
     """The failure for a non-200 response (headers lower-cased, body truncated by the caller)."""
-    detail = " ".join(body.split())[:200]
+    detail = redact_secrets(" ".join(body.split()))[:200]
     if status == 429:
         return RateLimited(parse_retry_after_s(headers), detail)
     if 400 <= status < 500:
@@ -176,9 +186,9 @@ def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMErro
 @dataclass(frozen=True)
 class Timeouts:
     connect_timeout_s: float = 10.0
-    first_token_timeout_s: float = 120.0
+    first_token_timeout_s: float = 60.0
     """t0 -> first text token (answer or reasoning)"""
-    request_timeout_s: float = 600.0
+    request_timeout_s: float = 300.0
     """t0 -> end of stream, wall clock (a read timeout alone is per read)"""
 
 

@@ -16,6 +16,7 @@ import platform
 import time
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from llmload.options import redacted
 
@@ -49,12 +50,20 @@ def versions() -> dict:
             "python": platform.python_version()}
 
 
+def without_userinfo(url: str) -> str:
+    """`https://user:key@host/v1` -> `https://host/v1`: credentials in a URL never reach run.json."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
              ended_unix: float | None, workers: int) -> dict:
     parsed = environment.parsed_options
     return {
         "run_id": run_id,
-        "host": environment.host or getattr(parsed, "host", "") or "",
+        "host": without_userinfo(environment.host or getattr(parsed, "host", "") or ""),
         "model": getattr(parsed, "model", "") or "",
         "scenario": scenario,
         "transport": getattr(parsed, "transport", "") or "",

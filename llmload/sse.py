@@ -1,7 +1,8 @@
 """Server-sent-event lines of an OpenAI-compatible stream -> chunk events (pure, no I/O).
 
-How it works: a streaming response is a sequence of lines. The transports read one line
-at a time, take the timestamp *first*, then hand the raw bytes to `parse_line`, which
+How it works: a streaming response is a sequence of lines. The transports stamp each line
+with the time of the read that delivered it (the fast transport stamps socket reads and may
+parse later, see transport_fast), then hand the raw bytes to `parse_line`, which
 
 - returns None for lines that carry nothing: blank separators, `: keep-alive` comments,
   `event:` / `id:` / `retry:` fields;

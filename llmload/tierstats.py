@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-METRIC_TYPES = frozenset({"TTFT", "ITL", "TTFRT", "SCHED"})
+METRIC_TYPES = frozenset({"TTFT", "ITL", "SCHED"})
 """request_types that are derived metrics or bookkeeping, not requests."""
 RATE_LIMITED_PREFIX = "RateLimited"
 DROPPED_TYPE = "SCHED"

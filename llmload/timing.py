@@ -83,10 +83,6 @@ class StreamTiming:
             if has_reasoning and self.t_first_reasoning is None:
                 self.t_first_reasoning = t
 
-    @property
-    def first_token_seen(self) -> bool:
-        return bool(self.text_times)
-
     def figures(self, output_tokens: int | None) -> TimingFigures:
         out = TimingFigures()
         t0 = self.t0

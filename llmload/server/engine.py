@@ -8,8 +8,9 @@ How it works (the behaviour a load test must find, at places the configuration f
   prefill_ms_per_token` (prefix-cache hits are not recomputed). Then it decodes one
   step at a time; a step takes `decode_ms_per_token + decode_ms_per_extra_seq *
   (active - 1)` where `active` counts sequences in service at that moment, so decoding
-  slows as the batch fills. A step yields one token, or `spec_decode_tokens_per_step`
-  for structured output (speculative decoding accepts several draft tokens per step).
+  slows as the batch fills. A step yields one token (generation.py emits
+  `spec_decode_tokens_per_step` per step for structured output, as speculative decoding
+  accepts several draft tokens per step).
 - When a sequence finishes (or its client goes away) its slot goes to the head of the
   queue. So with closed-loop N users: N <= S have no queueing; N > S queue, and TTFT
   grows by about (N - S) / S service times. The knee is at S.
@@ -35,7 +36,6 @@ class Sequence:
     cached_tokens: int
     output_tokens: int
     """tokens to generate"""
-    tokens_per_step: int = 1
     state: str = QUEUED
     generated: int = 0
     on_start: object = field(default=None, repr=False)

@@ -68,7 +68,7 @@ class Generation:
         per_step = cfg.spec_decode_tokens_per_step if structured else 1
         self.tokens_per_chunk = per_step * cfg.tokens_per_chunk
         self.steps_per_chunk = cfg.tokens_per_chunk
-        self.seq = Sequence(request_id, len(words), 0, output_tokens, per_step)
+        self.seq = Sequence(request_id, len(words), 0, output_tokens)
         include_usage = self.stream and bool((body.get("stream_options") or {}).get("include_usage"))
         self.include_usage = include_usage
         self.templates = wire.ChunkTemplates(chat, self.completion_id, self.created, self.model,

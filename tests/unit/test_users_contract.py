@@ -137,3 +137,13 @@ def test_lag_window_summary():
     for lag in (0.1, 0.3, 5.0):
         window.add(lag)
     assert window.summary() == (5.0, 0.3)
+
+
+def test_key_like_strings_are_masked_in_error_details_and_hosts():
+    from llmload.result import error_for_status
+    from llmload.runfiles import without_userinfo
+
+    err = error_for_status(401, {}, '{"error": "Incorrect API key provided: sk-live-abcdef123456. Header: Bearer xyz"}')
+    assert "sk-live" not in err.detail and "xyz" not in err.detail and "***" in err.detail
+    assert without_userinfo("https://user:sk-secret@api.example.com/v1") == "https://api.example.com/v1"
+    assert without_userinfo("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
