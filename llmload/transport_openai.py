@@ -78,17 +78,20 @@ class ConnectTracer:
     def on_request(self, request: httpx2.Request) -> None:
         rid = request.headers.get("x-request-id")
         if rid:
-            request.extensions["trace"] = functools.partial(self.trace, rid)
+            request.extensions["trace"] = functools.partial(self.trace, rid, request.url.scheme == "https")
 
-    def trace(self, rid: str, event: str, info: dict) -> None:
+    def trace(self, rid: str, tls: bool, event: str, info: dict) -> None:
+        """Connecting lasts until TCP is up, or for https until the TLS handshake is done: a
+        handshake that times out or fails is a connect failure, not a read timeout."""
         if event == "connection.connect_tcp.started":
             self.connects[rid] = [self.clock(), None]
             self.connecting.add(rid)
-        elif event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+        elif event == "connection.connect_tcp.complete" or event == "connection.start_tls.complete":
             span = self.connects.get(rid)
             if span is not None:
                 span[1] = self.clock()
-            self.connecting.discard(rid)
+            if not tls or event == "connection.start_tls.complete":
+                self.connecting.discard(rid)
 
     def pop(self, rid: str) -> tuple[bool, float | None, bool]:
         """(opened a new connection, connect ms, still connecting) for request `rid`."""
