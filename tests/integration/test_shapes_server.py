@@ -6,7 +6,6 @@
 * --stop-at-knee on a 1-slot server ends the run before its last tier.
 """
 
-import csv
 import itertools
 import statistics
 
@@ -15,6 +14,7 @@ import pytest
 from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 from locust.env import Environment
 from locust.event import Events
+from test_users_local import read_csv
 
 from llmload.openloop_user import OpenLoopUser
 from llmload.options import add_options
@@ -62,11 +62,6 @@ def run_shape(shape, user_class, server_url, run_dir, args, max_s=40):
     runner.quit()
     env.events.quitting.fire(environment=env, reason="test")
     return env
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_step_tiers_show_queueing_above_the_slot_count(tmp_path, embedded_server):

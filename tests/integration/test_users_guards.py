@@ -6,20 +6,14 @@ printed by gevent, two runner stops racing at a 401), Locust's LocalRunner for t
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import gevent
 import pytest
 from locust import constant
-from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
-from locust.env import Environment
-from locust.event import Events
 from test_transport_edges import JSON_BODY, canned_server
-from test_users_local import read_csv
+from test_users_local import read_csv, run_locally
 
-from llmload.options import add_options
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -44,22 +38,8 @@ def locust_headless(tmp_path, *args: str, timeout_s: float = 60) -> subprocess.C
 
 def run_local(user_class, url, run_dir, args, users=4, seconds=1.5):
     """LocalRunner run; returns the environment and how long runner.quit() took (s)."""
-    parser = get_empty_argument_parser()
-    setup_parser_arguments(parser)
-    add_options(parser)
-    options = parser.parse_args(["--host", url, "--run-dir", str(run_dir), *args])
-    env = Environment(user_classes=[user_class], host=url, parsed_options=options, events=Events(),
-                      stop_timeout=5)
-    install(env.events)
-    runner = env.create_local_runner()
-    env.events.init.fire(environment=env, runner=runner, web_ui=None)
-    runner.start(users, spawn_rate=users)
-    gevent.sleep(seconds)
-    started = time.monotonic()
-    runner.quit()
-    quit_s = time.monotonic() - started
-    env.events.quitting.fire(environment=env, reason="test")
-    return env, quit_s
+    env = run_locally(user_class, url, run_dir, args, users=users, seconds=seconds)
+    return env, env.quit_s
 
 
 def stop_lines(caplog, text):

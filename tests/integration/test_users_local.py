@@ -1,6 +1,7 @@
 """Streaming users in Locust's real LocalRunner against the embedded server (both transports)."""
 
 import csv
+import time
 
 import gevent
 import pytest
@@ -33,6 +34,7 @@ class PacedChat(ChatUser):
 
 
 def run_locally(user_class, server_url, run_dir, args, users=4, seconds=1.5):
+    """A LocalRunner run with llmload installed; `env.quit_s` is how long runner.quit() took."""
     parser = get_empty_argument_parser()
     setup_parser_arguments(parser)
     add_options(parser)
@@ -44,7 +46,9 @@ def run_locally(user_class, server_url, run_dir, args, users=4, seconds=1.5):
     env.events.init.fire(environment=env, runner=runner, web_ui=None)
     runner.start(users, spawn_rate=users)
     gevent.sleep(seconds)
+    started = time.monotonic()
     runner.quit()
+    env.quit_s = time.monotonic() - started
     env.events.quitting.fire(environment=env, reason="test")
     return env
 
