@@ -94,7 +94,7 @@ def _child(transport: str, users: int, server_url: str, core: int | None) -> dic
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.options import add_options
+    from llmload.run.options import add_options
     from llmload.users import ChatUser, install
 
     window = {"open": False, "chunks": 0, "requests": 0, "ttft": [], "failures": 0, "gc": {}, "lag_ms": []}
@@ -178,7 +178,7 @@ def _probe(core: int | None, seconds: float) -> dict:
 
 
 def _percentile(values: list[float], q: float) -> float:
-    from llmload.timing import percentile
+    from llmload.client.timing import percentile
 
     return percentile(sorted(values), q)
 

@@ -13,17 +13,17 @@ idempotent, so calling it twice is harmless.
 
 from __future__ import annotations
 
-import llmload.embedded
+import llmload.run.embedded
 import llmload.webui
 from llmload import users
-from llmload.shape_options import add_shape_arguments
+from llmload.shaping.flags import add_shape_arguments
 
 _with_shape_flags: set[int] = set()
 
 
 def install(events, *, shape_flags: bool = True) -> None:
     users.install(events)
-    llmload.embedded.install(events)
+    llmload.run.embedded.install(events)
     llmload.webui.install(events)
     if shape_flags and id(events) not in _with_shape_flags:
         _with_shape_flags.add(id(events))

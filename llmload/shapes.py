@@ -4,7 +4,7 @@ Every class here is abstract (`abstract = True`): Locust loads every concrete sh
 in a locustfile and silently keeps the first, so a scenario declares exactly one, e.g.
 
     from locust import events
-    from llmload.shape_options import add_shape_arguments
+    from llmload.shaping.flags import add_shape_arguments
     from llmload.shapes import StepShape
 
     @events.init_command_line_parser.add_listener
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmload.shape_base import PlanShape
-from llmload.shape_options import (
+from llmload.shaping.base import PlanShape
+from llmload.shaping.flags import (
     PlannedTier,
     rate_plan,
     schedule_plan,
@@ -49,7 +49,7 @@ class StepShape(PlanShape):
 class OpenLoopShape(PlanShape):
     """Open loop, arrival-rate tiers: --rate-tiers 1,2,4,8 requests/s over all workers,
     --arrival poisson|constant, --max-inflight per worker. Pair it with a user class that mixes
-    in `llmload.openloop_user.OpenLoopUser`; the shape runs one such user per worker."""
+    in `llmload.openloop.user.OpenLoopUser`; the shape runs one such user per worker."""
 
     abstract = True
     kind = "rate"

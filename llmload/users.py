@@ -46,13 +46,13 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 from locust.user.task import LOCUST_STATE_RUNNING, LOCUST_STATE_STOPPING, LOCUST_STATE_WAITING
 
-from llmload import metrics, runfiles
-from llmload.distributed import RowSink, stop_run
-from llmload.guard import RunGuard, failed_to_connect, next_connect_backoff_s
-from llmload.health import HealthMonitor
-from llmload.options import OptionError, RunOptions, add_options, read_options
+from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
-from llmload.result import StreamRequest, StreamResult
+from llmload.run import files, samples
+from llmload.run.guard import RunGuard, failed_to_connect, next_connect_backoff_s
+from llmload.run.health import HealthMonitor
+from llmload.run.options import OptionError, RunOptions, add_options, read_options
+from llmload.run.sink import RowSink, stop_run
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def context_for(environment) -> RunContext:
 
 
 def _on_init(environment, **_kw) -> None:
-    metrics.use_precise_buckets()
+    samples.use_precise_buckets()
     context_for(environment)
 
 
@@ -125,9 +125,9 @@ def _write_run_json(environment, ended_unix: float | None = None) -> None:
     runner = environment.runner
     # shapes2: the most workers seen during the run (at quit they have already disconnected)
     workers = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
-    info = runfiles.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
+    info = files.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
                              started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers)
-    runfiles.write_run_json(ctx.sink.run_dir, info)
+    files.write_run_json(ctx.sink.run_dir, info)
 
 
 def _on_test_start(environment, **_kw) -> None:
@@ -136,7 +136,7 @@ def _on_test_start(environment, **_kw) -> None:
     ctx = context_for(environment)
     ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
     if ctx.sink.writes_files:
-        ctx.sink.open(runfiles.resolve_run_dir(getattr(environment.parsed_options, "run_dir", "")))
+        ctx.sink.open(files.resolve_run_dir(getattr(environment.parsed_options, "run_dir", "")))
         ctx.started_unix = time.time()
         _write_run_json(environment)
     if not isinstance(environment.runner, MasterRunner):
@@ -151,7 +151,7 @@ def _on_test_start(environment, **_kw) -> None:
         ctx.opts = opts
         ctx.guard.base_url = opts.base_url
         if opts.transport == "openai":  # build the shared SDK client before any user starts
-            from llmload.transport_openai import shared_client
+            from llmload.client.sdk import shared_client
 
             shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure)
         ctx.start_health()
@@ -198,11 +198,11 @@ def install(events) -> None:
 
 def make_transport(opts: RunOptions, user_index: int = 0):
     if opts.transport == "openai":
-        from llmload.transport_openai import OpenAITransport
+        from llmload.client.sdk import OpenAITransport
 
         return OpenAITransport(opts.base_url, opts.api_key, opts.timeouts, user_index=user_index,
                                insecure=opts.insecure)
-    from llmload.transport_fast import FastTransport
+    from llmload.client.fast import FastTransport
 
     return FastTransport(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure)
 
@@ -340,8 +340,8 @@ class LLMUser(User):
     def record(self, result: StreamResult, schedule_lag_ms: float | None = None) -> None:
         """Fire the events of one attempt, write its sample row, stop the run on a fatal condition."""
         ctx = self.ctx
-        metrics.fire_events(self.environment.events.request, self.label, result)
-        ctx.sink.add_sample(metrics.sample_row(
+        samples.fire_events(self.environment.events.request, self.label, result)
+        ctx.sink.add_sample(samples.sample_row(
             result, worker=ctx.worker, user=self.user_id, scenario=self.label, users_now=ctx.users_now(),
             schedule_lag_ms=schedule_lag_ms, loop_lag_ms=ctx.loop_lag_ms,
         ))

@@ -10,7 +10,7 @@ needs nothing special):
     the rows of the entry whose key is the open tab's. Rows are computed there, on request (at
     most once per 2 s: once per Locust's memoized answer), from the stats Locust already keeps
     (merged from workers on a master), never per event.
-  * With a load shape, one row per tier (tiers from `tierstate.timeline()`). A `TierWatch`
+  * With a load shape, one row per tier (tiers from `timeline.timeline()`). A `TierWatch`
     greenlet, alive from test_start to test_stop, checks the timeline every `WATCH_EVERY_S` and
     takes a `tierstats.snapshot` (TTFT histogram summed over the TTFT entries, LLM requests,
     failures, output tokens, 429s) when a tier begins, when its warm-up ends and when the run
@@ -46,8 +46,8 @@ from typing import Any
 
 import gevent
 
-from llmload import tierstate
-from llmload.tierstats import METRIC_TYPES, RATE_LIMITED_PREFIX, StatsSnapshot, percentile_ms, snapshot
+from llmload.shaping import timeline
+from llmload.shaping.window import METRIC_TYPES, RATE_LIMITED_PREFIX, StatsSnapshot, percentile_ms, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ COLUMNS = (
 class Mark:
     """Stats snapshots around one tier (unix seconds of each)."""
 
-    tier: tierstate.Tier
+    tier: timeline.Tier
     at_start: StatsSnapshot
     start_s: float
     at_warm: StatsSnapshot | None = None
@@ -111,7 +111,7 @@ class TierWatch:
         """Record what changed since the last poll; `take()` returns the current StatsSnapshot."""
         current: StatsSnapshot | None = None
         seen = {(m.tier.tier, m.tier.start_s) for m in self.marks}
-        for tier in tierstate.timeline():
+        for tier in timeline.timeline():
             if (tier.tier, tier.start_s) in seen or tier.start_s < self.run_start_s - STALE_SLACK_S:
                 continue
             current = current or take()
@@ -142,7 +142,7 @@ def _users(count: int) -> str:
     return f"{count} user" if count == 1 else f"{count} users"
 
 
-def _target(tier: tierstate.Tier) -> str:
+def _target(tier: timeline.Tier) -> str:
     if tier.target_rps is not None:
         return f"{tier.target_rps:g} req/s"
     if tier.target_users is not None:

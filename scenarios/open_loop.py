@@ -12,7 +12,7 @@ silently delayed. With no --host the embedded server (4 slots) is started.
 from locust import events, run_single_user
 
 import llmload.scenario
-from llmload.openloop_user import OpenLoopUser
+from llmload.openloop.user import OpenLoopUser
 from llmload.shapes import OpenLoopShape
 from llmload.users import ChatUser
 

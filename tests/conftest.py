@@ -1,11 +1,11 @@
 import pytest
 
-from llmload import tierstate
+from llmload.shaping import timeline
 
 
 @pytest.fixture(autouse=True)
 def _fresh_tier_timeline():
     """Each test starts with no tier timeline (module state shared by shapes and samples)."""
-    tierstate.reset()
+    timeline.reset()
     yield
-    tierstate.reset()
+    timeline.reset()

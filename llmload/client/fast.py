@@ -54,8 +54,8 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload import sse
-from llmload.result import (
+from llmload.client import sse
+from llmload.client.request import (
     ConnectError,
     LLMError,
     ProtocolError,
@@ -70,8 +70,8 @@ from llmload.result import (
     is_event_stream,
     not_sse_error,
 )
-from llmload.sse import MalformedChunk
-from llmload.timing import StreamTiming
+from llmload.client.sse import MalformedChunk
+from llmload.client.timing import StreamTiming
 
 PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 BLOCK_SIZE = 16384

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmload import sse
-from llmload.prompts import count_tokens
-from llmload.timing import StreamTiming, TimingFigures
+from llmload.client import sse
+from llmload.client.timing import StreamTiming, TimingFigures
+from llmload.client.tokens import count_tokens
 
 
 class LLMError(Exception):

@@ -41,7 +41,7 @@ import gevent
 import httpx2
 import openai
 
-from llmload.result import (
+from llmload.client.request import (
     ConnectError,
     LLMError,
     ProtocolError,
@@ -56,8 +56,8 @@ from llmload.result import (
     is_event_stream,
     not_sse_error,
 )
-from llmload.sse import MalformedChunk
-from llmload.timing import StreamTiming
+from llmload.client.sse import MalformedChunk
+from llmload.client.timing import StreamTiming
 
 _SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt")
 

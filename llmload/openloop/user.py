@@ -37,7 +37,7 @@ from gevent.pool import Group
 from locust.runners import MasterRunner
 from locust.user.task import LOCUST_STATE_STOPPING
 
-from llmload.openloop import ArrivalLoop, LagBook, arrival_times, worker_share
+from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
 
 MSG_TYPE = "llmload_openloop"
 DROPPED_NAME = "dropped (max-inflight)"

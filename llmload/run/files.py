@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from llmload.options import redacted
+from llmload.run.options import redacted
 
 
 def default_run_dir(now_s: float | None = None) -> Path:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmload.result import StreamResult
+from llmload.client.request import StreamResult
 
 CONNECT_FAILURES = 20
 CONNECT_WINDOW_S = 10.0

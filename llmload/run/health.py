@@ -30,7 +30,7 @@ from collections.abc import Callable
 import gevent
 import psutil
 
-from llmload.timing import percentile
+from llmload.client.timing import percentile
 
 
 class LagWindow:

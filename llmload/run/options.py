@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from llmload.result import Timeouts
+from llmload.client.request import Timeouts
 
 DEFAULT_STOP_TIMEOUT_S = 60
 TRANSPORTS = ("fast", "openai")

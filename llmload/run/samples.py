@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from llmload.result import StreamResult
+from llmload.client.request import StreamResult
 
 SAMPLE_COLUMNS = (
     "ts_start_s", "request_id", "worker", "user", "scenario", "endpoint", "transport", "users_now", "tier",

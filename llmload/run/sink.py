@@ -5,7 +5,7 @@ never reach the master on their own. A `RowSink` exists in every process:
 
 - local runner / master: rows are written to `samples.csv` / `health.csv` in the run
   directory (opened at test start). Sample rows get their `tier` and `phase` here, from
-  `tierstate.tier_at(ts_start_s)`, because the load shape runs in this process.
+  `timeline.tier_at(ts_start_s)`, because the load shape runs in this process.
 - worker: rows wait in an outbox; a greenlet ships it every `ship_interval_s` (1 s) with
   `runner.send_message("llmload_rows", ...)`; the master's `register_message` listener
   writes them. The outbox is also shipped at test stop, so ramp-down rows arrive.
@@ -38,8 +38,8 @@ from gevent.event import Event
 from locust.runners import MasterRunner, WorkerRunner
 from locust.stats import StatsCSVFileWriter
 
-from llmload import tierstate
-from llmload.metrics import HEALTH_COLUMNS, SAMPLE_COLUMNS, CsvLog
+from llmload.run.samples import HEALTH_COLUMNS, SAMPLE_COLUMNS, CsvLog
+from llmload.shaping import timeline
 
 ROWS_MESSAGE = "llmload_rows"
 STOP_MESSAGE = "llmload_stop"
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 def stamp_tier(row: dict) -> dict:
     if row.get("tier") in (None, ""):
-        tier, phase = tierstate.tier_at(float(row["ts_start_s"]))
+        tier, phase = timeline.tier_at(float(row["ts_start_s"]))
         row["tier"] = tier.tier
         row["phase"] = phase
     return row

@@ -11,14 +11,14 @@ then Locust calls `tick()` on the master or local runner about once a second:
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
-  * Beginning a tier: `tierstate.begin_tier`, a tiers.csv row, a stats snapshot, a progress
+  * Beginning a tier: `timeline.begin_tier`, a tiers.csv row, a stats snapshot, a progress
     line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
     whichever is longer, so rows sent while users are still being spawned never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
     tierstats.py; then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
-  * The run ends (tiers.csv row closed, `tierstate.end_run`, so later rows are phase "after")
+  * The run ends (tiers.csv row closed, `timeline.end_run`, so later rows are phase "after")
     when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
     tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
     the test stops (test_stopping / test_stop: web UI stop, SIGTERM, a fatal error).
@@ -45,11 +45,12 @@ import locust
 from locust import LoadTestShape
 from locust.runners import LocalRunner, WorkerRunner
 
-from llmload import openloop_user, tierstate
-from llmload.progress import PROGRESS_EVERY_S, Progress, format_line
-from llmload.shape_options import PlannedTier, ShapeOptionError, options_with_defaults
-from llmload.tiers_csv import TiersCsv
-from llmload.tierstats import StatsSnapshot, diff, knee_reason, snapshot
+from llmload.openloop import user as openloop_user
+from llmload.shaping import timeline
+from llmload.shaping.flags import PlannedTier, ShapeOptionError, options_with_defaults
+from llmload.shaping.progress import PROGRESS_EVERY_S, Progress, format_line
+from llmload.shaping.tiers_csv import TiersCsv
+from llmload.shaping.window import StatsSnapshot, diff, knee_reason, snapshot
 
 logger = logging.getLogger("llmload.shape")
 TICK_S = 1.0
@@ -223,7 +224,7 @@ class PlanShape(LoadTestShape):
         parsed = self.runner.environment.parsed_options if self.runner else None
         options = options_with_defaults(parsed)
         plan = self.build_plan(options)
-        tierstate.reset()
+        timeline.reset()
         path = self._claim_run_dir(parsed) / "tiers.csv"
         run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
         run_time_s = getattr(parsed, "run_time", None)
@@ -278,9 +279,9 @@ class PlanShape(LoadTestShape):
             spawn_rate = self._spawn_rate(run, run.users, users)
             ramp_s = abs(users - run.users) / spawn_rate
         warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
-        tier = tierstate.Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
+        tier = timeline.Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
                               target_users=planned.target_users, target_rps=planned.target_rps)
-        tierstate.begin_tier(tier)
+        timeline.begin_tier(tier)
         run.writer.begin(tier)
         run.index, run.users = index, users
         run.tier_start, run.tier_end, run.warm_end = now, now + planned.seconds, now + warmup_s
@@ -317,7 +318,7 @@ class PlanShape(LoadTestShape):
         run.info["stopped"] = reason
         end_s = run.unix_offset_s + self._now()
         run.writer.end(end_s)
-        tierstate.end_run(end_s)
+        timeline.end_run(end_s)
         if self.open_loop and self.runner is not None:
             openloop_user.publish_stop(self.runner)
         logger.info("load shape finished: %s", reason)

@@ -13,7 +13,7 @@ import csv
 import os
 from pathlib import Path
 
-from llmload.tierstate import Tier
+from llmload.shaping.timeline import Tier
 
 COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
 

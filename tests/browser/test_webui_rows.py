@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import flask
 import pytest
 
-from llmload import tierstate
-from llmload.tierstats import StatsSnapshot
+from llmload.shaping import timeline
+from llmload.shaping.window import StatsSnapshot
 from llmload.webui import TAB_KEY, LLMTab, TierWatch, _add_tab, run_rows, window_row
 
 
@@ -28,11 +28,11 @@ def test_tier_windows_are_snapshot_differences():
         snap(10, 0, 0, 100, {40: 10}),                               # its warm-up (2 s) ends
         snap(110, 2, 1, 1100, {40: 10, 50: 90, 90: 10}),             # tier 2 begins: tier 1 closed
     ])
-    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=1))
+    timeline.begin_tier(timeline.Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=1))
     watch.poll(1000.1, lambda: next(taken))
     watch.poll(1001.0, lambda: pytest.fail("nothing to snapshot yet"))
     watch.poll(1002.1, lambda: next(taken))
-    tierstate.begin_tier(tierstate.Tier(tier=2, start_s=1012.0, warmup_s=0.0, target_users=4))
+    timeline.begin_tier(timeline.Tier(tier=2, start_s=1012.0, warmup_s=0.0, target_users=4))
     watch.poll(1012.1, lambda: next(taken))
     assert [m.tier.tier for m in watch.marks] == [1, 2]
 
@@ -51,10 +51,10 @@ def test_tier_windows_are_snapshot_differences():
 
 
 def test_warm_up_row_and_stale_tiers():
-    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=9))  # an earlier run's
+    timeline.begin_tier(timeline.Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=9))  # an earlier run's
     watch = TierWatch()
     watch.start(500.0)
-    tierstate.begin_tier(tierstate.Tier(tier=1, start_s=499.9, warmup_s=5.0, target_rps=2.5))
+    timeline.begin_tier(timeline.Tier(tier=1, start_s=499.9, warmup_s=5.0, target_rps=2.5))
     watch.poll(500.0, lambda: snap(50, ttft={30: 50}))
     assert [m.tier.start_s for m in watch.marks] == [499.9]
     row = window_row(watch.marks[0], snap(3, ttft={60: 3}), now_s=502.0)  # stats reset since: counts went down

@@ -8,7 +8,7 @@ from locust.argument_parser import get_empty_argument_parser, setup_parser_argum
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.options import add_options
+from llmload.run.options import add_options
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser, install
 

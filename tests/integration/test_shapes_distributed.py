@@ -14,8 +14,8 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.shape_options import add_shape_arguments
 from llmload.shapes import StepShape
+from llmload.shaping.flags import add_shape_arguments
 
 pytestmark = pytest.mark.integration
 SLOTS = BoundedSemaphore(2)

@@ -12,10 +12,10 @@ from locust import User
 from locust.env import Environment
 from locust.event import Events
 
-from llmload import openloop_user
-from llmload.openloop_user import OpenLoopUser
-from llmload.shape_options import options_with_defaults
+from llmload.openloop import user as openloop_user
+from llmload.openloop.user import OpenLoopUser
 from llmload.shapes import OpenLoopShape
+from llmload.shaping.flags import options_with_defaults
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.integration
 LOCUSTFILE = '''
 from locust import events
 
-from llmload.openloop_user import OpenLoopUser
-from llmload.shape_options import add_shape_arguments
+from llmload.openloop.user import OpenLoopUser
+from llmload.shaping.flags import add_shape_arguments
 from llmload.shapes import OpenLoopShape
 from llmload.users import ChatUser, install
 

@@ -16,10 +16,10 @@ from locust.env import Environment
 from locust.event import Events
 from test_users_local import read_csv
 
-from llmload.openloop_user import OpenLoopUser
-from llmload.options import add_options
-from llmload.shape_options import add_shape_arguments
+from llmload.openloop.user import OpenLoopUser
+from llmload.run.options import add_options
 from llmload.shapes import OpenLoopShape, StepShape
+from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser, install
 
 pytestmark = pytest.mark.integration

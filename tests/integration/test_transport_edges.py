@@ -13,9 +13,9 @@ import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
 import pytest
 from gevent.server import StreamServer
 
-from llmload.result import StreamRequest, Timeouts
-from llmload.transport_fast import FastTransport
-from llmload.transport_openai import OpenAITransport
+from llmload.client.fast import FastTransport
+from llmload.client.request import StreamRequest, Timeouts
+from llmload.client.sdk import OpenAITransport
 
 pytestmark = pytest.mark.integration
 

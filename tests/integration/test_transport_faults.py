@@ -11,9 +11,9 @@ import csv
 import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
 import pytest
 
-from llmload.result import StreamRequest
-from llmload.transport_fast import FastTransport
-from llmload.transport_openai import OpenAITransport
+from llmload.client.fast import FastTransport
+from llmload.client.request import StreamRequest
+from llmload.client.sdk import OpenAITransport
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The openai transport's connect tracer: for https, connecting lasts through the TLS handshake."""
 
-from llmload.transport_openai import ConnectTracer
+from llmload.client.sdk import ConnectTracer
 
 
 def clock_from(times):

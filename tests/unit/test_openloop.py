@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from llmload.openloop import ArrivalLoop, LagBook, arrival_times, worker_share
+from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
 
 
 def take_until(it, end_s):

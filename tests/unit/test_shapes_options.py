@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from llmload.shape_options import (
+from llmload.shaping.flags import (
     ShapeOptionError,
     add_shape_arguments,
     options_with_defaults,
@@ -111,7 +111,7 @@ def test_defaults_fill_missing_flags():
 def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
     from types import SimpleNamespace
 
-    from llmload.shape_options import step_plan
+    from llmload.shaping.flags import step_plan
 
     blank = SimpleNamespace(tiers="1,2", start_users="", step_users="", max_users="", tier_seconds=10.0,
                             warmup_seconds=1.0)

@@ -5,10 +5,10 @@ import csv
 import pytest
 from locust.stats import RequestStats
 
-from llmload.progress import Progress, format_line
-from llmload.tiers_csv import TiersCsv
-from llmload.tierstate import Tier
-from llmload.tierstats import StatsSnapshot, TierWindow, diff, knee_reason, percentile_ms, snapshot
+from llmload.shaping.progress import Progress, format_line
+from llmload.shaping.tiers_csv import TiersCsv
+from llmload.shaping.timeline import Tier
+from llmload.shaping.window import StatsSnapshot, TierWindow, diff, knee_reason, percentile_ms, snapshot
 
 
 class RateLimited(Exception):

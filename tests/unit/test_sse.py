@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmload import sse
+from llmload.client import sse
 
 # Captured shapes (trimmed ids). OpenAI sends compact JSON, Python servers often ", " / ": ".
 ROLE = (

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from llmload.result import StreamBroken, StreamBuilder, StreamError, StreamResult
-from llmload.timing import StreamTiming, percentile
+from llmload.client.request import StreamBroken, StreamBuilder, StreamError, StreamResult
+from llmload.client.timing import StreamTiming, percentile
 
 
 class FakeClock:

@@ -6,10 +6,7 @@ import random
 
 import pytest
 
-from llmload import metrics
-from llmload.health import LagWindow
-from llmload.options import OptionError, api_base_url, redacted
-from llmload.result import (
+from llmload.client.request import (
     HTTP4xx,
     HTTP5xx,
     RateLimited,
@@ -17,7 +14,10 @@ from llmload.result import (
     error_for_status,
     parse_retry_after_s,
 )
-from llmload.timing import TimingFigures
+from llmload.client.timing import TimingFigures
+from llmload.run import samples
+from llmload.run.health import LagWindow
+from llmload.run.options import OptionError, api_base_url, redacted
 from llmload.users import backoff_s, is_retryable
 
 
@@ -40,7 +40,7 @@ def ok_result(**kw):
 
 def test_success_fires_llm_ttft_itl_with_durations_and_counts():
     event = RecordingEvent()
-    metrics.fire_events(event, "chat", ok_result())
+    samples.fire_events(event, "chat", ok_result())
     got = {c["request_type"]: (c["name"], c["response_time"], c["response_length"], c["exception"])
            for c in event.calls}
     assert got == {"LLM": ("chat", 250.0, 20, None), "TTFT": ("chat", 50.0, 12, None),
@@ -50,7 +50,7 @@ def test_success_fires_llm_ttft_itl_with_durations_and_counts():
 def test_failure_fires_only_llm_with_its_exception():
     event = RecordingEvent()
     exc = RateLimited(2.5)
-    metrics.fire_events(event, "chat", ok_result(exception=exc, status=429, timing=TimingFigures(),
+    samples.fire_events(event, "chat", ok_result(exception=exc, status=429, timing=TimingFigures(),
                                                  elapsed_ms=3.0))
     assert len(event.calls) == 1
     call = event.calls[0]
@@ -63,10 +63,10 @@ def test_failure_reprs_are_stable_for_grouping():
 
 
 def test_sample_row_has_every_column_and_blank_unknowns():
-    row = metrics.sample_row(ok_result(exception=RateLimited(1.5, "slow down"), status=429,
+    row = samples.sample_row(ok_result(exception=RateLimited(1.5, "slow down"), status=429,
                                        timing=TimingFigures(), output_tokens=None),
                              worker="local", user="local-1", scenario="chat", users_now=3)
-    assert set(row) | {"tier", "phase"} == set(metrics.SAMPLE_COLUMNS)
+    assert set(row) | {"tier", "phase"} == set(samples.SAMPLE_COLUMNS)
     assert row["error"] == "rate_limited" and row["retry_after_s"] == 1.5
     assert row["ttft_ms"] == "" and row["output_tokens"] == "" and row["conn_reused"] == 1
     assert row["error_detail"] == "slow down"
@@ -74,11 +74,11 @@ def test_sample_row_has_every_column_and_blank_unknowns():
 
 def test_csv_log_writes_header_once_and_whole_rows(tmp_path):
     path = tmp_path / "s.csv"
-    log = metrics.CsvLog(path, ("a", "b"), flush_interval_s=3600)
+    log = samples.CsvLog(path, ("a", "b"), flush_interval_s=3600)
     log.write({"a": 1, "b": "x,y"})
     log.flush()
     log.close()
-    log = metrics.CsvLog(path, ("a", "b"))
+    log = samples.CsvLog(path, ("a", "b"))
     log.write({"a": 2})
     log.close()
     with open(path, newline="") as f:
@@ -86,8 +86,8 @@ def test_csv_log_writes_header_once_and_whole_rows(tmp_path):
 
 
 def test_precise_buckets_keep_milliseconds():
-    assert metrics.precise_bucket_response_time(147.4) == 147
-    assert metrics.precise_bucket_response_time(3432.6) == 3433
+    assert samples.precise_bucket_response_time(147.4) == 147
+    assert samples.precise_bucket_response_time(3432.6) == 3433
 
 
 @pytest.mark.parametrize(("headers", "expected"), [
@@ -140,8 +140,8 @@ def test_lag_window_summary():
 
 
 def test_key_like_strings_are_masked_in_error_details_and_hosts():
-    from llmload.result import error_for_status
-    from llmload.runfiles import without_userinfo
+    from llmload.client.request import error_for_status
+    from llmload.run.files import without_userinfo
 
     err = error_for_status(401, {}, '{"error": "Incorrect API key provided: sk-live-abcdef123456. Header: Bearer xyz"}')
     assert "sk-live" not in err.detail and "xyz" not in err.detail and "***" in err.detail

@@ -1,8 +1,8 @@
 """RunGuard: which attempts stop a run, and the connect backoff (pure, injected clock)."""
 
-from llmload import guard
-from llmload.guard import RunGuard, next_connect_backoff_s
-from llmload.result import ConnectError, HTTP4xx, StreamResult, Timeout, not_sse_error
+from llmload.client.request import ConnectError, HTTP4xx, StreamResult, Timeout, not_sse_error
+from llmload.run import guard
+from llmload.run.guard import RunGuard, next_connect_backoff_s
 
 
 def attempt(status=200, exc=None):
