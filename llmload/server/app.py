@@ -1,10 +1,12 @@
 """The application: routing, validation, auth, rate limits, faults, then the engine.
 
-How a completion request goes: parse and validate the JSON (OpenAI-style 4xx on bad
-input) -> check the bearer key (401) -> draw this request's faults from the seeded RNG
-(500/503 answer at once) -> take from the rate limiter (429 + Retry-After) -> wait
-`gateway_ms` -> submit to the engine (429/503 when its queue is full). The response
-itself is driven by `generation.Generation`.
+How a completion request goes: log it (`--request-log`) -> parse and validate the JSON
+(OpenAI-style 4xx on bad input, parse.py) -> check the bearer key (401) -> draw this
+request's faults from the seeded RNG (500/503 answer at once) -> take from the rate limiter
+(429 with the retry hint in the `--retry-after-header` styles) -> plan the output (plan.py)
+-> wait `gateway_ms` -> submit to the engine (refused when its queue is full). The response
+itself is driven by `generation.Generation`; embeddings by `embeddings.EmbeddingJob`.
+`GET /metrics` renders the engine's state in Prometheus format (metrics.py).
 """
 
 from __future__ import annotations
@@ -16,23 +18,23 @@ import random
 import time
 
 from llmload.server import wire
-from llmload.server.config import ServerConfig
+from llmload.server.config import ServerConfig, retry_styles
+from llmload.server.embeddings import EmbeddingJob
 from llmload.server.engine import Engine
-from llmload.server.generation import Faults, Generation
+from llmload.server.faults import Faults
+from llmload.server.generation import Generation
+from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
+from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
+from llmload.server.plan import plan_output
 from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
+from llmload.server.requestlog import RequestLog
+from llmload.server.retry_hints import quota_headers, retry_headers
 from llmload.server.tokens import TextSource, is_structured, prompt_words
 from llmload.server.truthlog import TruthLog
 
 COMPLETION_PATHS = {"/v1/chat/completions": True, "/v1/completions": False}
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, param: str | None = None, status: int = 400,
-                 code: str | None = None):
-        super().__init__(message)
-        self.param, self.status, self.code = param, status, code
 
 
 class App:
@@ -45,7 +47,11 @@ class App:
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock(), cfg.rate_burst_s)
         self.text = TextSource(cfg.seed)
         self.rng = random.Random(cfg.seed)
+        self.stop_rng = random.Random(cfg.seed + 1)
+        """early-stop draws (their own stream: the fault draws stay as they were)"""
         self.truth = TruthLog(cfg.truth_log)
+        self.requests = RequestLog(cfg.request_log)
+        self.metrics = ServerMetrics(cfg.model)
         self._ids = itertools.count(1)
         self.requests_total = 0
 
@@ -54,6 +60,9 @@ class App:
 
     # entry point from the protocol
     def handle(self, req: Request) -> None:
+        req.request_id = req.headers.get("x-request-id") or f"srv-{next(self._ids)}"
+        if self.requests.enabled:
+            self.requests.write(req.request_id, req)
         try:
             self._route(req)
         except BadRequest as exc:
@@ -70,13 +79,22 @@ class App:
             self._check_auth(req)
             return self.reply_json(req, 200, {"object": "list", "data": [
                 {"id": self.cfg.model, "object": "model", "created": 0, "owned_by": "llmload"}]})
+        if req.path == "/metrics":
+            self._check_method(req, "GET")
+            page = self.metrics.render(self.engine.active, len(self.engine.queue), self.cache.usage())
+            req.conn.send(wire.http_response(200, page, keep_alive=req.keep_alive, content_type=CONTENT_TYPE))
+            return req.conn.finish(req.keep_alive)
+        if req.path in ("/v1/embeddings", "/embeddings"):
+            self._check_method(req, "POST")
+            self._check_auth(req)
+            return self._embeddings(req)
         chat = COMPLETION_PATHS.get(req.path)
         if chat is None:
             raise BadRequest(f"Unknown request URL: {req.method} {req.path}.", status=404,
                              code="unknown_url")
         self._check_method(req, "POST")
         self._check_auth(req)
-        self._completion(req, chat, self._parse(req, chat))
+        self._completion(req, chat, completion_body(req.body, self.cfg, chat))
 
     def _check_method(self, req: Request, method: str) -> None:
         if req.method != method:
@@ -90,69 +108,62 @@ class App:
             raise BadRequest("Incorrect API key provided. Pass the key with "
                              "'Authorization: Bearer <key>'.", status=401, code="invalid_api_key")
 
-    def _parse(self, req: Request, chat: bool) -> dict:
-        try:
-            body = json.loads(req.body)
-        except (ValueError, UnicodeDecodeError):
-            raise BadRequest("We could not parse the JSON body of your request.") from None
-        if not isinstance(body, dict):
-            raise BadRequest("The request body must be a JSON object.")
-        if not isinstance(body.get("model"), str) or not body["model"]:
-            raise BadRequest("You must provide a model parameter.", "model")
-        if self.cfg.strict_model and body["model"] != self.cfg.model:
-            raise BadRequest(f"The model `{body['model']}` does not exist.", "model", 404,
-                             "model_not_found")
-        if chat:
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages or not all(
-                    isinstance(m, dict) for m in messages):
-                raise BadRequest("'messages' must be a non-empty array of message objects.", "messages")
-        else:
-            prompt = body.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-                body["prompt"] = prompt = prompt[0]
-            if not isinstance(prompt, str):
-                raise BadRequest("'prompt' must be a string.", "prompt")
-        if body.get("n", 1) != 1:
-            raise BadRequest("Only n=1 is supported.", "n")
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise BadRequest("'max_tokens' must be a positive integer.", "max_tokens")
-        if not isinstance(body.get("stream", False), bool):
-            raise BadRequest("'stream' must be a boolean.", "stream")
-        return body
-
     def _completion(self, req: Request, chat: bool, body: dict) -> None:
         self.requests_total += 1
         words = prompt_words(body["messages"] if chat else body["prompt"])
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        output_tokens = limit if limit is not None else self.cfg.default_output_tokens
+        plan = plan_output(self.cfg, body, chat, self.stop_rng)
+        limit = max_tokens(body)
+        truth = {"request_id": req.request_id, "endpoint": req.path, "stream": int(bool(body.get("stream"))),
+                 "arrival_s": req.arrival_s, "arrival_unix": time.time(), "prompt_tokens": len(words),
+                 "max_tokens": limit if limit is not None else ""}
+        asked = limit if limit is not None else self.cfg.default_output_tokens
+        gate = self._gate(req, truth, len(words) + asked)  # limiters count the tokens asked for
+        if gate is None:
+            return
+        generation = Generation(self, req, chat, body, words, plan, gate[0], truth,
+                                is_structured(body, words), gate[1])
+        if self.cfg.gateway_ms > 0:
+            self.loop.call_later(self.cfg.gateway_ms / 1000.0, generation.admit)
+        else:
+            generation.admit()
+
+    def _embeddings(self, req: Request) -> None:
+        body, counts = embedding_inputs(req.body, self.cfg)
+        truth = {"request_id": req.request_id, "endpoint": req.path, "stream": 0, "arrival_s": req.arrival_s,
+                 "arrival_unix": time.time(), "prompt_tokens": sum(counts)}
+        gate = self._gate(req, truth, sum(counts))
+        if gate is not None:
+            job = EmbeddingJob(self, req, body, counts, truth, gate[1])
+            if self.cfg.gateway_ms > 0:
+                self.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
+            else:
+                job.admit()
+
+    def _gate(self, req: Request, truth: dict, token_cost: int) -> tuple[Faults, dict[str, str]] | None:
+        """Faults and rate limits: (faults, response headers) if the request goes on, None if refused."""
         faults = Faults.draw(self.cfg, self.rng)
-        request_id = req.headers.get("x-request-id") or f"srv-{next(self._ids)}"
-        truth = {"request_id": request_id, "endpoint": req.path, "stream": int(bool(body.get("stream"))),
-                 "arrival_s": req.arrival_s, "arrival_unix": time.time(),
-                 "prompt_tokens": len(words), "fault": faults.name}
+        truth["fault"] = faults.name
         if faults.http_status:
             truth["status"] = faults.http_status
             self.truth.write(truth)
             message = "The server had an error while processing your request." \
                 if faults.http_status == 500 else "The engine is currently overloaded, please try again later."
-            return self.reply_error(req, faults.http_status, message, "server_error")
+            self.reply_error(req, faults.http_status, message, "server_error")
+            return None
+        headers = {"x-request-id": req.request_id}
         if self.limiter.enabled:
-            decision = self.limiter.take(len(words) + output_tokens, self.clock())
+            decision = self.limiter.take(token_cost, self.clock())
+            headers.update(quota_headers(self.limiter, decision))
             if not decision.allowed:
                 truth["status"] = 429
                 self.truth.write(truth)
-                return self.reply_error(
-                    req, 429, f"Rate limit reached for {decision.limit} per minute. "
-                    f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
-                    "rate_limit_exceeded", headers=_retry_headers(decision.retry_after_s))
-        generation = Generation(self, req, chat, body, words, output_tokens, faults, request_id, truth,
-                                structured=is_structured(body, words))
-        if self.cfg.gateway_ms > 0:
-            self.loop.call_later(self.cfg.gateway_ms / 1000.0, generation.admit)
-        else:
-            generation.admit()
+                headers.update(retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit,
+                                             time.time()))
+                self.reply_error(req, 429, f"Rate limit reached for {decision.limit} per minute. "
+                                 f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
+                                 "rate_limit_exceeded", headers=headers)
+                return None
+        return faults, headers
 
     # replies
     def reply_json(self, req: Request, status: int, payload: dict) -> None:
@@ -168,10 +179,4 @@ class App:
 
     def close(self) -> None:
         self.truth.close()
-
-
-def _retry_headers(retry_after_s: float) -> dict[str, str]:
-    if retry_after_s <= 0:
-        return {}
-    return {"retry-after": str(max(1, int(-(-retry_after_s // 1)))),
-            "retry-after-ms": str(int(retry_after_s * 1000))}
+        self.requests.close()

@@ -36,6 +36,9 @@ class ServerConfig:
     """status of a refusal when the queue is full: 429 or 503"""
     queue_full_retry_after_s: float = 1.0
     """Retry-After sent with a queue-full refusal; 0 sends none"""
+    queue_full_mode: str = "status"
+    """how a queue-full refusal looks: `status` (the HTTP status above) or `error-event`
+    (streams: HTTP 200, then an in-stream `data: {"error": ...}` event, as vLLM under bursts)"""
     gateway_ms: float = 0.0
     """fixed delay between a request's arrival and its admission (gateway, auth)"""
     prefill_base_ms: float = 40.0
@@ -62,6 +65,19 @@ class ServerConfig:
     """tokens per minute (prompt + max output tokens of each request)"""
     rate_burst_s: float = 60.0
     """bucket size in seconds of allowance (60: a whole minute's worth may be spent at once)"""
+    retry_after_header: str = "retry-after,retry-after-ms"
+    """how a refusal states its wait, comma-separated: retry-after (s), retry-after-ms,
+    retry-after-date (HTTP-date), llm_provider-retry-after (LiteLLM), x-ratelimit-reset-requests
+    (OpenAI duration such as 6m0s), or none"""
+
+    # response kinds
+    reasoning_tokens: int = 0
+    """chat answers begin with this many `reasoning_content` tokens (within max_tokens)"""
+    early_stop_rate: float = 0.0
+    """share of requests that stop (finish_reason stop) before max_tokens, unless the request
+    sets ignore_eos or a min_tokens that forbids it"""
+    embedding_dim: int = 384
+    """length of the vectors /v1/embeddings returns"""
 
     # prefix cache
     cache_block_tokens: int = 16
@@ -93,6 +109,8 @@ class ServerConfig:
     """larger request bodies get 413"""
     truth_log: str | None = None
     """CSV file of the true per-request times"""
+    request_log: str | None = None
+    """JSONL file of every request received: path, query, headers (keys masked), JSON body"""
     use_uvloop: bool = True
     exit_with_parent: bool = False
     """exit when the process that started the server goes away"""
@@ -117,7 +135,16 @@ PRESETS: dict[str, dict] = {
     "exact": dict(slots=100_000, queue_limit=100_000, prefill_base_ms=50, prefill_ms_per_token=0.0,
                   decode_ms_per_token=10, decode_ms_per_extra_seq=0.0, cache_capacity_tokens=0,
                   spec_decode_tokens_per_step=1, default_output_tokens=64),
+    # vLLM on a CPU: 4 sequences, headers on arrival (the queue sits after the headers), and
+    # batches that slow down so much that throughput saturates near 2 sequences, before the
+    # slots fill (about 3.6, 4.6, 5.3, 5.3 requests/s at 1, 2, 4, 8 closed-loop users)
+    "cpu-engine": dict(slots=4, queue_limit=256, headers_when="arrival", prefill_base_ms=20,
+                       prefill_ms_per_token=0.2, decode_ms_per_token=8, decode_ms_per_extra_seq=5,
+                       default_output_tokens=32, cache_capacity_tokens=50_000),
 }
+
+RETRY_HEADER_STYLES = ("retry-after", "retry-after-ms", "retry-after-date", "llm_provider-retry-after",
+                       "x-ratelimit-reset-requests", "none")
 
 
 def _flag(name: str) -> str:
@@ -185,6 +212,17 @@ def validate(cfg: ServerConfig) -> None:
         raise ConfigError(f"--queue-limit must be >= 0, got {cfg.queue_limit}")
     if cfg.queue_full_status not in (429, 503):
         raise ConfigError(f"--queue-full-status must be 429 or 503, got {cfg.queue_full_status}")
+    if cfg.queue_full_mode not in ("status", "error-event"):
+        raise ConfigError(f"--queue-full-mode must be 'status' or 'error-event', got {cfg.queue_full_mode!r}")
+    styles = retry_styles(cfg)
+    unknown = [s for s in styles if s not in RETRY_HEADER_STYLES]
+    if unknown or not styles or ("none" in styles and len(styles) > 1):
+        raise ConfigError(f"--retry-after-header must be 'none' or a comma-separated list of "
+                          f"{', '.join(RETRY_HEADER_STYLES[:-1])}; got {cfg.retry_after_header!r}")
+    if not 0.0 <= cfg.early_stop_rate <= 1.0:
+        raise ConfigError(f"--early-stop-rate must be in [0, 1], got {cfg.early_stop_rate}")
+    if cfg.reasoning_tokens < 0:
+        raise ConfigError(f"--reasoning-tokens must be >= 0, got {cfg.reasoning_tokens}")
     if cfg.headers_when not in ("arrival", "service"):
         raise ConfigError(f"--headers-when must be 'arrival' or 'service', got {cfg.headers_when!r}")
     for name in ("gateway_ms", "prefill_base_ms", "prefill_ms_per_token", "decode_ms_per_token",
@@ -192,7 +230,7 @@ def validate(cfg: ServerConfig) -> None:
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_flag(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("tokens_per_chunk", "spec_decode_tokens_per_step", "cache_block_tokens",
-                 "default_output_tokens"):
+                 "default_output_tokens", "embedding_dim"):
         if getattr(cfg, name) < 1:
             raise ConfigError(f"{_flag(name)} must be >= 1, got {getattr(cfg, name)}")
     for f in dataclasses.fields(cfg):
@@ -200,3 +238,8 @@ def validate(cfg: ServerConfig) -> None:
             raise ConfigError(f"{_flag(f.name)} must be a probability in [0, 1], got {getattr(cfg, f.name)}")
     if not 0 <= cfg.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {cfg.port}")
+
+
+def retry_styles(cfg: ServerConfig) -> tuple[str, ...]:
+    """The --retry-after-header styles, in order ('none' gives no header)."""
+    return tuple(s.strip().lower() for s in cfg.retry_after_header.split(",") if s.strip())

@@ -6,79 +6,83 @@ How it works: `admit()` submits the sequence to the engine; when it gets a slot
 consulted, and the first decode step is scheduled after the prefill time. Each `step()`
 writes one chunk and schedules the next step `step_ms` later (times are computed from
 the intended schedule, so a late timer does not push every later token back). At the end
-the finish chunk, the usage chunk (if asked) and `[DONE]` go out in one write. Faults
+the finish chunk, the usage chunk (if asked) and `[DONE]` go out in one write.
+
+What is generated follows the request's `OutputPlan` (plan.py): a reasoning phase
+(`reasoning_content` deltas) then the answer (content deltas, or the arguments of one tool
+call whose id and name go out in the same write as the first fragment). A phase is a
+prefix/suffix template pair, so the per-chunk work is the same whatever the kind. Faults
 drawn at arrival change this path (stall, cut, malformed chunk, error event, swapped model).
-If the client goes away, the slot is released at once, as real engines abort.
+A refusal from a full queue is an HTTP status, or with `--queue-full-mode error-event` a
+200 stream carrying one error event. If the client goes away, the slot is released at
+once, as real engines abort.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import time
-from dataclasses import dataclass
 
 from llmload.server import wire
-from llmload.server.config import ServerConfig
+from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.engine import QueueFull, Sequence
+from llmload.server.faults import Faults
+from llmload.server.plan import OutputPlan
+from llmload.server.retry_hints import retry_headers
 
-
-@dataclass(frozen=True)
-class Faults:
-    http_status: int = 0
-    stall_s: float = 0.0
-    cut: bool = False
-    malformed: bool = False
-    error_event: bool = False
-    model_swap: bool = False
-
-    @property
-    def name(self) -> str:
-        parts = [f"http_{self.http_status}"] if self.http_status else []
-        parts += [n for n in ("cut", "malformed", "error_event", "model_swap") if getattr(self, n)]
-        if self.stall_s:
-            parts.append("stall")
-        return "+".join(parts)
-
-    @classmethod
-    def draw(cls, cfg: ServerConfig, rng: random.Random) -> Faults:
-        """Draw this request's faults; always 7 draws, so the sequence stays deterministic."""
-        r = [rng.random() for _ in range(7)]
-        status = 500 if r[0] < cfg.fault_500_prob else 503 if r[1] < cfg.fault_503_prob else 0
-        return cls(http_status=status,
-                   stall_s=cfg.fault_stall_ms / 1000.0 if r[2] < cfg.fault_stall_prob else 0.0,
-                   cut=r[3] < cfg.fault_cut_prob, malformed=r[4] < cfg.fault_malformed_prob,
-                   error_event=r[5] < cfg.fault_error_event_prob,
-                   model_swap=r[6] < cfg.fault_model_swap_prob)
+TOOL_OPEN, TOOL_CLOSE = json.dumps('{"input":"')[1:-1], json.dumps('"}')[1:-1]
+"""the tool-call arguments are `{"input":"<answer tokens>"}`, escaped as inside a JSON string"""
 
 
 class Generation:
-    def __init__(self, app, req, chat: bool, body: dict, words: list[str], output_tokens: int,
-                 faults: Faults, request_id: str, truth: dict, structured: bool):
+    def __init__(self, app, req, chat: bool, body: dict, words: list[str], plan: OutputPlan,
+                 faults: Faults, truth: dict, structured: bool, headers: dict[str, str]):
         cfg: ServerConfig = app.cfg
         self.app, self.req, self.chat, self.words, self.faults = app, req, chat, words, faults
-        self.truth = truth
+        self.plan, self.truth, self.headers = plan, truth, headers
         self.stream = bool(body.get("stream"))
         self.model = cfg.swap_model if faults.model_swap else body["model"]
-        self.completion_id = ("chatcmpl-" if chat else "cmpl-") + request_id
+        self.completion_id = ("chatcmpl-" if chat else "cmpl-") + req.request_id
         self.created = int(time.time())
-        self.structured = structured
-        limited = body.get("max_completion_tokens", body.get("max_tokens")) is not None
-        self.finish_reason = "length" if limited else "stop"
+        self.structured = structured and plan.tool_name is None  # tool arguments use plain words
         per_step = cfg.spec_decode_tokens_per_step if structured else 1
         self.tokens_per_chunk = per_step * cfg.tokens_per_chunk
         self.steps_per_chunk = cfg.tokens_per_chunk
-        self.seq = Sequence(request_id, len(words), 0, output_tokens)
-        include_usage = self.stream and bool((body.get("stream_options") or {}).get("include_usage"))
-        self.include_usage = include_usage
+        self.seq = Sequence(req.request_id, len(words), 0, plan.output_tokens)
+        self.include_usage = self.stream and bool((body.get("stream_options") or {}).get("include_usage"))
         self.templates = wire.ChunkTemplates(chat, self.completion_id, self.created, self.model,
-                                             include_usage) if self.stream else None
+                                             self.include_usage) if self.stream else None
         self.text_start = app.requests_total * 7
         self.pieces: list[str] = []
+        self.reasoning_pieces: list[str] = []
+        self.lead = ""
+        """written before the first answer chunk (the tool call's id and name)"""
+        self.wrap = None
+        """tool calls: puts the argument braces around the first and last fragments"""
+        if plan.reasoning_tokens:
+            self.phase_end, self.answering = plan.reasoning_tokens, False
+            self.prefix, self.suffix = self.templates.reasoning_pair() if self.stream else ("", "")
+        else:
+            self._begin_answer()
         self.head_sent = False
         self.finished = False
         self.timer = None
         self.due_s = 0.0
+        self.admitted_s = 0.0
+
+    def _begin_answer(self) -> None:
+        self.phase_end, self.answering = self.plan.output_tokens, True
+        self.reasoning_pieces, self.pieces = self.pieces, []
+        if self.plan.tool_name is not None:
+            self.wrap = _tool_fragment
+            if self.stream:
+                self.lead = self.templates.tool_head("call_" + self.seq.request_id, self.plan.tool_name)
+        if not self.stream:
+            self.prefix = self.suffix = ""
+        elif self.wrap is not None:
+            self.prefix, self.suffix = self.templates.tool_pair()
+        else:
+            self.prefix, self.suffix = self.templates.prefix, self.templates.suffix
 
     # admission and service
     def admit(self) -> None:
@@ -87,20 +91,11 @@ class Generation:
             self.truth.update(status=499, fault=_join(self.truth.get("fault"), "client_closed"))
             self.app.truth.write(self.truth)
             return
+        self.admitted_s = self.app.clock()
         try:
             started = engine.submit(self.seq)
         except QueueFull:
-            cfg = self.app.cfg
-            self.truth.update(status=cfg.queue_full_status, fault=_join(self.truth.get("fault"), "queue_full"))
-            self.app.truth.write(self.truth)
-            retry_s = max(cfg.queue_full_retry_after_s, engine.estimated_wait_s()) \
-                if cfg.queue_full_retry_after_s > 0 else 0.0
-            headers = {"retry-after": str(max(1, round(retry_s))),
-                       "retry-after-ms": str(int(retry_s * 1000))} if retry_s else {}
-            return self.app.reply_error(
-                self.req, cfg.queue_full_status, "The server is overloaded: too many requests are "
-                "queued. Please retry later.", "server_error" if cfg.queue_full_status == 503 else "requests",
-                "queue_full", headers=headers)
+            return self._refuse()
         conn.on_lost = self.abandon
         if self.stream and self.app.cfg.headers_when == "arrival" and not self.faults.stall_s:
             self._send_head()
@@ -109,9 +104,28 @@ class Generation:
         else:
             self.seq.on_start = self.start
 
+    def _refuse(self) -> None:
+        cfg, engine = self.app.cfg, self.app.engine
+        self.truth["fault"] = _join(self.truth.get("fault"), "queue_full")
+        if cfg.queue_full_mode == "error-event" and self.stream:
+            if not self.head_sent:
+                self._send_head()
+            return self._error_event("The server is overloaded: too many requests are queued. "
+                                     "Please retry later.")
+        self.truth["status"] = cfg.queue_full_status
+        self.app.truth.write(self.truth)
+        retry_s = max(cfg.queue_full_retry_after_s, engine.estimated_wait_s()) \
+            if cfg.queue_full_retry_after_s > 0 else 0.0
+        headers = {**self.headers, **retry_headers(retry_styles(cfg), retry_s, "requests", time.time())}
+        return self.app.reply_error(
+            self.req, cfg.queue_full_status, "The server is overloaded: too many requests are "
+            "queued. Please retry later.", "server_error" if cfg.queue_full_status == 503 else "requests",
+            "queue_full", headers=headers)
+
     def start(self) -> None:
         now = self.app.clock()
         self.truth["service_start_s"] = now
+        self.app.metrics.queue_time.observe(now - self.admitted_s)
         self.seq.cached_tokens = self.app.cache.lookup(self.words)
         if self.faults.stall_s:
             self.timer = self.app.loop.call_later(self.faults.stall_s, self._after_stall)
@@ -127,7 +141,7 @@ class Generation:
 
     def _send_head(self) -> None:
         self.head_sent = True
-        head = wire.stream_head({"x-request-id": self.seq.request_id}, self.req.keep_alive)
+        head = wire.stream_head(self.headers, self.req.keep_alive)
         role = self.templates.role
         self.req.conn.send(head + wire.frame(role) if role else head)
 
@@ -142,63 +156,95 @@ class Generation:
         first = seq.generated == 0
         if first:
             self.app.cache.insert(self.words)
-        if self.stream:
-            if first and self.faults.error_event:
-                return self._error_event()
-            if self.faults.cut and seq.generated >= seq.output_tokens // 2 and not first:
+            self.app.metrics.ttft.observe(self.app.clock() - self.admitted_s)
+            if self.stream and self.faults.error_event:
+                return self._error_event("The engine rejected the request: admission raced with "
+                                         "other requests. Please retry.")
+        elif self.stream and (self.faults.cut or self.faults.malformed) \
+                and seq.generated >= seq.output_tokens // 2:
+            if self.faults.cut:
                 return self._cut()
-            if self.faults.malformed and seq.generated >= seq.output_tokens // 2 and not first:
-                self.faults = Faults(**{**self.faults.__dict__, "malformed": False})
-                conn.send(wire.frame(self.templates.malformed()))
-        count = min(self.tokens_per_chunk, seq.output_tokens - seq.generated)
+            self.faults = Faults(**{**self.faults.__dict__, "malformed": False})
+            conn.send(wire.frame(self.templates.malformed()))
+        count = min(self.tokens_per_chunk, self.phase_end - seq.generated)
         text = self.app.text.tokens(self.text_start + seq.generated, count, self.structured)
         seq.generated += count
+        first_answer = self.answering and seq.generated == self.plan.reasoning_tokens + count
+        if self.wrap is not None:
+            text = self.wrap(text, first_answer, seq.generated >= seq.output_tokens)
         if self.stream:
-            conn.send(wire.frame(self.templates.prefix + text + self.templates.suffix))
-            if first:
+            if first_answer:
+                conn.send(wire.frame(self.lead + self.prefix + text + self.suffix))
                 self.truth["first_byte_s"] = self.app.clock()
+            else:
+                conn.send(wire.frame(self.prefix + text + self.suffix))
+                if first:
+                    self.truth["first_reasoning_byte_s"] = self.app.clock()
         else:
             self.pieces.append(text)
-        if seq.generated >= seq.output_tokens:
-            return self._complete()
+        if seq.generated >= self.phase_end:
+            if seq.generated >= seq.output_tokens:
+                return self._complete()
+            self._begin_answer()
         self.due_s += self.app.engine.step_ms() * self.steps_per_chunk / 1000.0
         self._schedule()
 
+    def _reasoning_count(self) -> int | None:
+        return min(self.seq.generated, self.plan.reasoning_tokens) if self.app.cfg.reasoning_tokens else None
+
     def _complete(self) -> None:
-        seq, conn = self.seq, self.req.conn
-        reason = self.finish_reason
+        seq, conn, plan = self.seq, self.req.conn, self.plan
+        reasoning = self._reasoning_count()
         if self.stream:
-            tail = self.templates.finish(reason)
+            tail = self.templates.finish(plan.finish_reason)
             if self.include_usage:
-                tail += self.templates.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens)
+                tail += self.templates.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens, reasoning)
             conn.send(wire.frame(tail + wire.DONE) + wire.LAST_FRAME)
         else:
-            text = json.loads('"' + "".join(self.pieces) + '"')
-            body = wire.full_body(self.chat, self.completion_id, self.created, self.model, text.lstrip(),
-                                  reason, seq.prompt_tokens, seq.generated, seq.cached_tokens)
-            conn.send(wire.http_response(200, body, {"x-request-id": seq.request_id},
-                                         keep_alive=self.req.keep_alive))
+            usage = wire.usage_dict(seq.prompt_tokens, seq.generated, seq.cached_tokens, reasoning)
+            body = wire.full_body(self.chat, self.completion_id, self.created, self.model,
+                                  self._message(), plan.finish_reason, usage)
+            conn.send(wire.http_response(200, body, self.headers, keep_alive=self.req.keep_alive))
             self.truth["first_byte_s"] = self.app.clock()
-        self._end(200, keep_alive=self.req.keep_alive)
+        self._end(200, self.req.keep_alive, plan.finish_reason)
 
-    def _error_event(self) -> None:
-        event = wire.error_event("The engine rejected the request: admission raced with other "
-                                 "requests. Please retry.", 503)
+    def _message(self) -> dict:
+        """The non-streamed assistant message: content, reasoning_content, tool_calls."""
+        answer = _unescape(self.pieces) if self.answering else ""
+        message: dict = {"content": answer.lstrip()}
+        if self.plan.reasoning_tokens:
+            reasoning = self.reasoning_pieces if self.answering else self.pieces
+            message["reasoning_content"] = _unescape(reasoning).lstrip()
+        if self.wrap is not None:
+            message["content"] = None
+            message["tool_calls"] = [{"id": "call_" + self.seq.request_id, "type": "function",
+                                      "function": {"name": self.plan.tool_name, "arguments": answer}}]
+        return message
+
+    def _error_event(self, message: str) -> None:
+        event = wire.error_event(message, 503)
         self.req.conn.send(wire.frame(event + wire.DONE) + wire.LAST_FRAME)
-        self._end(200, keep_alive=self.req.keep_alive)
+        self._end(200, self.req.keep_alive, None)
 
     def _cut(self) -> None:
         self.req.conn.on_lost = None
-        self._end(200, keep_alive=False)
+        self._end(200, False, None)
 
-    def _end(self, status: int, keep_alive: bool) -> None:
+    def _end(self, status: int, keep_alive: bool, finish_reason: str | None) -> None:
         self.finished = True
-        truth = self.truth
-        truth.update(status=status, last_byte_s=self.app.clock(), cached_tokens=self.seq.cached_tokens,
-                     output_tokens=self.seq.generated)
+        truth, seq = self.truth, self.seq
+        truth.update(status=status, last_byte_s=self.app.clock(), cached_tokens=seq.cached_tokens,
+                     output_tokens=seq.generated, finish_reason=finish_reason or "",
+                     reasoning_tokens=self._reasoning_count())
         self.app.truth.write(truth)
+        self._served(finish_reason)
         self._release()
         self.req.conn.finish(keep_alive)
+
+    def _served(self, finish_reason: str | None) -> None:
+        if "service_start_s" in self.truth:  # engine-level reasons, as vLLM counts them
+            engine_reason = "stop" if finish_reason == "tool_calls" else finish_reason
+            self.app.metrics.served(self.seq.prompt_tokens, self.seq.generated, engine_reason)
 
     def _release(self) -> None:
         for nxt in self.app.engine.release(self.seq):
@@ -213,9 +259,20 @@ class Generation:
             self.timer.cancel()
         self.truth.update(status=499, fault=_join(self.truth.get("fault"), "client_closed"),
                           last_byte_s=self.app.clock(), output_tokens=self.seq.generated,
-                          cached_tokens=self.seq.cached_tokens)
+                          cached_tokens=self.seq.cached_tokens, reasoning_tokens=self._reasoning_count())
         self.app.truth.write(self.truth)
+        self._served(None)
         self._release()
+
+
+def _tool_fragment(text: str, first: bool, last: bool) -> str:
+    if first:
+        text = TOOL_OPEN + text
+    return text + TOOL_CLOSE if last else text
+
+
+def _unescape(pieces: list[str]) -> str:
+    return json.loads('"' + "".join(pieces) + '"')
 
 
 def _join(a: str | None, b: str) -> str:

@@ -40,6 +40,10 @@ class PrefixCache:
             hits += 1
         return hits * self.block_tokens
 
+    def usage(self) -> float:
+        """Share of the capacity holding cached blocks, 0 to 1 (0 when the cache is off)."""
+        return len(self._blocks) / self.capacity_blocks if self.capacity_blocks else 0.0
+
     def insert(self, tokens: list[str]) -> None:
         if not self.capacity_blocks:
             return

@@ -27,6 +27,10 @@ class Request:
     keep_alive: bool
     arrival_s: float = 0.0
     conn: HttpProtocol | None = field(default=None, repr=False)
+    query: str = ""
+    """the raw query string (after `?`), '' when none"""
+    request_id: str = ""
+    """the client's X-Request-Id, else one the server assigns (set by the application)"""
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -85,9 +89,9 @@ class HttpProtocol(asyncio.Protocol):
             self._body.append(body)
 
     def on_message_complete(self):
-        path = self._url.split(b"?", 1)[0].decode("latin-1")
+        path, _, query = self._url.decode("latin-1").partition("?")
         request = Request(self.parser.get_method().decode(), path, self._headers,
-                          b"".join(self._body), self.parser.should_keep_alive(), self.clock(), self)
+                          b"".join(self._body), self.parser.should_keep_alive(), self.clock(), self, query)
         if self._too_large:
             self.send(wire.http_response(413, wire.error_body(
                 413, f"Request body exceeds {self.max_body_bytes} bytes.", "invalid_request_error",

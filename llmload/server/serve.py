@@ -48,7 +48,7 @@ async def serve(cfg: ServerConfig, ready=None) -> None:
     async def housekeeping():
         while not stop.is_set():
             await asyncio.sleep(0.5)
-            app.truth.flush()
+            app.truth.flush()  # the request log flushes every line itself
             if cfg.exit_with_parent and os.getppid() != parent_pid:
                 stop.set()
 

@@ -4,6 +4,13 @@ One CSV row per request, written when the response ends. Times are
 `time.perf_counter()` seconds (CLOCK_MONOTONIC on Linux, the same clock a client on the
 same machine reads), so a test can compare a client's measured TTFT with the time the
 server actually wrote the first content byte. Rows are flushed at least every second.
+
+`first_byte_s` is the first answer byte (content or tool-call arguments; for non-streamed
+answers and embeddings, the whole body); `first_reasoning_byte_s` the first reasoning byte;
+`first_byte_due_s` when the first generated token was due (end of prefill). `max_tokens` is
+what the request asked ('' when unset), `finish_reason` what the answer ended with ('' if it
+did not complete), `reasoning_tokens` how many of `output_tokens` were reasoning ('' when
+`--reasoning-tokens` is off).
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ import time
 
 COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_start_s",
            "first_byte_due_s", "first_byte_s", "last_byte_s", "arrival_unix", "prompt_tokens",
-           "cached_tokens", "output_tokens", "fault")
+           "cached_tokens", "output_tokens", "fault", "max_tokens", "finish_reason", "reasoning_tokens",
+           "first_reasoning_byte_s")
 
 
 class TruthLog:

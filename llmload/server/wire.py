@@ -4,7 +4,9 @@ Chunks are shaped exactly like OpenAI's: `chat.completion.chunk` objects, a role
 first chunk (`"content": ""`), content deltas, a chunk with `finish_reason`, with
 `stream_options.include_usage` a last chunk with empty `choices` and the usage, then
 `data: [DONE]`. A content chunk is a precomputed prefix + escaped tokens + suffix, so
-streaming costs one string concatenation and one socket write per chunk.
+streaming costs one string concatenation and one socket write per chunk. Reasoning chunks
+(`delta.reasoning_content`) and tool-call argument fragments (`delta.tool_calls`) are the
+same kind of prefix + tokens + suffix pair.
 """
 
 from __future__ import annotations
@@ -70,6 +72,24 @@ class ChunkTemplates:
             self.role = ""
         self._usage_null = usage_null
 
+    def delta_pair(self, delta_head: str, delta_tail: str) -> tuple[str, str]:
+        """Prefix and suffix of a chat chunk whose delta is `delta_head` + tokens + `delta_tail`."""
+        return ('data: ' + self._head + '"choices":[{"index":0,"delta":{' + delta_head,
+                delta_tail + '},"logprobs":null,"finish_reason":null}]' + self._usage_null + "}\n\n")
+
+    def reasoning_pair(self) -> tuple[str, str]:
+        return self.delta_pair('"reasoning_content":"', '"')
+
+    def tool_pair(self) -> tuple[str, str]:
+        """A fragment of the arguments of tool call 0."""
+        return self.delta_pair('"tool_calls":[{"index":0,"function":{"arguments":"', '"}}]')
+
+    def tool_head(self, call_id: str, name: str) -> str:
+        """The first tool-call chunk: id, type and function name, empty arguments."""
+        call = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        prefix, suffix = self.delta_pair('"tool_calls":' + json.dumps([call], separators=(",", ":")), "")
+        return prefix + suffix
+
     def content(self, escaped_tokens: str) -> str:
         return self.prefix + escaped_tokens + self.suffix
 
@@ -80,18 +100,24 @@ class ChunkTemplates:
             choice = f'{{"index":0,"text":"","logprobs":null,"finish_reason":"{reason}"}}'
         return "data: " + self._head + '"choices":[' + choice + "]" + self._usage_null + "}\n\n"
 
-    def usage(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> str:
+    def usage(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int,
+              reasoning_tokens: int | None = None) -> str:
         return "data: " + self._head + '"choices":[],"usage":' + json.dumps(
-            usage_dict(prompt_tokens, completion_tokens, cached_tokens)) + "}\n\n"
+            usage_dict(prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens)) + "}\n\n"
 
     def malformed(self) -> str:
         return "data: " + self._head + '"choices":[{"index":0,"delta":{"content":"\n\n'
 
 
-def usage_dict(prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> dict:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+def usage_dict(prompt_tokens: int, completion_tokens: int, cached_tokens: int,
+               reasoning_tokens: int | None = None) -> dict:
+    """OpenAI usage; `completion_tokens_details.reasoning_tokens` when reasoning is on."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens,
+             "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return usage
 
 
 def error_event(message: str, code: int) -> str:
@@ -99,15 +125,15 @@ def error_event(message: str, code: int) -> str:
                                             "param": None, "code": code}}) + "\n\n"
 
 
-def full_body(chat: bool, completion_id: str, created: int, model: str, text: str, reason: str,
-              prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> bytes:
+def full_body(chat: bool, completion_id: str, created: int, model: str, message: dict, reason: str,
+              usage: dict) -> bytes:
+    """A non-streamed answer; `message` holds `content` (and `reasoning_content`, `tool_calls`)."""
     if chat:
-        choice = {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
+        choice = {"index": 0, "message": {"role": "assistant", "refusal": None, **message},
                   "logprobs": None, "finish_reason": reason}
         obj = "chat.completion"
     else:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
+        choice = {"index": 0, "text": message["content"], "logprobs": None, "finish_reason": reason}
         obj = "text_completion"
     return json.dumps({"id": completion_id, "object": obj, "created": created, "model": model,
-                       "choices": [choice],
-                       "usage": usage_dict(prompt_tokens, completion_tokens, cached_tokens)}).encode()
+                       "choices": [choice], "usage": usage}).encode()
