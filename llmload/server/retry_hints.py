@@ -26,16 +26,17 @@ from email.utils import formatdate
 
 
 def openai_duration(wait_s: float) -> str:
-    """A wait in OpenAI's reset format: `20ms`, `1.5s`, `59.004s`, `6m0s`, `1h2m3s`."""
-    if wait_s < 1.0:
-        return f"{math.ceil(wait_s * 1000)}ms"
-    hours, rest_s = divmod(wait_s, 3600.0)
-    minutes, seconds = divmod(rest_s, 60.0)
-    text = f"{round(seconds, 3):g}s"
-    if hours >= 1:
-        return f"{int(hours)}h{int(minutes)}m{text}"
-    if minutes >= 1:
-        return f"{int(minutes)}m{text}"
+    """A wait in OpenAI's reset format, rounded up to the millisecond: `20ms`, `1.5s`, `6m0s`, `1h2m3s`."""
+    total_ms = math.ceil(wait_s * 1000)
+    if total_ms < 1000:
+        return f"{total_ms}ms"
+    hours, rest_ms = divmod(total_ms, 3_600_000)
+    minutes, seconds_ms = divmod(rest_ms, 60_000)
+    text = f"{seconds_ms / 1000:g}s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{minutes}m{text}"
     return text
 
 

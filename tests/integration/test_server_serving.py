@@ -1,0 +1,195 @@
+"""The embedded server as a real serving stack looks to a load tester: /metrics, headers on
+arrival, batch slowdown, shedding by in-stream error events, retry-hint dialects, quota headers."""
+
+import concurrent.futures as cf
+import csv
+import http.client
+import json
+import re
+import time
+from email.utils import parsedate_to_datetime
+
+import openai
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hello there"}], "stream": True}
+
+
+def client(server):
+    return openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=20)
+
+
+def truth_rows(server):
+    time.sleep(0.7)  # the server flushes its truth log every 0.5 s
+    with open(server.truth_path) as f:
+        return list(csv.DictReader(f))
+
+
+def timed_stream(server, body, request_id=""):
+    """(t_headers_s, t_first_content_s, status, events) of one request, times from just before sending."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.connect()
+    headers = {"content-type": "application/json", "x-request-id": request_id}
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/chat/completions", json.dumps(body), headers)
+    resp = conn.getresponse()
+    t_headers, t_first, events = time.perf_counter() - t0, None, []
+    for line in resp:
+        if line.startswith(b"data: {"):
+            event = json.loads(line[6:])
+            events.append(event)
+            if t_first is None and event.get("choices") and event["choices"][0]["delta"].get("content"):
+                t_first = time.perf_counter() - t0
+    conn.close()
+    return t_headers, t_first, resp.status, events
+
+
+def scrape(server) -> dict[str, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("content-type").startswith("text/plain; version=0.0.4")
+    values = {}
+    for line in resp.read().decode().splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            values[re.sub(r',?model_name="[^"]*"', "", key).replace("{}", "")] = float(value)
+    return values
+
+
+def test_metrics_show_the_running_batch_the_queue_and_exact_token_counts(embedded_server):
+    server = embedded_server("--slots", "1", "--prefill-base-ms", "10", "--decode-ms-per-token", "20",
+                             "--decode-ms-per-extra-seq", "0")
+    c = client(server)
+    prompt = " ".join(f"w{i}" for i in range(20))  # 21 tokens: one 16-token block to cache
+    with cf.ThreadPoolExecutor(3) as pool:  # one slot, 3 x (10 + 10 x 20 ms): two wait
+        replies = [pool.submit(lambda: c.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": prompt}], max_tokens=10)) for _ in range(3)]
+        time.sleep(0.1)
+        during = scrape(server)
+        usages = [r.result().usage for r in replies]
+    after = scrape(server)
+    assert during["vllm:num_requests_running"] == 1 and during["vllm:num_requests_waiting"] == 2
+    assert after["vllm:num_requests_running"] == 0 and after["vllm:num_requests_waiting"] == 0
+    assert after["vllm:prompt_tokens_total"] == sum(u.prompt_tokens for u in usages) == 63
+    assert after["vllm:generation_tokens_total"] == 30
+    assert after['vllm:request_success_total{finished_reason="length"}'] == 3
+    assert after["vllm:request_queue_time_seconds_count"] == 3
+    # the two that waited waited about 1 and 2 service times (0.21 s each)
+    assert 0.55 < after["vllm:request_queue_time_seconds_sum"] < 0.75
+    assert after['vllm:request_queue_time_seconds_bucket{le="0.3"}'] == 2
+    assert after["vllm:time_to_first_token_seconds_count"] == 3
+    assert 0 < after["vllm:gpu_cache_usage_perc"] < 1
+
+
+@pytest.mark.parametrize("headers_when", ["arrival", "service"])
+def test_where_the_queue_shows_depends_on_when_headers_go_out(embedded_server, headers_when):
+    server = embedded_server("--slots", "1", "--headers-when", headers_when, "--prefill-base-ms", "100",
+                             "--decode-ms-per-token", "10", "--decode-ms-per-extra-seq", "0")
+    body = {**BODY, "max_tokens": 10}  # service time 100 + 9 x 10 ms = 0.19 s
+    with cf.ThreadPoolExecutor(3) as pool:
+        timings = list(pool.map(lambda i: timed_stream(server, body, f"h{i}"), range(3)))
+    headers_s = sorted(t[0] for t in timings)
+    ttft_s = sorted(t[1] for t in timings)
+    assert ttft_s[2] > 0.1 + 2 * 0.19 - 0.02  # the last one waited for two others
+    if headers_when == "arrival":  # vLLM: headers at once, the queue sits after them
+        assert headers_s[2] < 0.08
+    else:  # headers when a slot frees: the queue sits before them
+        assert headers_s[2] > 2 * 0.19 - 0.02
+        assert ttft_s[2] - headers_s[2] < 0.1 + 0.08
+
+
+def closed_loop_rps(c, users: int, duration_s: float) -> float:
+    deadline = time.perf_counter() + duration_s
+
+    def user(_):
+        done = 0
+        while time.perf_counter() < deadline:
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x y"}], max_tokens=32)
+            done += 1
+        return done
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(users) as pool:
+        done = sum(pool.map(user, range(users)))
+    return done / (time.perf_counter() - t0)
+
+
+def test_cpu_engine_throughput_saturates_before_the_slots_fill(embedded_server):
+    server = embedded_server("--preset", "cpu-engine")
+    c = client(server)
+    rps = {users: closed_loop_rps(c, users, 2.5) for users in (1, 2, 4, 8)}
+    # service at k in the batch: 20 + 32 x (8 + 5 (k - 1)) ms -> about 3.6, 4.6, 5.3, 5.3 req/s
+    assert 3.0 < rps[1] < 3.9
+    assert rps[2] > 1.15 * rps[1]
+    assert rps[4] < 1.25 * rps[2]  # compute saturation near 2 sequences
+    assert 0.85 * rps[4] < rps[8] < 1.15 * rps[4]  # beyond 4 slots requests only queue
+    waits = [float(r["service_start_s"]) - float(r["arrival_s"]) for r in truth_rows(server)]
+    assert max(waits) > 0.3  # the 8-user tier queued
+
+
+def test_queue_full_as_an_in_stream_error_event(embedded_server):
+    server = embedded_server("--slots", "1", "--queue-limit", "0", "--queue-full-mode", "error-event",
+                             "--prefill-base-ms", "300")
+    c = client(server)
+    with cf.ThreadPoolExecutor(1) as pool:
+        holder = pool.submit(timed_stream, server, {**BODY, "max_tokens": 2}, "holder")
+        time.sleep(0.1)
+        _, _, status, events = timed_stream(server, {**BODY, "max_tokens": 2}, "shed")
+        with pytest.raises(openai.RateLimitError):  # not streamed: the status is the only way
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+        assert holder.result()[2] == 200
+    assert status == 200 and events[-1]["error"]["code"] == 503
+    assert not any(e.get("choices") and e["choices"][0]["delta"].get("content") for e in events)
+    rows = {r["request_id"]: r for r in truth_rows(server)}
+    assert rows["shed"]["status"] == "200" and rows["shed"]["fault"] == "queue_full"
+    assert rows["holder"]["fault"] == ""
+
+
+def refused_headers(server):
+    c = client(server)
+    c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    with pytest.raises(openai.RateLimitError) as err:
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+    return err.value.response.headers
+
+
+@pytest.mark.parametrize(("style", "header", "pattern"), [
+    ("retry-after", "retry-after", r"^60$"),
+    ("retry-after-ms", "retry-after-ms", r"^(59\d{3}|60000)$"),
+    ("llm_provider-retry-after", "llm_provider-retry-after", r"^60$"),
+    ("x-ratelimit-reset-requests", "x-ratelimit-reset-requests", r"^(59\.\d+s|1m0s)$"),
+])
+def test_rate_limit_states_its_wait_in_the_chosen_header(embedded_server, style, header, pattern):
+    headers = refused_headers(embedded_server("--rpm", "1", "--retry-after-header", style,
+                                              "--prefill-base-ms", "1", "--decode-ms-per-token", "1"))
+    assert re.match(pattern, headers[header]), headers[header]
+    hint_names = {"retry-after", "retry-after-ms", "llm_provider-retry-after", "x-ratelimit-reset-requests"}
+    assert {h for h in hint_names if h in headers} == {header}
+
+
+def test_rate_limit_as_an_http_date_and_none(embedded_server):
+    headers = refused_headers(embedded_server("--rpm", "1", "--retry-after-header", "retry-after-date"))
+    ahead_s = parsedate_to_datetime(headers["retry-after"]).timestamp() - time.time()
+    assert 58 <= ahead_s <= 61
+    headers = refused_headers(embedded_server("--rpm", "1", "--retry-after-header", "none"))
+    assert "retry-after" not in headers and "retry-after-ms" not in headers
+
+
+def test_every_answer_carries_the_quota_left(embedded_server):
+    server = embedded_server("--rpm", "3", "--tpm", "1000", "--prefill-base-ms", "1", "--decode-ms-per-token", "1")
+    raw = client(server).chat.completions.with_raw_response
+    remaining = []
+    for stream in (False, True, False):
+        resp = raw.create(model="m", messages=[{"role": "user", "content": "a b"}], max_tokens=7, stream=stream)
+        remaining.append((resp.headers["x-ratelimit-remaining-requests"], resp.headers["x-ratelimit-remaining-tokens"]))
+        assert resp.headers["x-ratelimit-limit-requests"] == "3"
+        assert resp.headers["x-ratelimit-limit-tokens"] == "1000"
+        resp.parse()
+    assert remaining == [("2", "990"), ("1", "980"), ("0", "970")]  # 3 prompt + 7 asked per request
+    with pytest.raises(openai.RateLimitError) as err:
+        raw.create(model="m", messages=[{"role": "user", "content": "a b"}], max_tokens=7)
+    assert err.value.response.headers["x-ratelimit-remaining-requests"] == "0"
+    assert err.value.response.headers["x-ratelimit-remaining-tokens"] == "970"  # a refusal takes nothing
