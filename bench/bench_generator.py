@@ -94,8 +94,9 @@ def _child(transport: str, users: int, server_url: str, core: int | None) -> dic
     from locust.env import Environment
     from locust.event import Events
 
+    from llmload.run.listeners import install
     from llmload.run.options import add_options
-    from llmload.users import ChatUser, install
+    from llmload.users import ChatUser
 
     window = {"open": False, "chunks": 0, "requests": 0, "ttft": [], "failures": 0, "gc": {}, "lag_ms": []}
     gc.callbacks.append(_gc_recorder(window))

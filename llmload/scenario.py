@@ -13,18 +13,16 @@ idempotent, so calling it twice is harmless.
 
 from __future__ import annotations
 
-import llmload.run.embedded
-import llmload.webui
-from llmload import users
+from llmload import webui
+from llmload.run import embedded, listeners
+from llmload.run.once import first_time
 from llmload.shaping.flags import add_shape_arguments
-
-_with_shape_flags: set[int] = set()
 
 
 def install(events, *, shape_flags: bool = True) -> None:
-    users.install(events)
-    llmload.run.embedded.install(events)
-    llmload.webui.install(events)
-    if shape_flags and id(events) not in _with_shape_flags:
-        _with_shape_flags.add(id(events))
+    """Register everything llmload offers on a Locust `events` object (idempotent)."""
+    listeners.install(events)
+    embedded.install(events)
+    webui.install(events)
+    if shape_flags and first_time(events, "shape_flags"):
         events.init_command_line_parser.add_listener(add_shape_arguments)

@@ -16,7 +16,7 @@ stream ends, except a block whose bytes may hold `[DONE]` or an error event, whi
 parsed at once to stop reading there. The figures are those of parsing line by line at
 the read; the CPU is lower (one recv per chunk instead of readline's data recv + EAGAIN
 recv + per-line copies). This reads the response's socket and body buffer directly
-(geventhttpclient's `_sock` / `_body_buffer`; its HTTP parser still de-chunks the body).
+(geventhttpclient's private names: see ghc_compat; its HTTP parser still de-chunks the body).
 We call HTTPClient directly rather than through
 FastHttpSession because the session fires its own request event timed to the headers only,
 and hides the connection pool we need for connection facts: the pool's socket factory is
@@ -34,8 +34,7 @@ TLS: certificates and host names are verified (the API key goes out with the req
 A failed connect reports the host and the OS reason ("cannot connect to HOST:PORT:
 connection refused").
 
-Caps: connect timeout on the socket; first-token and total wall-clock caps with
-`gevent.Timeout` (a socket read timeout is per read and never bounds a trickling stream).
+Caps: connect timeout on the socket; first-token and total wall-clock caps (see attempt.py).
 Reads have no per-read timeout: gevent would arm and cancel a timer around every recv
 (~5 µs per chunk), and the two caps already bound every read.
 After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
@@ -54,24 +53,20 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import sse
-from llmload.client.request import (
+from llmload.client import ghc_compat, sse
+from llmload.client.attempt import Attempt
+from llmload.client.errors import (
     ConnectError,
-    LLMError,
     ProtocolError,
     StreamBroken,
-    StreamBuilder,
-    StreamRequest,
-    StreamResult,
     Timeout,
-    Timeouts,
     connect_reason,
     error_for_status,
     is_event_stream,
     not_sse_error,
 )
+from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
-from llmload.client.timing import StreamTiming
 
 PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 BLOCK_SIZE = 16384
@@ -123,26 +118,25 @@ class FastTransport:
             connection_timeout=self.timeouts.connect_timeout_s,
             network_timeout=None, block_size=BLOCK_SIZE,
         )
-        pool = client._connection_pool
-        create_socket = pool._create_socket
         clock = self.clock
 
-        def timed_create_socket():
-            self._connecting = True
-            started = clock()
-            sock = create_socket()
-            self._connect_s = clock() - started
-            self._connecting = False
-            return sock
+        def timed(create_socket):
+            def timed_create_socket():
+                self._connecting = True
+                started = clock()
+                sock = create_socket()
+                self._connect_s = clock() - started
+                self._connecting = False
+                return sock
+            return timed_create_socket
 
-        pool._create_socket = timed_create_socket
+        ghc_compat.wrap_socket_factory(client, timed)
         return client
 
     def close(self) -> None:
         self.client.close()
 
-    def _read_stream(self, resp, builder: StreamBuilder, timing: StreamTiming, first: gevent.Timeout,
-                     pending: list[tuple[float, bytes]]) -> None:
+    def _read_stream(self, resp, attempt: Attempt, pending: list[tuple[float, bytes]]) -> None:
         """Read the SSE body to `[DONE]`, an error event or its end, stamping every socket read.
 
         All complete lines a read delivered get that read's time (the same time `readline`
@@ -153,12 +147,14 @@ class FastTransport:
         the end of the stream here, or by the caller when a timeout or a cut ends the read.
         """
         clock = self.clock
-        feed = builder.feed
+        feed = attempt.builder.feed
+        timing = attempt.timing
+        first = attempt.first
         text_times = timing.text_times
-        body = resp._body_buffer  # the de-chunked body bytes the response's HTTP parser appends to
-        sock = resp._sock  # None when the whole message came in with the headers
+        body = ghc_compat.body_buffer(resp)
+        sock = ghc_compat.response_socket(resp)
         if sock is not None:
-            wait, read_event = sock._wait, sock._read_event  # gevent's own wait-until-readable
+            wait, read_event = ghc_compat.readable_waiter(sock)
             # TLS: bytes already decrypted inside the SSL object do not make the socket readable
             tls_pending = getattr(sock, "pending", None)
         t = timing.t_headers
@@ -194,90 +190,60 @@ class FastTransport:
                 return
 
     def stream(self, req: StreamRequest) -> StreamResult:
-        clock = self.clock
         body = json.dumps(req.body()).encode()
         headers = dict(self.headers)
         headers["X-Request-Id"] = req.request_id
-        timing = StreamTiming(clock)
-        builder = StreamBuilder(timing)
-        result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=self.name,
-                              ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of)
-        limits = self.timeouts
-        total = gevent.Timeout(limits.request_timeout_s)
-        first = gevent.Timeout(limits.first_token_timeout_s)
+        attempt = Attempt(req, self.name, self.timeouts, self.clock)
+        timing = attempt.timing
         self._connect_s = None
         self._connecting = False
-        exc: LLMError | None = None
-        failed_at: float | None = None
         resp = None
         pending: list[tuple[float, bytes]] = []  # blocks read but not parsed yet: parsed on every exit
-        total.start()
-        first.start()
+        attempt.arm()
         try:
             timing.start()
             resp = self.client.request("POST", self.prefix + PATHS[req.endpoint], body=body, headers=headers)
             timing.headers()
-            result.status = status = resp.status_code
+            attempt.result.status = status = resp.status_code
             content_type = resp.get("content-type")
+            lower = {k.lower(): v for k, v in resp.items()}
+            attempt.note_headers(lower)
             if status != 200:
                 raw = resp.read(65536)
-                lower = {k.lower(): v for k, v in resp.items()}
-                exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
+                attempt.exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
             elif not is_event_stream(content_type):
-                exc = not_sse_error(content_type)  # the connection is closed on release (body unread)
+                attempt.exc = not_sse_error(content_type)  # the connection is closed on release (body unread)
             else:
-                self._read_stream(resp, builder, timing, first, pending)
-                exc = builder.failure()
-                if exc is None and not resp.message_complete:
+                self._read_stream(resp, attempt, pending)
+                attempt.exc = attempt.builder.failure()
+                if attempt.exc is None and not resp.message_complete:
                     resp.read()  # drain the terminating chunk so the connection is kept
         except gevent.Timeout as t_exc:
-            if t_exc is total:
-                exc = Timeout("total", limits.request_timeout_s)
-            elif t_exc is first:
-                exc = Timeout("first_token", limits.first_token_timeout_s)
-            else:
-                raise
+            attempt.exc = attempt.cap_error(t_exc)
         except MalformedChunk as m_exc:
-            exc = ProtocolError(str(m_exc))
-            failed_at = getattr(m_exc, "read_time_s", None)
+            attempt.malformed(m_exc)
         except TimeoutError as s_exc:  # socket.timeout: connect or a single read
             phase = "connect" if self._connecting else "read"
-            exc = Timeout(phase, limits.connect_timeout_s if self._connecting else None, str(s_exc))
+            attempt.exc = Timeout(phase, self.timeouts.connect_timeout_s if self._connecting else None, str(s_exc))
         except HTTPParseError as p_exc:
             if timing.t_headers is None and "closed" not in str(p_exc):
-                exc = ProtocolError(f"bad HTTP response: {p_exc}")
+                attempt.exc = ProtocolError(f"bad HTTP response: {p_exc}")
             else:
-                exc = StreamBroken(f"connection closed: {p_exc}")
+                attempt.exc = StreamBroken(f"connection closed: {p_exc}")
         except (OSError, socket.gaierror) as o_exc:
             if self._connecting:
-                exc = ConnectError(self.host, connect_reason(o_exc), f"{type(o_exc).__name__}: {o_exc}")
+                attempt.exc = ConnectError(self.host, connect_reason(o_exc), f"{type(o_exc).__name__}: {o_exc}")
             else:
-                exc = StreamBroken(f"{type(o_exc).__name__}: {o_exc}")
+                attempt.exc = StreamBroken(f"{type(o_exc).__name__}: {o_exc}")
         finally:
-            total.close()
-            first.close()
+            attempt.disarm()
             if resp is not None:
                 resp.release()
-            elif isinstance(exc, Timeout) and exc.phase in ("total", "first_token"):
-                # interrupted inside HTTPClient.request (e.g. in sendall), which then keeps its
-                # pool slot: start over with a fresh client rather than block on it next time
-                self.client.close()
-                self.client = self._new_client()
-        if pending:  # the read ended early (timeout, cut): what arrived still counts, at its read times
-            try:
-                sse.feed_blocks(pending, builder.feed)
-            except MalformedChunk as m_exc:  # it arrived before the failure that ended the read
-                exc = ProtocolError(str(m_exc))
-                failed_at = getattr(m_exc, "read_time_s", None)
-        end = failed_at if failed_at is not None else clock()
-        result.exception = exc
-        if self._connect_s is not None:
-            result.conn_reused = False
-            result.connect_ms = self._connect_s * 1000.0
-        elif timing.t_headers is not None:
-            result.conn_reused = True
-        builder.fill(result, req.input_tokens_estimate)
-        result.t0_perf_s = timing.t0
-        if timing.t0 is not None:
-            result.elapsed_ms = (end - timing.t0) * 1000.0
-        return result
+        if resp is None and attempt.cap_expired:
+            # interrupted inside HTTPClient.request (e.g. in sendall), which then keeps its
+            # pool slot: start over with a fresh client rather than block on it next time
+            self.client.close()
+            self.client = self._new_client()
+        attempt.feed_pending(pending)
+        opened = self._connect_s is not None
+        return attempt.finish(opened=opened, connect_ms=self._connect_s * 1000.0 if opened else None)

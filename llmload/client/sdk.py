@@ -41,23 +41,19 @@ import gevent
 import httpx2
 import openai
 
-from llmload.client.request import (
+from llmload.client.attempt import Attempt
+from llmload.client.errors import (
     ConnectError,
-    LLMError,
     ProtocolError,
     StreamBroken,
-    StreamBuilder,
-    StreamRequest,
-    StreamResult,
     Timeout,
-    Timeouts,
     connect_reason,
     error_for_status,
     is_event_stream,
     not_sse_error,
 )
+from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
-from llmload.client.timing import StreamTiming
 
 _SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt")
 
@@ -148,27 +144,21 @@ class OpenAITransport:
         body = req.body()
         kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
         api = self.client.chat.completions if req.endpoint == "chat" else self.client.completions
-        timing = StreamTiming(clock)
-        builder = StreamBuilder(timing)
-        result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=self.name,
-                              ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of)
-        limits = self.timeouts
-        total = gevent.Timeout(limits.request_timeout_s)
-        first = gevent.Timeout(limits.first_token_timeout_s)
-        exc: LLMError | None = None
-        total.start()
-        first.start()
+        attempt = Attempt(req, self.name, self.timeouts, clock)
+        timing = attempt.timing
+        attempt.arm()
         try:
             timing.start()
             with api.with_streaming_response.create(
                 **kwargs, extra_headers={"X-Request-Id": req.request_id}, extra_body=body or None
             ) as resp:
                 timing.headers()
-                result.status = resp.status_code
+                attempt.result.status = resp.status_code
+                attempt.note_headers({k.lower(): v for k, v in resp.headers.items()})
                 content_type = resp.headers.get("content-type")
                 if not is_event_stream(content_type):
                     raise not_sse_error(content_type)
-                feed = builder.feed
+                feed = attempt.builder.feed
                 times = timing.text_times
                 waiting_first = True
                 lines = resp.iter_lines()
@@ -177,51 +167,36 @@ class OpenAITransport:
                     if feed(t, line.encode()):
                         break
                     if waiting_first and times:
-                        first.cancel()
+                        attempt.first.cancel()
                         waiting_first = False
-                if builder.saw_done:
+                if attempt.builder.saw_done:
                     for _ in lines:  # read to the end of the HTTP message: the connection is kept
                         pass
-                exc = builder.failure()
+                attempt.exc = attempt.builder.failure()
         except gevent.Timeout as t_exc:
-            if t_exc is total:
-                exc = Timeout("total", limits.request_timeout_s)
-            elif t_exc is first:
-                exc = Timeout("first_token", limits.first_token_timeout_s)
-            else:
-                raise
+            attempt.exc = attempt.cap_error(t_exc)
         except openai.APIStatusError as s_exc:
             if timing.t_headers is None:
                 timing.headers()
-            result.status = s_exc.status_code
+            attempt.result.status = s_exc.status_code
             headers = {k.lower(): v for k, v in s_exc.response.headers.items()}
-            exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
+            attempt.note_headers(headers)
+            attempt.exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
         except MalformedChunk as m_exc:
-            exc = ProtocolError(str(m_exc))
+            attempt.malformed(m_exc)
         except ProtocolError as p_exc:  # not an event stream
-            exc = p_exc
+            attempt.exc = p_exc
         except (openai.APITimeoutError, httpx2.TimeoutException) as to_exc:
             connecting = req.request_id in self.tracer.connecting
-            exc = Timeout("connect" if connecting else "read",
-                          limits.connect_timeout_s if connecting else None, type(to_exc).__name__)
+            attempt.exc = Timeout("connect" if connecting else "read",
+                                  self.timeouts.connect_timeout_s if connecting else None, type(to_exc).__name__)
         except (openai.APIConnectionError, httpx2.TransportError) as c_exc:
             detail = f"{type(c_exc).__name__}: {c_exc.__cause__ or c_exc}"
             if timing.t_headers is not None:
-                exc = StreamBroken(detail)
+                attempt.exc = StreamBroken(detail)
             else:
-                exc = ConnectError(self.host, connect_reason(c_exc), detail)
+                attempt.exc = ConnectError(self.host, connect_reason(c_exc), detail)
         finally:
-            total.close()
-            first.close()
-        end = clock()
-        result.exception = exc
+            attempt.disarm()
         opened, connect_ms, _ = self.tracer.pop(req.request_id)
-        if opened:
-            result.conn_reused = False
-            result.connect_ms = connect_ms
-        elif timing.t_headers is not None:
-            result.conn_reused = True
-        builder.fill(result, req.input_tokens_estimate)
-        result.t0_perf_s = timing.t0
-        result.elapsed_ms = (end - timing.t0) * 1000.0 if timing.t0 is not None else None
-        return result
+        return attempt.finish(opened=opened, connect_ms=connect_ms)

@@ -35,9 +35,11 @@ import gevent
 from gevent.event import Event
 from gevent.pool import Group
 from locust.runners import MasterRunner
-from locust.user.task import LOCUST_STATE_STOPPING
 
+from llmload.contract import DROPPED_TYPE
 from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
+from llmload.run.context import make_transport
+from llmload.run.locust_compat import connected_workers, has_message_handler, replace_tasks, user_is_stopping
 
 MSG_TYPE = "llmload_openloop"
 DROPPED_NAME = "dropped (max-inflight)"
@@ -88,15 +90,9 @@ def on_target_message(environment: Any, msg: Any, **_kwargs: Any) -> None:
 
 def install(runner: Any) -> None:
     """Register the target handler on a local or worker runner (idempotent)."""
-    if runner is None or isinstance(runner, MasterRunner) or MSG_TYPE in runner.custom_messages:
+    if runner is None or isinstance(runner, MasterRunner) or has_message_handler(runner, MSG_TYPE):
         return
     runner.register_message(MSG_TYPE, on_target_message)
-
-
-def worker_ids(runner: Any) -> list[str]:
-    """Connected workers of a master, in a stable order (their index in the rate split)."""
-    nodes = runner.clients.ready + runner.clients.spawning + runner.clients.running
-    return sorted(node.id for node in nodes)
 
 
 def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
@@ -110,7 +106,7 @@ def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
         "late_ms": options.late_ms,
     }
     if isinstance(runner, MasterRunner):
-        ids = worker_ids(runner)
+        ids = connected_workers(runner)
         for index, client_id in enumerate(ids):
             target = OpenLoopTarget(worker_index=index, worker_count=len(ids), **fields)
             runner.send_message(MSG_TYPE, asdict(target), client_id=client_id)
@@ -123,9 +119,9 @@ def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
 def publish_stop(runner: Any) -> None:
     """The run ended: every process stops sending new arrivals."""
     if isinstance(runner, MasterRunner):
-        for client_id in worker_ids(runner):
+        for client_id in connected_workers(runner):
             runner.send_message(MSG_TYPE, None, client_id=client_id)
-    elif MSG_TYPE in runner.custom_messages:
+    elif has_message_handler(runner, MSG_TYPE):
         runner.send_message(MSG_TYPE, None)
 
 
@@ -134,7 +130,7 @@ class OpenLoopUser:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.tasks = [OpenLoopUser.run_open_loop]  # replaces any closed-loop task of the base
+        replace_tasks(cls, [OpenLoopUser.run_open_loop])  # replaces any closed-loop task of the base
 
     def run_open_loop(self) -> None:
         if getattr(self.environment, "shape_class", None) is None:
@@ -160,7 +156,7 @@ class OpenLoopUser:
             CONTROL.owner = None
 
     def _stopping(self) -> bool:
-        return getattr(self, "_state", None) == LOCUST_STATE_STOPPING
+        return user_is_stopping(self)
 
     def _run_generation(self, requests: Group) -> None:
         generation, target, changed = CONTROL.generation, CONTROL.target, CONTROL.changed
@@ -206,7 +202,6 @@ class OpenLoopUser:
             logger.error("open-loop request raised %s: %s", type(e).__name__, e)
 
     def _ask_on_own_transport(self, intended_t0_perf: float) -> None:
-        from llmload.users import make_transport
 
         lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
         idle = self.__dict__.setdefault("_idle_transports", [])
@@ -227,7 +222,7 @@ class OpenLoopUser:
 
     def _report_drop(self, max_inflight: int) -> None:
         self.environment.events.request.fire(
-            request_type="SCHED",
+            request_type=DROPPED_TYPE,
             name=DROPPED_NAME,
             response_time=0,
             response_length=0,

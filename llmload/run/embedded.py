@@ -16,6 +16,7 @@ import shlex
 
 from locust.runners import WorkerRunner
 
+from llmload.run.once import first_time
 from llmload.server.launch import EmbeddedServer, ServerStartError
 
 logger = logging.getLogger(__name__)
@@ -66,13 +67,8 @@ def redact_server_args(args: str) -> str:
     return shlex.join(words)
 
 
-_installed: set[int] = set()
-
-
 def install(events) -> None:
     """Register the --host embedded behaviour on a Locust `events` object (once)."""
-    if id(events) in _installed:
-        return
-    _installed.add(id(events))
-    events.init_command_line_parser.add_listener(add_options)
-    events.init.add_listener(_on_init)
+    if first_time(events, "embedded"):
+        events.init_command_line_parser.add_listener(add_options)
+        events.init.add_listener(_on_init)

@@ -1,24 +1,34 @@
-"""The run directory and its run.json (who ran what, against what, when, with which versions).
+"""The run folder and its run.json (who ran what, against what, when, with which versions).
 
-How it works: the process that writes files (the local runner, or the master) resolves
-the run directory once (`--run-dir`, default `reports/<YYYYmmdd-HHMMSS>`), writes run.json
-when the test starts and rewrites it with `ended_unix` when the process quits. Options
-come from `options.redacted`, so the API key appears only as "***". Fields the lead's
-shapes / SLO profiles own (`shape`, `slo_profile`) are taken from the environment when
-present (`environment.llmload_shape_info`, `environment.llmload_slo_profile`), else empty.
+One rule for the run folder: the process that writes files (the local runner or the master)
+claims it once per run with `claim_run_dir(environment)`, whoever asks first (the load shape
+at its first tick, before Locust's test_start, or the sample sink at test_start), and
+releases it at test stop, so the next run from the same web UI gets a folder of its own.
+The folder is `--run-dir`, default `reports/<YYYYmmdd-HHMMSS>`; a folder that already holds a
+run (samples.csv, tiers.csv or run.json) is never mixed into: the run goes to `<dir>-2`
+(`-3`, ...) and a log line says so. `check_writable` runs at init, before anything starts,
+so an unwritable folder is one line and exit code 2, not a run that drops every row.
+
+run.json is written when the test starts and rewritten with `ended_unix` when the process
+quits. Options come from `options.redacted` (the API key appears only as "***"); `shape` is
+taken from the environment (`environment.llmload_shape_info`, set by the shape) when present.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from llmload.run.options import redacted
+
+logger = logging.getLogger("llmload")
 
 
 def default_run_dir(now_s: float | None = None) -> Path:
@@ -26,10 +36,56 @@ def default_run_dir(now_s: float | None = None) -> Path:
     return Path("reports") / stamp
 
 
-def resolve_run_dir(option_value: str | None) -> Path:
-    path = Path(option_value) if option_value else default_run_dir()
-    path.mkdir(parents=True, exist_ok=True)
+RUN_FILES = ("samples.csv", "tiers.csv", "run.json")
+
+
+class RunDirError(Exception):
+    """The run folder cannot be used; the message names it and says why."""
+
+
+def holds_a_run(path: Path) -> bool:
+    return any((path / name).exists() for name in RUN_FILES)
+
+
+def fresh_run_dir(wanted: Path) -> Path:
+    """`wanted`, or the first `<wanted>-N` that holds no run yet."""
+    if not holds_a_run(wanted):
+        return wanted
+    n = 2
+    while holds_a_run(wanted.with_name(f"{wanted.name}-{n}")):
+        n += 1
+    path = wanted.with_name(f"{wanted.name}-{n}")
+    logger.warning("llmload: %s already holds a run; this run writes to %s", wanted, path)
     return path
+
+
+def check_writable(path: Path) -> None:
+    """Create `path` if needed and prove a file can be written in it (RunDirError otherwise)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".llmload-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RunDirError(f"cannot write the run folder {path}: {reason.lower()} (choose another --run-dir)") from None
+
+
+def claim_run_dir(environment: Any) -> Path:
+    """The current run's folder, chosen once per run (module docstring)."""
+    current = getattr(environment, "llmload_run_dir", None)
+    if current is not None:
+        return current
+    given = getattr(environment.parsed_options, "run_dir", "") or ""
+    path = fresh_run_dir(Path(given) if given else default_run_dir())
+    check_writable(path)
+    environment.llmload_run_dir = path
+    return path
+
+
+def release_run_dir(environment: Any, **_kw: Any) -> None:
+    """test_stop listener: the next run claims a folder of its own."""
+    environment.llmload_run_dir = None
 
 
 def _version(package: str) -> str:
@@ -73,7 +129,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "versions": versions(),
         "workers": workers,
         "shape": getattr(environment, "llmload_shape_info", None) or {},
-        "slo_profile": getattr(parsed, "slo_profile", "") or getattr(environment, "llmload_slo_profile", None) or "",
+        "slo_profile": getattr(parsed, "slo_profile", "") or "",
     }
 
 

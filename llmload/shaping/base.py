@@ -11,14 +11,14 @@ then Locust calls `tick()` on the master or local runner about once a second:
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
-  * Beginning a tier: `timeline.begin_tier`, a tiers.csv row, a stats snapshot, a progress
+  * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats snapshot, a progress
     line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
     whichever is longer, so rows sent while users are still being spawned never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
     tierstats.py; then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
-  * The run ends (tiers.csv row closed, `timeline.end_run`, so later rows are phase "after")
+  * The run ends (tiers.csv row closed, `Timeline.end_run`, so later rows are phase "after")
     when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
     tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
     the test stops (test_stopping / test_stop: web UI stop, SIGTERM, a fatal error).
@@ -46,20 +46,17 @@ from locust import LoadTestShape
 from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
-from llmload.shaping import timeline
+from llmload.run import files, locust_compat
+from llmload.run.timeline import Tier, TierRecord, Timeline, timeline_for
+from llmload.run.window import StatsSnapshot, diff, knee_reason, snapshot
 from llmload.shaping.flags import PlannedTier, ShapeOptionError, options_with_defaults
 from llmload.shaping.progress import PROGRESS_EVERY_S, Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
-from llmload.shaping.window import StatsSnapshot, diff, knee_reason, snapshot
 
 logger = logging.getLogger("llmload.shape")
 TICK_S = 1.0
 """Locust calls tick() about this often"""
 MAX_AUTO_SPAWN_PER_WORKER = 100.0
-
-
-def default_run_dir() -> Path:
-    return Path("reports") / time.strftime("%Y%m%d-%H%M%S")
 
 
 @dataclass
@@ -84,6 +81,8 @@ class _Run:
     last_tick: tuple[int, float] | None = None
     finished: bool = False
     progress: Any = None
+    record: TierRecord | None = None
+    """the current tier's entry in the timeline (the web UI reads its snapshots)"""
     info: dict[str, Any] = field(default_factory=dict)
     """run.json's `shape` (runfiles reads environment.llmload_shape_info)"""
 
@@ -101,9 +100,9 @@ class PlanShape(LoadTestShape):
     _cli_spawn_rate: float | None = None
     _run: _Run | None = None
     _hooked_events: Any = None
-    _auto_run_dir: str | None = None
     _reported_error: str | None = None
     _sigterm_hooked: bool = False
+    _own_timeline: Timeline | None = None
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         raise NotImplementedError
@@ -152,7 +151,7 @@ class PlanShape(LoadTestShape):
             if getattr(options, "headless", False) and isinstance(runner, LocalRunner):
                 raise SystemExit(2) from None
 
-    def _report_bad_flags(self, error: ShapeOptionError) -> None:
+    def _report_bad_flags(self, error: Exception) -> None:
         """One log line per distinct error; exit code 2 for a headless run."""
         if str(error) != self._reported_error:
             self._reported_error = str(error)
@@ -168,7 +167,7 @@ class PlanShape(LoadTestShape):
         if run is None or run.finished:
             try:
                 run = self._start_run(now)
-            except ShapeOptionError as e:
+            except (ShapeOptionError, files.RunDirError) as e:
                 self._report_bad_flags(e)
                 return None
             return self._begin(run, 0, now)
@@ -194,18 +193,23 @@ class PlanShape(LoadTestShape):
     def _mark_warm(self, run: _Run, now: float) -> None:
         if run.at_warm is None and now >= run.warm_end:
             run.at_warm = self._snapshot()
+            if run.record is not None:
+                run.record.at_warm, run.record.warm_s = run.at_warm, run.unix_offset_s + now
 
-    def _claim_run_dir(self, parsed: Any) -> Path:
-        """--run-dir, else a new reports/<timestamp> written back into parsed_options.run_dir:
-        the first tick runs before Locust's test_start, where the sample writer resolves the
-        same option, so samples.csv and tiers.csv land in one directory."""
-        given = getattr(parsed, "run_dir", None) or ""
-        if given and given != self._auto_run_dir:
-            return Path(given)
-        path = default_run_dir()
-        if parsed is not None:
-            parsed.run_dir = self._auto_run_dir = str(path)
-        return path
+    def timeline(self) -> Timeline:
+        """The run's tier timeline (on the environment; the shape's own one without a runner)."""
+        if self.runner is not None:
+            return timeline_for(self.runner.environment)
+        if self._own_timeline is None:
+            self._own_timeline = Timeline()
+        return self._own_timeline
+
+    def _claim_run_dir(self) -> Path:
+        """The run folder (files.claim_run_dir: the shape's first tick comes before Locust's
+        test_start, where the sample sink asks for the same folder)."""
+        if self.runner is None:
+            return files.default_run_dir()
+        return files.claim_run_dir(self.runner.environment)
 
     def _shape_info(self, run: _Run) -> dict[str, Any]:
         o = run.options
@@ -224,8 +228,8 @@ class PlanShape(LoadTestShape):
         parsed = self.runner.environment.parsed_options if self.runner else None
         options = options_with_defaults(parsed)
         plan = self.build_plan(options)
-        timeline.reset()
-        path = self._claim_run_dir(parsed) / "tiers.csv"
+        self.timeline().reset()
+        path = self._claim_run_dir() / "tiers.csv"
         run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
         run_time_s = getattr(parsed, "run_time", None)
         if run_time_s:
@@ -256,7 +260,7 @@ class PlanShape(LoadTestShape):
         logger.info("got SIGTERM: stopping the run (in-flight requests finish, at most --stop-timeout)")
         if self._run is not None and not self._run.finished:
             self._finish(self._run, "SIGTERM")
-        shape_greenlet = getattr(self.runner, "shape_greenlet", None)
+        shape_greenlet = locust_compat.shape_greenlet(self.runner)
         if shape_greenlet is not None and shape_greenlet is not gevent.getcurrent():
             shape_greenlet.kill(block=False)
 
@@ -279,20 +283,24 @@ class PlanShape(LoadTestShape):
             spawn_rate = self._spawn_rate(run, run.users, users)
             ramp_s = abs(users - run.users) / spawn_rate
         warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
-        tier = timeline.Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
+        tier = Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
                               target_users=planned.target_users, target_rps=planned.target_rps)
-        timeline.begin_tier(tier)
         run.writer.begin(tier)
         run.index, run.users = index, users
         run.tier_start, run.tier_end, run.warm_end = now, now + planned.seconds, now + warmup_s
         run.at_start = self._snapshot()
         run.at_warm = run.at_start if warmup_s <= 0 else None
+        run.record = self.timeline().begin_tier(tier, run.at_start)
+        if run.at_warm is not None:
+            run.record.at_warm, run.record.warm_s = run.at_warm, tier.start_s
         run.last_tick = (users, spawn_rate)
         logger.info("%s", format_line(self._progress(run, now, None)))
         return run.last_tick
 
     def _end_tier(self, run: _Run, now: float) -> str | None:
         at_end = self._snapshot()
+        if run.record is not None:
+            run.record.at_end, run.record.end_s = at_end, run.unix_offset_s + now
         whole = diff(run.at_start, at_end)
         measured = diff(run.at_warm or at_end, at_end)
         tier_no = run.index + 1
@@ -317,8 +325,10 @@ class PlanShape(LoadTestShape):
         run.finished = True
         run.info["stopped"] = reason
         end_s = run.unix_offset_s + self._now()
+        if run.record is not None and run.record.at_end is None:
+            run.record.at_end, run.record.end_s = self._snapshot(), end_s
         run.writer.end(end_s)
-        timeline.end_run(end_s)
+        self.timeline().end_run(end_s)
         if self.open_loop and self.runner is not None:
             openloop_user.publish_stop(self.runner)
         logger.info("load shape finished: %s", reason)

@@ -13,7 +13,7 @@ import csv
 import os
 from pathlib import Path
 
-from llmload.shaping.timeline import Tier
+from llmload.run.timeline import Tier
 
 COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
 

@@ -8,11 +8,10 @@ import json
 from types import SimpleNamespace
 
 import flask
-import pytest
 
-from llmload.shaping import timeline
-from llmload.shaping.window import StatsSnapshot
-from llmload.webui import TAB_KEY, LLMTab, TierWatch, _add_tab, run_rows, window_row
+from llmload.run.timeline import Tier, Timeline, timeline_for
+from llmload.run.window import StatsSnapshot
+from llmload.webui import TAB_KEY, LLMTab, _add_tab, run_rows, window_row
 
 
 def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapshot:
@@ -20,45 +19,43 @@ def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapsho
                          output_tokens=tokens)
 
 
-def test_tier_windows_are_snapshot_differences():
-    watch = TierWatch()
-    watch.start(1000.0)
-    taken = iter([
-        snap(),                                                      # tier 1 begins
-        snap(10, 0, 0, 100, {40: 10}),                               # its warm-up (2 s) ends
-        snap(110, 2, 1, 1100, {40: 10, 50: 90, 90: 10}),             # tier 2 begins: tier 1 closed
-    ])
-    timeline.begin_tier(timeline.Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=1))
-    watch.poll(1000.1, lambda: next(taken))
-    watch.poll(1001.0, lambda: pytest.fail("nothing to snapshot yet"))
-    watch.poll(1002.1, lambda: next(taken))
-    timeline.begin_tier(timeline.Tier(tier=2, start_s=1012.0, warmup_s=0.0, target_users=4))
-    watch.poll(1012.1, lambda: next(taken))
-    assert [m.tier.tier for m in watch.marks] == [1, 2]
+def test_tier_rows_are_differences_of_the_shapes_snapshots():
+    timeline = Timeline()
+    first = timeline.begin_tier(Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=1), snap())
+    first.at_warm, first.warm_s = snap(10, 0, 0, 100, {40: 10}), 1002.0
+    first.at_end, first.end_s = snap(110, 2, 1, 1100, {40: 10, 50: 90, 90: 10}), 1012.0
+    second = timeline.begin_tier(Tier(tier=2, start_s=1012.0, warmup_s=0.0, target_users=4), first.at_end)
+    second.at_warm, second.warm_s = first.at_end, 1012.0
 
-    row = window_row(watch.marks[0], snap(), now_s=2000.0)
+    row = window_row(first, snap(), now_s=2000.0)
     assert (row["tier"], row["target"], row["phase"]) == ("1", "1 user", "measure (done)")
     assert (row["requests"], row["rate_limited"], row["other_errors"]) == (100, 1, 1)
     assert (row["ttft_p50_ms"], row["ttft_p95_ms"], row["ttft_p99_ms"]) == (50, 90, 90)
     assert row["window_s"] == 10.0 and row["out_tps"] == 100.0  # 1000 tokens in 10 s
 
-    live = window_row(watch.marks[1], snap(130, 2, 1, 1300, {40: 10, 50: 100, 90: 10}), now_s=1014.1)
+    live = window_row(second, snap(130, 2, 1, 1300, {40: 10, 50: 100, 90: 10}), now_s=1014.0)
     assert (live["phase"], live["target"], live["requests"], live["ttft_p99_ms"]) == ("measure", "4 users", 20, 50)
     assert live["out_tps"] == 100.0
 
-    watch.stop(1015.0, lambda: snap(140, 2, 1, 1400, {40: 10, 50: 110, 90: 10}))
-    assert window_row(watch.marks[1], snap(), now_s=3000.0)["requests"] == 30
+    second.at_end, second.end_s = snap(140, 2, 1, 1400, {40: 10, 50: 110, 90: 10}), 1015.0
+    assert window_row(second, snap(), now_s=3000.0)["requests"] == 30
 
 
-def test_warm_up_row_and_stale_tiers():
-    timeline.begin_tier(timeline.Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=9))  # an earlier run's
-    watch = TierWatch()
-    watch.start(500.0)
-    timeline.begin_tier(timeline.Tier(tier=1, start_s=499.9, warmup_s=5.0, target_rps=2.5))
-    watch.poll(500.0, lambda: snap(50, ttft={30: 50}))
-    assert [m.tier.start_s for m in watch.marks] == [499.9]
-    row = window_row(watch.marks[0], snap(3, ttft={60: 3}), now_s=502.0)  # stats reset since: counts went down
+def test_warm_up_row_and_stats_reset_since_the_tier_began():
+    record = Timeline().begin_tier(Tier(tier=1, start_s=500.0, warmup_s=5.0, target_rps=2.5),
+                                   snap(50, ttft={30: 50}))
+    row = window_row(record, snap(3, ttft={60: 3}), now_s=502.0)  # stats reset since: counts went down
     assert (row["phase"], row["target"], row["requests"], row["ttft_p50_ms"]) == ("warm-up", "2.5 req/s", 3, 60)
+    assert row["window_s"] == 2.0
+
+
+def test_tab_rows_follow_the_environments_timeline():
+    env = SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}, start_time=0.0), runner=None)
+    record = timeline_for(env).begin_tier(Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=2), snap())
+    record.at_warm, record.warm_s = snap(), 10.0
+    assert [r["tier"] for r in LLMTab(env).rows(now_s=20.0)] == ["1"]
+    timeline_for(env).reset()  # a new run from the web UI: rows start over
+    assert LLMTab(env).rows(now_s=20.0) == []  # no tiers, no requests yet
 
 
 def _entry(method, name, requests=0, failures=0, tokens=0, times=None):
@@ -107,7 +104,7 @@ def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouch
     app.register_blueprint(bp)
     env = SimpleNamespace(stats=_stats(), runner=SimpleNamespace(user_count=2, state="running"))
     tab = LLMTab(env)
-    tab.watch.run_end_s = 110.0
+    tab.run_end_s = 110.0
     app.after_request(tab.after_request)
     client = app.test_client()
     payload = client.get("/base/stats/requests").get_json()

@@ -13,8 +13,8 @@ import pytest
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.run import sink
-from llmload.run.samples import SAMPLE_COLUMNS
+from llmload.contract import SAMPLE_COLUMNS
+from llmload.run import locust_compat
 from llmload.run.sink import RowSink
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def test_quit_listener_stops_locusts_csv_writer_before_its_files_close(tmp_path,
     writer = stats.StatsCSVFileWriter(env, stats.PERCENTILES_TO_REPORT, str(tmp_path / "locust"), False)
     greenlet = gevent.spawn(writer.stats_writer)
     gevent.sleep(0.1)
-    sink.stop_locust_csv_writer(exit_code=0)  # what the `quit` event calls
+    locust_compat.kill_csv_writer_greenlet(exit_code=0)  # what the `quit` event calls
     writer.close_files()  # Locust's shutdown(), right after `quit`
     gevent.sleep(0.2)
     assert greenlet.dead and greenlet.exception is None

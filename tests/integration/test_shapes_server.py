@@ -17,10 +17,11 @@ from locust.event import Events
 from test_users_local import read_csv
 
 from llmload.openloop.user import OpenLoopUser
+from llmload.run.listeners import install
 from llmload.run.options import add_options
 from llmload.shapes import OpenLoopShape, StepShape
 from llmload.shaping.flags import add_shape_arguments
-from llmload.users import ChatUser, install
+from llmload.users import ChatUser
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmload.run.samples import SAMPLE_COLUMNS
+from llmload.contract import SAMPLE_COLUMNS
 from llmload.server.launch import EmbeddedServer
 
 pytestmark = pytest.mark.integration

@@ -5,10 +5,10 @@ import csv
 import pytest
 from locust.stats import RequestStats
 
+from llmload.run.timeline import Tier
+from llmload.run.window import StatsSnapshot, TierWindow, diff, knee_reason, percentile_ms, snapshot
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
-from llmload.shaping.timeline import Tier
-from llmload.shaping.window import StatsSnapshot, TierWindow, diff, knee_reason, percentile_ms, snapshot
 
 
 class RateLimited(Exception):
@@ -49,7 +49,7 @@ def test_diff_after_locust_reset_uses_the_new_totals():
 
 
 def window(p99=None, requests=100, failures=0, limited=0):
-    return TierWindow(requests, failures, limited, 0, 0, requests, p99)
+    return TierWindow(requests, failures, limited, 0, 0, {p99: requests} if p99 is not None else {})
 
 
 def test_knee_rule():

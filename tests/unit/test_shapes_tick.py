@@ -7,10 +7,10 @@ import pytest
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.client.request import RateLimited
+from llmload.client.errors import RateLimited
 from llmload.openloop import user as openloop_user
+from llmload.run import files
 from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
-from llmload.shaping import timeline
 from llmload.shaping.flags import options_with_defaults
 
 WALL0 = 1_700_000_000.0
@@ -76,9 +76,9 @@ def test_step_tiers_sequence_and_tiers_csv(tmp_path):
     got = [(r["tier"], float(r["start_s"]) - WALL0, float(r["end_s"]) - WALL0, r["target_users"], r["warmup_s"])
            for r in rows(tmp_path)]
     assert got == [("1", 0, 10, "1", "2.000"), ("2", 10, 20, "2", "2.000"), ("3", 20, 30, "4", "2.000")]
-    tier, phase = timeline.tier_at(WALL0 + 21.0)
+    tier, phase = shape.timeline().tier_at(WALL0 + 21.0)
     assert (tier.tier, tier.target_users, phase) == (3, 4, "warmup")
-    assert timeline.tier_at(WALL0 + 23.0)[1] == "measure"
+    assert shape.timeline().tier_at(WALL0 + 23.0)[1] == "measure"
 
 
 def test_tick_sleeps_to_a_boundary_that_falls_before_the_next_tick(tmp_path):
@@ -205,18 +205,18 @@ def test_run_time_caps_the_run_and_closes_the_tier_row(tmp_path, caplog):
     (row,) = rows(tmp_path)
     assert float(row["end_s"]) - WALL0 == 4.0
     assert env.llmload_shape_info["stopped"] == "-t/--run-time 4s reached"
-    assert timeline.tier_at(WALL0 + 4.5)[1] == "after"
+    assert shape.timeline().tier_at(WALL0 + 4.5)[1] == "after"
 
 
 def test_rows_sent_after_the_last_tier_are_phase_after(tmp_path):
     shape, clock, _ = make(StepShape, tmp_path, tiers="1")
     tick_at(shape, clock, 0.0)
-    assert timeline.tier_at(WALL0 + 9.9) == (timeline.timeline()[0], "measure")
-    assert timeline.run_end_s() is None
+    assert shape.timeline().tier_at(WALL0 + 9.9) == (shape.timeline().tiers()[0], "measure")
+    assert shape.timeline().run_end_s is None
     assert tick_at(shape, clock, 10.0) is None
-    tier, phase = timeline.tier_at(WALL0 + 10.2)  # e.g. a retry sent after the run
+    tier, phase = shape.timeline().tier_at(WALL0 + 10.2)  # e.g. a retry sent after the run
     assert (tier.tier, phase) == (1, "after")
-    assert timeline.run_end_s() == WALL0 + 10.0
+    assert shape.timeline().run_end_s == WALL0 + 10.0
 
 
 def test_test_stop_closes_the_last_tier_and_a_new_run_starts_fresh(tmp_path):
@@ -227,7 +227,7 @@ def test_test_stop_closes_the_last_tier_and_a_new_run_starts_fresh(tmp_path):
     env.events.test_stop.fire(environment=env)
     assert float(rows(tmp_path)[-1]["end_s"]) - WALL0 == 4.0
     assert tick_at(shape, clock, 100.0) == (1, 1.0)  # web UI re-run: tier 1 again
-    assert [t.tier for t in timeline.timeline()] == [1]
+    assert [t.tier for t in shape.timeline().tiers()] == [1]
 
 
 def test_spike_and_schedule_reuse_the_machinery(tmp_path):
@@ -257,13 +257,26 @@ def test_run_dir_is_claimed_for_the_sample_writer_and_shape_info_published(tmp_p
     monkeypatch.chdir(tmp_path)
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2", run_dir="", stop_at_knee=True)
     tick_at(shape, clock, 0.0)
-    claimed = env.parsed_options.run_dir  # read by the sample writer at test_start, after this tick
-    assert claimed.startswith("reports/") and (tmp_path / claimed / "tiers.csv").exists()
+    claimed = env.llmload_run_dir
+    assert files.claim_run_dir(env) == claimed  # what the sample sink gets at test_start, after this tick
+    assert str(claimed).startswith("reports/") and (tmp_path / claimed / "tiers.csv").exists()
     assert env.llmload_shape_info["tiers"] == [1, 2] and env.llmload_shape_info["stop_at_knee"] is True
     tick_at(shape, clock, 10.0)
     assert tick_at(shape, clock, 20.0) is None
     assert env.llmload_shape_info["stopped"] == "last tier done"
     shape2, clock2, env2 = make(StepShape, tmp_path / "given", tiers="1")
     tick_at(shape2, clock2, 0.0)
-    assert env2.parsed_options.run_dir == str(tmp_path / "given")
+    assert env2.llmload_run_dir == tmp_path / "given"
     assert (tmp_path / "given" / "tiers.csv").exists()
+
+
+def test_a_second_run_never_mixes_into_the_first_runs_folder(tmp_path, caplog):
+    shape, clock, env = make(StepShape, tmp_path / "run", tiers="1")
+    tick_at(shape, clock, 0.0)
+    assert tick_at(shape, clock, 10.0) is None
+    files.release_run_dir(env)  # test_stop
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        tick_at(shape, clock, 100.0)  # Start again from the web UI
+    assert env.llmload_run_dir == tmp_path / "run-2"
+    assert len(rows(tmp_path / "run")) == 1 and len(rows(tmp_path / "run-2")) == 1
+    assert "already holds a run; this run writes to" in caplog.text

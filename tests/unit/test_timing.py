@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from llmload.client.request import StreamBroken, StreamBuilder, StreamError, StreamResult
+from llmload.client.builder import StreamBuilder
+from llmload.client.errors import StreamBroken, StreamError
+from llmload.client.request import StreamResult
 from llmload.client.timing import StreamTiming, percentile
 
 

@@ -6,19 +6,16 @@ import random
 
 import pytest
 
-from llmload.client.request import (
-    HTTP4xx,
-    HTTP5xx,
-    RateLimited,
-    StreamResult,
-    error_for_status,
-    parse_retry_after_s,
-)
+from llmload import contract
+from llmload.client.errors import HTTP4xx, HTTP5xx, RateLimited, error_for_status
+from llmload.client.request import StreamResult
 from llmload.client.timing import TimingFigures
-from llmload.run import samples
+from llmload.run import locust_compat, samples
+from llmload.run.csvlog import CsvLog
+from llmload.run.events import fire_events
 from llmload.run.health import LagWindow
 from llmload.run.options import OptionError, api_base_url, redacted
-from llmload.users import backoff_s, is_retryable
+from llmload.run.retry import backoff_s, is_retryable
 
 
 class RecordingEvent:
@@ -40,7 +37,7 @@ def ok_result(**kw):
 
 def test_success_fires_llm_ttft_itl_with_durations_and_counts():
     event = RecordingEvent()
-    samples.fire_events(event, "chat", ok_result())
+    fire_events(event, "chat", ok_result())
     got = {c["request_type"]: (c["name"], c["response_time"], c["response_length"], c["exception"])
            for c in event.calls}
     assert got == {"LLM": ("chat", 250.0, 20, None), "TTFT": ("chat", 50.0, 12, None),
@@ -50,7 +47,7 @@ def test_success_fires_llm_ttft_itl_with_durations_and_counts():
 def test_failure_fires_only_llm_with_its_exception():
     event = RecordingEvent()
     exc = RateLimited(2.5)
-    samples.fire_events(event, "chat", ok_result(exception=exc, status=429, timing=TimingFigures(),
+    fire_events(event, "chat", ok_result(exception=exc, status=429, timing=TimingFigures(),
                                                  elapsed_ms=3.0))
     assert len(event.calls) == 1
     call = event.calls[0]
@@ -66,7 +63,7 @@ def test_sample_row_has_every_column_and_blank_unknowns():
     row = samples.sample_row(ok_result(exception=RateLimited(1.5, "slow down"), status=429,
                                        timing=TimingFigures(), output_tokens=None),
                              worker="local", user="local-1", scenario="chat", users_now=3)
-    assert set(row) | {"tier", "phase"} == set(samples.SAMPLE_COLUMNS)
+    assert set(row) | {"tier", "phase"} == set(contract.SAMPLE_COLUMNS)
     assert row["error"] == "rate_limited" and row["retry_after_s"] == 1.5
     assert row["ttft_ms"] == "" and row["output_tokens"] == "" and row["conn_reused"] == 1
     assert row["error_detail"] == "slow down"
@@ -74,11 +71,11 @@ def test_sample_row_has_every_column_and_blank_unknowns():
 
 def test_csv_log_writes_header_once_and_whole_rows(tmp_path):
     path = tmp_path / "s.csv"
-    log = samples.CsvLog(path, ("a", "b"), flush_interval_s=3600)
+    log = CsvLog(path, ("a", "b"), flush_interval_s=3600)
     log.write({"a": 1, "b": "x,y"})
     log.flush()
     log.close()
-    log = samples.CsvLog(path, ("a", "b"))
+    log = CsvLog(path, ("a", "b"))
     log.write({"a": 2})
     log.close()
     with open(path, newline="") as f:
@@ -86,18 +83,8 @@ def test_csv_log_writes_header_once_and_whole_rows(tmp_path):
 
 
 def test_precise_buckets_keep_milliseconds():
-    assert samples.precise_bucket_response_time(147.4) == 147
-    assert samples.precise_bucket_response_time(3432.6) == 3433
-
-
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({"retry-after-ms": "1500", "retry-after": "2"}, 1.5),
-    ({"retry-after": "3"}, 3.0),
-    ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),
-    ({}, None),
-])
-def test_retry_after(headers, expected):
-    assert parse_retry_after_s(headers) == expected
+    assert locust_compat.precise_bucket_response_time(147.4) == 147
+    assert locust_compat.precise_bucket_response_time(3432.6) == 3433
 
 
 def test_error_for_status_kinds():
@@ -140,7 +127,7 @@ def test_lag_window_summary():
 
 
 def test_key_like_strings_are_masked_in_error_details_and_hosts():
-    from llmload.client.request import error_for_status
+    from llmload.client.errors import error_for_status
     from llmload.run.files import without_userinfo
 
     err = error_for_status(401, {}, '{"error": "Incorrect API key provided: sk-live-abcdef123456. Header: Bearer xyz"}')

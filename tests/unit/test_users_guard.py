@@ -1,6 +1,7 @@
 """RunGuard: which attempts stop a run, and the connect backoff (pure, injected clock)."""
 
-from llmload.client.request import ConnectError, HTTP4xx, StreamResult, Timeout, not_sse_error
+from llmload.client.errors import ConnectError, HTTP4xx, Timeout, not_sse_error
+from llmload.client.request import StreamResult
 from llmload.run import guard
 from llmload.run.guard import RunGuard, next_connect_backoff_s
 

@@ -22,10 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-METRIC_TYPES = frozenset({"TTFT", "ITL", "SCHED"})
-"""request_types that are derived metrics or bookkeeping, not requests."""
-RATE_LIMITED_PREFIX = "RateLimited"
-DROPPED_TYPE = "SCHED"
+from llmload.contract import DROPPED_TYPE, METRIC_TYPES, RATE_LIMITED_PREFIX, TTFT_TYPE
 
 
 @dataclass(frozen=True)
@@ -47,17 +44,34 @@ class TierWindow:
     rate_limited: int
     output_tokens: int
     dropped: int
-    ttft_count: int
-    ttft_p99_ms: float | None
+    ttft_counts: dict[int, int]
+    """TTFT histogram of the window (ms -> count)"""
+
+    @property
+    def ttft_count(self) -> int:
+        return sum(self.ttft_counts.values())
+
+    def ttft_ms(self, q: float) -> float | None:
+        """TTFT percentile q (0..1) of the window."""
+        return percentile_ms(self.ttft_counts, q)
+
+    @property
+    def ttft_p99_ms(self) -> float | None:
+        return self.ttft_ms(0.99)
 
     @property
     def error_rate(self) -> float:
         return self.failures / self.requests if self.requests else 0.0
 
 
-def _error_text(error: object) -> str:
+def error_text(error: object) -> str:
     """Locally an error is the exception object; on a master it arrives as its repr string."""
     return repr(error) if isinstance(error, BaseException) else str(error)
+
+
+def is_rate_limited(error: Any) -> bool:
+    """Whether an entry of Locust's error table is a 429 of a request (not a derived metric)."""
+    return error.method not in METRIC_TYPES and error_text(error.error).startswith(RATE_LIMITED_PREFIX)
 
 
 def snapshot(stats: Any) -> StatsSnapshot:
@@ -65,7 +79,7 @@ def snapshot(stats: Any) -> StatsSnapshot:
     ttft: Counter[int] = Counter()
     requests = failures = tokens = dropped = 0
     for entry in stats.entries.values():
-        if entry.method == "TTFT":
+        if entry.method == TTFT_TYPE:
             ttft.update(entry.response_times)
         elif entry.method == DROPPED_TYPE:
             dropped += entry.num_failures
@@ -73,11 +87,7 @@ def snapshot(stats: Any) -> StatsSnapshot:
             requests += entry.num_requests  # failures included
             failures += entry.num_failures
             tokens += entry.total_content_length
-    limited = sum(
-        e.occurrences
-        for e in stats.errors.values()
-        if e.method not in METRIC_TYPES and _error_text(e.error).startswith(RATE_LIMITED_PREFIX)
-    )
+    limited = sum(e.occurrences for e in stats.errors.values() if is_rate_limited(e))
     return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped)
 
 
@@ -108,8 +118,7 @@ def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
         rate_limited=max(0, after.rate_limited - before.rate_limited),
         output_tokens=max(0, after.output_tokens - before.output_tokens),
         dropped=max(0, after.dropped - before.dropped),
-        ttft_count=sum(counts.values()),
-        ttft_p99_ms=percentile_ms(counts, 0.99),
+        ttft_counts=counts,
     )
 
 

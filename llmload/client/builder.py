@@ -1,0 +1,94 @@
+"""`StreamBuilder`: folds the timestamped SSE lines of one attempt into a StreamResult.
+
+How it works: both transports stamp each line with the time of the read that delivered it
+and feed `(t, line)` to the builder (the fast transport may do so after the stream, with the
+read times kept). The builder parses (`sse.parse_line`) after the stamp, keeps the timing
+points in a `StreamTiming`, the text, usage, model and finish reason, and stops at `[DONE]`
+or an in-stream error. `fill()` puts timing figures and token counts into the result:
+server usage first, else the client count (`tokens.count_tokens`).
+"""
+
+from __future__ import annotations
+
+from llmload.client import sse
+from llmload.client.errors import LLMError, StreamBroken, StreamError
+from llmload.client.request import StreamResult
+from llmload.client.timing import StreamTiming
+from llmload.client.tokens import count_tokens
+
+
+class StreamBuilder:
+    """Folds timestamped SSE lines of one attempt into a StreamResult."""
+
+    __slots__ = ("error_event", "finish_reason", "model", "parts", "saw_done", "timing", "usage")
+
+    def __init__(self, timing: StreamTiming) -> None:
+        self.timing = timing
+        self.parts: list[str] = []
+        self.usage: dict | None = None
+        self.model = ""
+        self.finish_reason = ""
+        self.saw_done = False
+        self.error_event: dict | None = None
+
+    def feed(self, t: float, line: bytes) -> bool:
+        """One line read at time `t`; True once the stream is over ([DONE] or error event).
+
+        Raises sse.MalformedChunk for a data line that is not a JSON chunk.
+        """
+        chunk = sse.parse_line(line)
+        if chunk is None:
+            return False
+        if chunk is sse.DONE:
+            self.saw_done = True
+            return True
+        if chunk.error is not None:
+            self.error_event = chunk.error
+            return True
+        content = chunk.content
+        reasoning = chunk.reasoning
+        self.timing.chunk(t, bool(content), bool(reasoning))
+        if content:
+            self.parts.append(content)
+        if reasoning:
+            self.parts.append(reasoning)
+        if chunk.usage:
+            self.usage = chunk.usage
+        if chunk.model and not self.model:
+            self.model = chunk.model
+        if chunk.finish_reason:
+            self.finish_reason = chunk.finish_reason
+        return False
+
+    def failure(self) -> LLMError | None:
+        """The failure the stream's content implies (error event, or no [DONE]/finish)."""
+        if self.error_event is not None:
+            err = self.error_event
+            code = err.get("code") or err.get("type")
+            return StreamError(code, str(err.get("message", ""))[:200])
+        if not self.saw_done and not self.finish_reason:
+            return StreamBroken("connection closed before [DONE] or a finish_reason")
+        return None
+
+    def fill(self, result: StreamResult, input_tokens_estimate: int | None) -> None:
+        """Timing figures, token counts, model and text into `result`."""
+        text = "".join(self.parts)
+        client_tokens, client_source = count_tokens(text, chunks=len(self.timing.text_times))
+        usage = self.usage or {}
+        completion = usage.get("completion_tokens")
+        prompt = usage.get("prompt_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        if isinstance(completion, int):
+            result.output_tokens = completion
+            result.tokens_source = "usage"
+        else:
+            result.output_tokens = client_tokens
+            result.tokens_source = client_source
+        result.output_tokens_client = client_tokens
+        result.input_tokens = prompt if isinstance(prompt, int) else input_tokens_estimate
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        result.cached_tokens = cached if isinstance(cached, int) else None
+        result.model_returned = self.model
+        result.finish_reason = self.finish_reason
+        result.text = text
+        result.timing = self.timing.figures(result.output_tokens)

@@ -1,0 +1,158 @@
+"""The failure kinds of one attempt, and how an HTTP answer maps to them.
+
+Each class's `kind` is the samples.csv `error` value; Locust's failures table groups
+failures by the exception's repr, so every message is stable (no per-request numbers):
+the per-request part goes in `detail` (scrubbed of key-like strings, at most 200 chars).
+"""
+
+from __future__ import annotations
+
+import re
+
+from llmload.client.retry_hints import parse_retry_hint
+
+
+class LLMError(Exception):
+    """Base of every failure a user reports; `kind` is the samples.csv `error` value."""
+
+    kind = "protocol"
+    status = 0
+    detail = ""
+
+
+class RateLimited(LLMError):
+    kind = "rate_limited"
+
+    def __init__(self, retry_after_s: float | None = None, detail: str = "", retry_after_source: str = "") -> None:
+        super().__init__("HTTP 429")
+        self.status = 429
+        self.retry_after_s = retry_after_s
+        """the wait the server asked for (None: it gave no readable hint)"""
+        self.retry_after_source = retry_after_source
+        """the header that gave it (retry_hints.parse_retry_hint)"""
+        self.detail = detail
+
+
+class HTTP4xx(LLMError):
+    kind = "http_4xx"
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.detail = detail
+
+
+class HTTP5xx(LLMError):
+    kind = "http_5xx"
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.detail = detail
+
+
+class ConnectError(LLMError):
+    """No connection to the server: the message names the host and the OS reason (stable per host)."""
+
+    kind = "connect"
+
+    def __init__(self, host: str = "", reason: str = "", detail: str = "") -> None:
+        super().__init__(f"cannot connect to {host}: {reason}" if host else "cannot connect")
+        self.host = host
+        self.reason = reason
+        self.detail = detail or str(self)
+
+
+class Timeout(LLMError):
+    kind = "timeout"
+
+    def __init__(self, phase: str, limit_s: float | None = None, detail: str = "") -> None:
+        super().__init__(f"{phase} timeout")
+        self.phase = phase
+        """connect | first_token | total | read"""
+        self.limit_s = limit_s
+        self.detail = detail or (f"{phase} timeout after {limit_s:g} s" if limit_s else f"{phase} timeout")
+
+
+class StreamBroken(LLMError):
+    kind = "stream_broken"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("stream ended before [DONE]")
+        self.detail = detail
+
+
+class ProtocolError(LLMError):
+    kind = "protocol"
+    not_sse = False
+    """True for a 200 whose body is not an event stream (see `not_sse_error`)"""
+
+    def __init__(self, detail: str = "", message: str = "malformed response") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def not_sse_error(content_type: str) -> ProtocolError:
+    """The failure for a 200 answer that is not `text/event-stream` (a non-streaming endpoint)."""
+    message = f"not an SSE response (content-type: {content_type[:60]})"
+    exc = ProtocolError(message, message)
+    exc.not_sse = True
+    return exc
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """Whether a 200's content-type allows an SSE body (a missing one is given the benefit of the doubt)."""
+    return not content_type or content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def connect_reason(exc: BaseException) -> str:
+    """The OS-level reason of a failed connect, from the exception or the ones it wraps.
+
+    "connection refused", "name or service not known", "certificate verify failed: self-signed
+    certificate", ...: short, lower-case, without errno numbers (stable for Locust's grouping).
+    """
+    seen = set()
+    cause: BaseException | None = exc
+    fallback = ""
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        verify = getattr(cause, "verify_message", None)
+        if verify:
+            return f"certificate verify failed: {verify}"
+        strerror = getattr(cause, "strerror", None) if isinstance(cause, OSError) else None
+        if strerror:
+            return strerror[0].lower() + strerror[1:]
+        if not fallback and str(cause):
+            fallback = f"{type(cause).__name__}: {cause}"
+        cause = cause.__cause__ or cause.__context__
+    return fallback[:120] or type(exc).__name__
+
+
+class StreamError(LLMError):
+    kind = "stream_error"
+
+    def __init__(self, code: object = None, detail: str = "") -> None:
+        super().__init__(f"error event in stream (code {code})")
+        self.code = code
+        self.detail = detail
+
+
+_SECRET_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{4,}")
+
+
+def redact_secrets(text: str) -> str:
+    """Mask key-like strings (`Bearer ...`, `sk-...`): some gateways echo the key in their 401 bodies."""
+    return _SECRET_LIKE.sub(lambda m: (m.group(1) or "") + "***", text)
+
+
+def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMError:
+    """The failure for a non-200 response (headers lower-cased, body truncated by the caller)."""
+    detail = redact_secrets(" ".join(body.split()))[:200]
+    if status == 429:
+        hint = parse_retry_hint(headers)
+        return RateLimited(hint.seconds if hint else None, detail, hint.source if hint else "")
+    if 400 <= status < 500:
+        return HTTP4xx(status, detail)
+    if status >= 500:
+        return HTTP5xx(status, detail)
+    return ProtocolError(f"unexpected HTTP {status}: {detail}")

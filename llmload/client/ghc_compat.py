@@ -1,0 +1,38 @@
+"""Every reach into geventhttpclient's private names, in one place (checked against 2.6.1).
+
+The fast transport needs three things the public API does not offer:
+- the connection pool's socket factory (`HTTPClient._connection_pool._create_socket`), wrapped
+  so an attempt knows whether it opened a connection and how long the connect took;
+- a response's de-chunked body buffer (`HTTPSocketPoolResponse._body_buffer`) and its socket
+  (`._sock`), so every `recv` is stamped at the read instead of after 1 KiB is buffered;
+- gevent's own wait-until-readable of that socket (`sock._wait(sock._read_event)`).
+`tests/unit/test_compat.py` fails when any of these stops existing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+CHECKED_VERSION = "2.6.1"
+
+
+def wrap_socket_factory(client: Any, wrap: Callable[[Callable[[], Any]], Callable[[], Any]]) -> None:
+    """Replace the client's pool socket factory by `wrap(original_factory)`."""
+    pool = client._connection_pool
+    pool._create_socket = wrap(pool._create_socket)
+
+
+def body_buffer(resp: Any) -> bytearray:
+    """The de-chunked body bytes the response's HTTP parser appends to."""
+    return resp._body_buffer
+
+
+def response_socket(resp: Any) -> Any:
+    """The response's socket; None when the whole message came in with the headers."""
+    return resp._sock
+
+
+def readable_waiter(sock: Any) -> tuple[Callable[[Any], None], Any]:
+    """(wait, event): `wait(event)` blocks the greenlet until `sock` is readable."""
+    return sock._wait, sock._read_event

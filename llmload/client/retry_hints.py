@@ -1,0 +1,97 @@
+"""How long a server asks a client to wait, from whichever header it used to say so.
+
+Servers disagree on the header: `Retry-After` (seconds or an HTTP-date, RFC 9110),
+`retry-after-ms` (OpenAI, Azure), a provider-prefixed copy such as LiteLLM's
+`llm_provider-retry-after`, or only the quota reset time, `x-ratelimit-reset-requests` /
+`-tokens`, in OpenAI's duration format (`6m0s`, `1.5s`, `20ms`). `parse_retry_hint` reads
+them in that order of precision and says which header gave the value, so the report can
+name it. `x-ratelimit-remaining-requests` / `-tokens` are read on every answer
+(`remaining_quota`), so a run shows its quota draining before the first 429.
+
+Header names must be lower-case.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+
+
+@dataclass(frozen=True)
+class RetryHint:
+    seconds: float
+    source: str
+    """the (lower-case) header the value came from"""
+
+
+def parse_duration_s(text: str) -> float | None:
+    """`6m0s` -> 360.0, `1.5s` -> 1.5, `20ms` -> 0.02, `2` -> 2.0 (seconds); None if unreadable."""
+    text = text.strip().lower()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+
+
+def parse_retry_after_value(value: str, now_unix_s: float | None = None) -> float | None:
+    """A Retry-After value: delay seconds, or an HTTP-date (seconds from now, never negative)."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    now = time.time() if now_unix_s is None else now_unix_s
+    return max(0.0, when.timestamp() - now)
+
+
+def _retry_after_headers(headers: dict[str, str]) -> list[str]:
+    """`retry-after` first, then provider-prefixed copies (`llm_provider-retry-after`, ...)."""
+    names = [n for n in headers if n.endswith("retry-after") and n != "retry-after"]
+    return ["retry-after", *sorted(names)]
+
+
+def parse_retry_hint(headers: dict[str, str], now_unix_s: float | None = None) -> RetryHint | None:
+    """The wait a response asks for, and the header that said it (None: no readable hint)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return RetryHint(max(0.0, float(ms) / 1000.0), "retry-after-ms")
+        except ValueError:
+            pass
+    for name in _retry_after_headers(headers):
+        value = headers.get(name)
+        seconds = parse_retry_after_value(value, now_unix_s) if value else None
+        if seconds is not None:
+            return RetryHint(seconds, name)
+    resets = [(parse_duration_s(headers[n]), n) for n in RESET_HEADERS if headers.get(n)]
+    resets = [(s, n) for s, n in resets if s is not None]
+    if resets:
+        seconds, name = max(resets)  # both quotas must have room again
+        return RetryHint(seconds, name)
+    return None
+
+
+def remaining_quota(headers: dict[str, str]) -> tuple[int | None, int | None]:
+    """(`x-ratelimit-remaining-requests`, `x-ratelimit-remaining-tokens`) as integers, None when absent."""
+    def number(name: str) -> int | None:
+        value = headers.get(name)
+        try:
+            return int(float(value)) if value is not None else None
+        except ValueError:
+            return None
+
+    return number("x-ratelimit-remaining-requests"), number("x-ratelimit-remaining-tokens")

@@ -1,0 +1,130 @@
+"""The Locust listeners every llmload run has: `install(events)` registers them (once).
+
+- init_command_line_parser: the run options (options.py).
+- init: 1 ms response-time buckets (every process), the RunContext, and on the process that
+  writes files a check that the run folder is writable (one line and exit code 2 otherwise,
+  before anything starts).
+- test_start: claim the run folder, open samples.csv / health.csv, write run.json; read and
+  validate the options once (a bad option stops the run with one line), build the shared SDK
+  client when `--transport openai`, start the health monitor and the sink's flusher.
+- test_stop: flush the rows, release the run folder (the next run gets its own).
+- quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
+  in-flight requests finish within --stop-timeout and their rows land), then close the files
+  and rewrite run.json with `ended_unix`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from locust.runners import MasterRunner, WorkerRunner
+
+from llmload.run import files, stop
+from llmload.run.context import context_for
+from llmload.run.guard import RunGuard
+from llmload.run.locust_compat import use_precise_buckets
+from llmload.run.once import first_time
+from llmload.run.options import OptionError, add_options, read_options
+from llmload.run.stop import stop_run
+
+logger = logging.getLogger("llmload")
+
+
+def _on_init(environment: Any, **_kw: Any) -> None:
+    use_precise_buckets()
+    context_for(environment)
+    stop.listen(environment)
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    given = getattr(environment.parsed_options, "run_dir", "") or ""
+    try:
+        files.check_writable(Path(given) if given else files.default_run_dir().parent)
+    except files.RunDirError as exc:
+        logger.error("llmload: %s", exc)
+        environment.process_exit_code = 2
+        raise SystemExit(2) from None
+
+
+def write_run_json(environment: Any, ended_unix: float | None = None) -> None:
+    ctx = context_for(environment)
+    if ctx.sink.run_dir is None or ctx.started_unix is None:
+        return
+    runner = environment.runner
+    # the most workers seen during the run (at quit they have already disconnected)
+    workers = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
+    info = files.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
+                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers)
+    files.write_run_json(ctx.sink.run_dir, info)
+
+
+def _open_run_files(environment: Any) -> bool:
+    ctx = context_for(environment)
+    try:
+        ctx.sink.open(files.claim_run_dir(environment))
+    except files.RunDirError as exc:
+        stop_run(environment, f"llmload: {exc}")
+        return False
+    ctx.started_unix = time.time()
+    write_run_json(environment)
+    return True
+
+
+def _on_test_start(environment: Any, **_kw: Any) -> None:
+    ctx = context_for(environment)
+    ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
+    if ctx.sink.writes_files and not _open_run_files(environment):
+        return
+    if not isinstance(environment.runner, MasterRunner):
+        ctx.opts = None
+        ctx.guard = RunGuard()
+        try:
+            opts = read_options(environment)
+        except OptionError as exc:
+            ctx.guard.halted = str(exc)
+            stop_run(environment, str(exc))
+            return
+        ctx.opts = opts
+        ctx.guard.base_url = opts.base_url
+        if opts.transport == "openai":  # build the shared SDK client before any user starts
+            from llmload.client.sdk import shared_client
+
+            shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure)
+        ctx.start_health()
+    ctx.sink.start()
+
+
+def _on_test_stop(environment: Any, **_kw: Any) -> None:
+    ctx = context_for(environment)
+    ctx.sink.flush()
+    files.release_run_dir(environment)
+    if ctx.model_mismatches:
+        logger.warning("llmload: %d answers named another model than requested", ctx.model_mismatches)
+
+
+def _on_quitting(environment: Any, **_kw: Any) -> None:
+    ctx = context_for(environment)
+    runner = environment.runner
+    # Locust's SIGTERM handler fires `quitting` before it stops the runner: stop it here first,
+    # so in-flight requests finish (--stop-timeout) and their rows land before the files close
+    if not isinstance(runner, WorkerRunner) and runner is not None and runner.state in ("spawning", "running"):
+        runner.stop()
+    if ctx.health is not None:
+        ctx.health.stop()
+    ctx.sink.stop()
+    write_run_json(environment, ended_unix=time.time())
+    ctx.sink.close_files()
+
+
+def install(events: Any) -> None:
+    """Register llmload's options and listeners on a Locust `events` object (once)."""
+    if not first_time(events, "run"):
+        return
+    events.init_command_line_parser.add_listener(add_options)
+    events.init.add_listener(_on_init)
+    events.test_start.add_listener(_on_test_start)
+    events.test_stop.add_listener(_on_test_stop)
+    events.quitting.add_listener(_on_quitting)

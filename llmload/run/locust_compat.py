@@ -1,0 +1,104 @@
+"""Every reach into Locust's internals, in one place, each checked against Locust 2.47.0.
+
+`tests/unit/test_compat.py` fails when an assumption here stops holding; when upgrading
+Locust, run it first. The supported range is pinned in requirements.txt.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+CHECKED_VERSION = "2.47.0"
+SUPPORTED = ((2, 47), (2, 48))
+"""[low, high) Locust major.minor versions these shims were checked against"""
+
+
+# --- 1 ms response-time buckets ---------------------------------------------------------------
+def precise_bucket_response_time(response_time: int | float) -> int:
+    """1 ms histogram buckets (replacement for locust.stats.bucket_response_time)."""
+    return round(response_time)
+
+
+def use_precise_buckets() -> None:
+    """Locust rounds response times to ~2 significant digits (147 -> 150 ms, 3432 -> 3400 ms) in
+    `locust.stats.bucket_response_time`, which `StatsEntry` looks up at call time (>= 2.43.4):
+    replace it so the UI and Locust CSV percentiles are exact to 1 ms. Cost: one histogram key
+    per distinct ms value. Needed on every process (workers bucket before they report)."""
+    import locust.stats
+
+    locust.stats.bucket_response_time = precise_bucket_response_time
+
+
+# --- the --csv writer greenlet Locust leaves behind ---------------------------------------------
+def kill_csv_writer_greenlet(**_kw: Any) -> None:
+    """`quit` listener: end Locust's --csv writer greenlet before Locust closes its files.
+
+    Locust 2.47's shutdown() closes the --csv files and exits, but leaves the
+    `StatsCSVFileWriter.stats_writer` greenlet (1 s loop) alive; any yield after that (gevent's
+    threading shutdown, the 0.1 s sleep of --processes' atexit kill_workers) can run it on
+    closed files: a CRITICAL "I/O operation on closed file" traceback. `quit` fires right
+    before close_files(), so it is killed there (it wrote the stats < 1 s ago). Locust keeps
+    no reference to that greenlet, hence the scan."""
+    import gevent
+    from locust.stats import StatsCSVFileWriter
+
+    for obj in gc.get_objects():
+        if isinstance(obj, gevent.Greenlet) and not obj.dead:
+            run = getattr(obj, "_run", None)
+            if getattr(run, "__func__", None) is StatsCSVFileWriter.stats_writer:
+                obj.kill(block=True, timeout=2.0)
+
+
+# --- user states --------------------------------------------------------------------------------
+def user_is_stopping(user: Any) -> bool:
+    from locust.user.task import LOCUST_STATE_STOPPING
+
+    return getattr(user, "_state", None) == LOCUST_STATE_STOPPING
+
+
+def pause_user(user: Any, seconds: float) -> bool:
+    """Sleep as Locust's own `wait()` does: the user is WAITING meanwhile, so a stop kills it at
+    once instead of waiting for the sleep. False if the user is (or became) stopping."""
+    import gevent
+    from locust.user.task import LOCUST_STATE_RUNNING, LOCUST_STATE_WAITING
+
+    if user_is_stopping(user):
+        return False
+    running = user._state == LOCUST_STATE_RUNNING
+    if running:
+        user._state = LOCUST_STATE_WAITING
+    gevent.sleep(seconds)
+    if running and user._state == LOCUST_STATE_WAITING:
+        user._state = LOCUST_STATE_RUNNING
+    return not user_is_stopping(user)
+
+
+def replace_tasks(user_class: Any, tasks: list) -> None:
+    """Give a user class exactly these tasks (Locust's metaclass has already collected @task
+    methods of the bases into `tasks`; assigning after class creation overrides them)."""
+    user_class.tasks = tasks
+
+
+# --- runners ------------------------------------------------------------------------------------
+def connected_workers(runner: Any) -> list[str]:
+    """Ids of a master's connected workers (ready, spawning or running), in a stable order."""
+    clients = runner.clients
+    return sorted(node.id for node in clients.ready + clients.spawning + clients.running)
+
+
+def has_message_handler(runner: Any, name: str) -> bool:
+    return name in runner.custom_messages
+
+
+def shape_greenlet(runner: Any) -> Any:
+    """The greenlet running the shape's tick loop (None before a shape run starts)."""
+    return getattr(runner, "shape_greenlet", None)
+
+
+# --- web UI -------------------------------------------------------------------------------------
+def replace_form(request: Any, pairs: list[tuple[str, str]]) -> None:
+    """Give the current Flask request another form (the start form's POST /swarm reads it)."""
+    from werkzeug.datastructures import ImmutableMultiDict
+
+    request.form = ImmutableMultiDict(pairs)
