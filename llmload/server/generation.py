@@ -60,7 +60,7 @@ class Generation:
         self.wrap = None
         """tool calls: puts the argument braces around the first and last fragments"""
         if plan.reasoning_tokens:
-            self.phase_end, self.answering = plan.reasoning_tokens, False
+            self.phase_end, self.answering, self.first_answer_pending = plan.reasoning_tokens, False, False
             self.prefix, self.suffix = self.templates.reasoning_pair() if self.stream else ("", "")
         else:
             self._begin_answer()
@@ -72,6 +72,7 @@ class Generation:
 
     def _begin_answer(self) -> None:
         self.phase_end, self.answering = self.plan.output_tokens, True
+        self.first_answer_pending = True
         self.reasoning_pieces, self.pieces = self.pieces, []
         if self.plan.tool_name is not None:
             self.wrap = _tool_fragment
@@ -169,19 +170,21 @@ class Generation:
         count = min(self.tokens_per_chunk, self.phase_end - seq.generated)
         text = self.app.text.tokens(self.text_start + seq.generated, count, self.structured)
         seq.generated += count
-        first_answer = self.answering and seq.generated == self.plan.reasoning_tokens + count
+        first_answer = self.first_answer_pending
         if self.wrap is not None:
             text = self.wrap(text, first_answer, seq.generated >= seq.output_tokens)
         if self.stream:
             if first_answer:
                 conn.send(wire.frame(self.lead + self.prefix + text + self.suffix))
                 self.truth["first_byte_s"] = self.app.clock()
+                self.first_answer_pending = False
             else:
                 conn.send(wire.frame(self.prefix + text + self.suffix))
                 if first:
                     self.truth["first_reasoning_byte_s"] = self.app.clock()
         else:
             self.pieces.append(text)
+            self.first_answer_pending = False
         if seq.generated >= self.phase_end:
             if seq.generated >= seq.output_tokens:
                 return self._complete()
