@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 from analysis import capacity as cap_mod
-from analysis import knee as knee_mod
-from analysis import queueing, text, totals
+from analysis import knees, queueing, text, totals
 from analysis.analyze import Target, analyze, choose_profile, profile_source
 from analysis.loader import RunError, load_run
 
@@ -58,9 +57,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_tiers(args: argparse.Namespace) -> int:
     a = _analysis(args)
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
+    parts = text.parts_rows(a.table, a.header_mode.labels)
     for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
                         ("Latency (ms, successful requests)", text.latency_rows(a.table)),
-                        ("Where TTFT goes (mean ms) and generator health", text.parts_rows(a.table))):
+                        ("Where TTFT goes (mean ms) and generator health", parts)):
         print(f"\n{title}\n{text.render(*rows)}")
     if a.scenario_table is not None and len(a.scenario_table):
         rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
@@ -82,7 +82,6 @@ def cmd_knee(args: argparse.Namespace) -> int:
     from analysis.report import capacity_sentence, knee_rows
 
     a = _analysis(args)
-    unit = a.run.load_unit
     if not a.climbs:
         print(f"run {a.run.name}: a {a.kind} run does not raise the load tier by tier, so it has no knee. "
               "Its phases:\n")
@@ -93,11 +92,13 @@ def cmd_knee(args: argparse.Namespace) -> int:
         print(f"Saturation: {a.saturation.sentence}")
         print(f"Capacity {capacity_sentence(a)}")
         return 0
-    print(f"run {a.run.name}\nRule: {knee_mod.RULE}\n")
+    print(f"run {a.run.name}\nRule: {knees.RULE}\n")
     print(text.render(*knee_rows(a)))
     print()
-    print(knee_mod.describe(a.knee, unit))
-    print(queueing.describe(a.fit, a.fit_note))
+    print(f"Compute saturation: {a.compute.sentence}")
+    print(f"Queueing onset: {a.onset.sentence}")
+    print(" ".join(filter(None, (queueing.describe(a.fit, a.fit_note), a.agreement))))
+    print(a.header_mode.sentence)
     print(f"Saturation: {a.saturation.sentence}")
     print(f"Capacity {capacity_sentence(a)}")
     return 0

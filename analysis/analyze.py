@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import capacity as cap_mod
+from analysis import headers, health, knees, queueing, saturation, scenarios, tiers, totals
 from analysis import knee as knee_mod
 from analysis import phases as phases_mod
-from analysis import queueing, saturation, scenarios, tiers, totals
 from analysis.checklist import checklist
 from analysis.loader import Run
 from analysis.shape import climbs, shape_kind
@@ -64,6 +64,13 @@ class Analysis:
     scenario_sentence: str = ""
     phases: pd.DataFrame | None = None
     phase_sentences: tuple[str, ...] = ()
+    compute: knees.KneePoint | None = None
+    """compute saturation: where added load stops adding throughput"""
+    onset: knees.KneePoint | None = None
+    """queueing onset: where requests start to wait"""
+    header_mode: headers.HeaderMode | None = None
+    agreement: str = ""
+    """does the fitted model agree with the queueing onset (knees.model_agreement)"""
 
     @property
     def climbs(self) -> bool:
@@ -100,7 +107,9 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
                                                                profile.max_429_rate))
         for name in cap_mod.PROFILES
     )
-    sat = saturation.classify(table, knee if climbs(kind) else knee_mod.find_knee(table, open_loop), run.load_unit)
+    compute = knees.compute_saturation(table, run.load_unit)
+    onset = knees.queueing_onset(table, run.load_unit)
+    sat = saturation.classify(table, onset, compute, run.load_unit)
     plan = None
     if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(capacity, target.value, target.kind, run.load_unit, target.headroom)
@@ -117,6 +126,8 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
         phases=phase_frame,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
+        compute=compute, onset=onset, header_mode=headers.header_mode(table),
+        agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
     )
 
 
@@ -139,16 +150,12 @@ def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
             out.append(f"{where}: only {row.ok} successful requests; p99 needs at least {tiers.MIN_SAMPLES_P99} "
                        "to be stable. Hold the tier longer.")
         if row.overloaded:
-            figures = [f"{label} {value:.0f}{suffix}" for label, value, suffix in (
-                ("loop lag p99", row.loop_lag_p99_ms, " ms"), ("loop lag (health) p95", row.health_lag_ms, " ms"),
-                ("schedule lag p99", row.schedule_lag_p99_ms, " ms"), ("CPU p95", row.cpu_p95, "%"),
-            ) if value == value]
-            out.append(f"{where}: the load generator was overloaded ({', '.join(figures)}); its latencies are "
-                       "not trustworthy. Add workers or lower the load per worker.")
+            out.append(health.warning(where, row))
     if knee.first_past_tier is not None:
         suspect = table[table["tier"].isin([knee.knee_tier, knee.first_past_tier]) & table["overloaded"]]
         if len(suspect):
-            out.append("The knee call rests on a tier where the generator was overloaded: re-run with more workers.")
+            out.append("The knee call rests on a tier where the generator lagged: re-run once it keeps up "
+                       "(see the advice above).")
     retries = int(table["retries"].sum())
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row, "

@@ -59,27 +59,31 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     unit = a.run.load_unit
     table = a.table[a.table["sent"] > 0]
     series = timeline.windows(a.run, timeline.pick_window_s(a.run))
+    knees = (a.compute, a.onset)
     specs = [
-        ("knee", "p50/p95/p99 TTFT per tier. The knee (dashed) is the last tier before p99 leaves its low-load "
-         "band and throughput stops growing; the dash-dot line is the SLO.",
-         lambda ax: plots.plot_knee(ax, table, a.knee, a.profile.ttft_p95_ms, unit)),
-        ("throughput", "Successful requests/s and output tokens/s per tier; the dashed line is the fitted "
-         "queueing model. A flat line means the server is full.",
-         lambda ax: plots.plot_throughput(ax, table, a.fit, a.knee, unit)),
+        ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
+         "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
+         lambda ax: plots.plot_knee(ax, table, a.knee, a.profile.ttft_p95_ms, unit, knees)),
+        ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; the grey dashed "
+         "line is the fitted queueing model (c slots: min(load / one user's low-load cycle, plateau)). A flat "
+         "line means added load no longer adds throughput.",
+         lambda ax: plots.plot_throughput(ax, table, a.fit, knees, unit)),
         ("queue_fit", "Mean TTFT measured against the fitted slots-plus-queue model.",
          lambda ax: plots.plot_queue_fit(ax, table, a.fit, unit)),
         ("inflight", "Requests in flight (Little's law: requests/s x mean latency) against the target, and the "
-         "queueing delay (TTFT p50 above the lowest tier's).",
+         "estimated wait (TTFT growth not explained by slower batches).",
          lambda ax: plots.plot_inflight(ax, table, unit)),
         ("errors", "Share of requests that failed per tier, by kind (rate_limited = HTTP 429).",
          lambda ax: plots.plot_errors(ax, error_rates(a), unit)),
         ("ttft_cdf", "TTFT distribution per tier: a curve moving right is the queue growing; the dotted line "
          "is p99.",
          lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
-        ("timeline", "The whole run: p99 TTFT per time window, users and output tokens/s; warm-up shaded.",
+        ("timeline", "The whole run: p99 TTFT per time window (left axis); users and output tokens/s scaled to "
+         "the users axis (right axis). Bands: every other tier shaded grey, each tier's warm-up (excluded "
+         "from the tables) shaded orange.",
          lambda ax: plots.plot_timeline(ax, series, a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
-         lambda ax: plots.plot_latency_vs_throughput(ax, table, a.knee, unit)),
+         lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
     ]
     if not a.climbs:
         specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]

@@ -9,6 +9,10 @@ How it works:
   trusted on its own: tiers.csv decides (disagreements are counted in the notes).
 - A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
   last sample. Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
+- `server_metrics.csv` (ts_s, name, value: the target's Prometheus metrics scraped during the
+  run) is optional and read as is; `server_metrics.py` picks the names it knows.
+- Optional sample columns (`retry_after_source`, `ratelimit_remaining_*`) are empty for runs
+  written before they existed.
 - `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
   is named in `Run.notes`. `locust_failures.csv` (Locust's failures table) is read when
   present, to reconcile run totals with what Locust showed.
@@ -31,10 +35,11 @@ NUMERIC_COLUMNS = (
     "ts_start_s", "users_now", "tier", "status", "ttft_ms", "reasoning_ttft_ms", "e2e_ms",
     "headers_ms", "connect_ms", "conn_reused", "input_tokens", "output_tokens", "cached_tokens",
     "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tpot_ms", "out_tps", "retry_after_s",
-    "schedule_lag_ms", "loop_lag_ms",
+    "schedule_lag_ms", "loop_lag_ms", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
 )
 TEXT_COLUMNS = ("worker", "scenario", "endpoint", "phase", "error", "model_requested", "model_returned",
-                "retry_of")
+                "retry_of", "retry_after_source")
+SERVER_METRIC_COLUMNS = ("ts_s", "name", "value")
 
 
 class RunError(Exception):
@@ -59,6 +64,8 @@ class Run:
     """what is missing or was assumed, one sentence each"""
     failures: pd.DataFrame | None = None
     """Locust's failures table (Method, Name, Error, Occurrences) when locust_failures.csv exists"""
+    server_metrics: pd.DataFrame | None = None
+    """server_metrics.csv (ts_s unix, name, value: the target's Prometheus metrics) when present"""
 
     @property
     def shape(self) -> dict:
@@ -84,7 +91,7 @@ def load_run(path: str | Path) -> Run:
     history = _read_history(path, notes)
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
                tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
-               failures=_read_failures(path))
+               failures=_read_failures(path), server_metrics=_read_server_metrics(path))
 
 
 def _read_info(path: Path, notes: list[str]) -> dict:
@@ -265,3 +272,19 @@ def _read_failures(path: Path) -> pd.DataFrame | None:
         return None
     frame["Occurrences"] = pd.to_numeric(frame["Occurrences"], errors="coerce").fillna(0).astype(int)
     return frame
+
+
+def _read_server_metrics(path: Path) -> pd.DataFrame | None:
+    file = path / "server_metrics.csv"
+    if not file.exists():
+        return None
+    try:
+        frame = pd.read_csv(file)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return None
+    if not set(SERVER_METRIC_COLUMNS) <= set(frame.columns) or frame.empty:
+        return None
+    frame["ts_s"] = pd.to_numeric(frame["ts_s"], errors="coerce")
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    frame["name"] = frame["name"].astype(str)
+    return frame.dropna(subset=["ts_s", "value"]).reset_index(drop=True)

@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis.knee import Knee
+from analysis.knees import KneePoint
 from analysis.queueing import QueueFit
 
 COLORS = {"p50": "#4C72B0", "p95": "#DD8452", "p99": "#C44E52", "model": "#555555", "knee": "#8172B3",
@@ -28,15 +29,22 @@ def _load_axis(ax: Axes, frame: pd.DataFrame, load_unit: str) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _mark_knee(ax: Axes, knee: Knee | None) -> None:
-    if knee is not None and knee.knee_load is not None:
+def _mark_knee(ax: Axes, knee) -> None:
+    """Mark the knee(s): a Knee (old rule) or a (compute saturation, queueing onset) pair of KneePoints."""
+    if isinstance(knee, tuple):
+        for point, label, style in zip(knee, ("compute saturation", "queueing onset"), ("-.", "--")):
+            if point is not None and point.load is not None:
+                ax.axvline(point.load, color=COLORS["knee"], linestyle=style, linewidth=1.2,
+                           label=f"{label} ({point.load:g})")
+    elif knee is not None and knee.knee_load is not None:
         ax.axvline(knee.knee_load, color=COLORS["knee"], linestyle="--", linewidth=1.2,
                    label=f"knee ({knee.knee_load:g})")
 
 
 def plot_knee(ax: Axes, table: pd.DataFrame, knee: Knee | None = None, slo_ms: float | None = None,
-              load_unit: str = "users") -> None:
-    """p50/p95/p99 TTFT against load; p99 with its bootstrap CI; knee and SLO marked."""
+              load_unit: str = "users", marks: tuple | None = None) -> None:
+    """p50/p95/p99 TTFT against load; p99 with its bootstrap CI; the low-load band of `knee`, the SLO
+    and `marks` (compute saturation, queueing onset; else the knee) marked."""
     for name in ("p50", "p95"):
         ax.plot(table["load"], table[f"ttft_{name}_ms"], marker="o", color=COLORS[name], label=f"TTFT {name}")
     lo = (table["ttft_p99_ms"] - table["ttft_p99_ci_lo_ms"]).clip(lower=0).fillna(0)
@@ -47,7 +55,7 @@ def plot_knee(ax: Axes, table: pd.DataFrame, knee: Knee | None = None, slo_ms: f
         ax.axhline(knee.band_hi_ms, color=COLORS["p99"], alpha=0.35, linestyle=":", label="low-load p99 band")
     if slo_ms is not None:
         ax.axhline(slo_ms, color=COLORS["slo"], linestyle="-.", label=f"SLO p95 {slo_ms:g} ms")
-    _mark_knee(ax, knee)
+    _mark_knee(ax, marks if marks is not None else knee)
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("TTFT (ms)")
     ax.set_title("Time to first token by load: where the knee is")
@@ -62,14 +70,16 @@ def plot_throughput(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None, 
         grid = _grid(table["load"])
         pred = fit.predict(grid)
         ax.plot(pred["load"], pred["ok_rps"], color=COLORS["model"], linestyle="--",
-                label=f"model: {fit.slots:.1f} slots")
+                label=f"fitted queueing model: {fit.slots:.1f} slots, plateau {fit.x_max_rps:.1f} req/s")
     _mark_knee(ax, knee)
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("successful requests/s")
+    ax.set_ylim(bottom=0)
     tok = ax.twinx()
     tok.plot(table["load"], table["out_tok_s"], marker="s", markersize=4, linestyle=":", color=COLORS["tok"],
              alpha=0.8, label="output tok/s (right axis)")
     tok.set_ylabel("output tokens/s")
+    tok.set_ylim(bottom=0)
     lines = ax.get_legend_handles_labels()
     more = tok.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="upper left")
@@ -84,7 +94,7 @@ def plot_queue_fit(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None,
         pred = fit.predict(_grid(table["load"]))
         finite = np.isfinite(pred["ttft_mean_ms"])
         ax.plot(pred["load"][finite], pred["ttft_mean_ms"][finite], color=COLORS["model"], linestyle="--",
-                label=f"model: {fit.slots:.1f} slots + queue")
+                label=f"fitted queueing model: {fit.slots:.1f} slots + FIFO queue")
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("mean TTFT (ms)")
     ax.set_title("Queueing model against the measurements")
@@ -99,9 +109,10 @@ def plot_inflight(ax: Axes, table: pd.DataFrame, load_unit: str = "users") -> No
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("requests in flight")
     delay = ax.twinx()
-    delay.plot(table["load"], table["queue_delay_ms"], marker="^", color=COLORS["p99"], alpha=0.8,
-               label="queueing delay p50 (ms)")
-    delay.set_ylabel("queueing delay (ms): TTFT p50 - lowest tier's")
+    delay.plot(table["load"], table["wait_ms"], marker="^", color=COLORS["p99"], alpha=0.8,
+               label="estimated wait (ms)")
+    delay.set_ylabel("estimated wait (ms): TTFT growth not explained by slower batches")
+    delay.set_ylim(bottom=0)
     lines = ax.get_legend_handles_labels()
     more = delay.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="upper left")
@@ -143,7 +154,8 @@ def plot_ttft_cdf(ax: Axes, cdf: pd.DataFrame, load_unit: str = "users") -> None
 
 def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = None,
                   users_frame: pd.DataFrame | None = None) -> None:
-    """p99 TTFT, users and output tokens/s over the run (x: seconds since start), tiers shaded.
+    """p99 TTFT (left axis), users and scaled output tokens/s (right axis) over the run; tiers shaded
+    grey every other tier, warm-up orange. At most two y-axes.
 
     `users_frame` (ts_s, users: Locust's stats history) replaces the per-window max of users_now."""
     t0 = float(series["start_s"].min()) if len(series) else 0.0
@@ -155,19 +167,20 @@ def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = N
     ax.plot(x, series["p99_ms"], color=COLORS["p99"], label="p99 TTFT (ms)")
     ax.set_ylabel("p99 TTFT (ms)")
     ax.set_xlabel("seconds since the first request (orange: warm-up)")
-    users = ax.twinx()
+    ax.set_ylim(bottom=0)
+    right = ax.twinx()
     if users_frame is not None and len(users_frame):
-        users.step(users_frame["ts_s"] - t0, users_frame["users"], where="post", color=COLORS["model"],
+        right.step(users_frame["ts_s"] - t0, users_frame["users"], where="post", color=COLORS["model"],
                    label="users (Locust)")
     else:
-        users.step(x, series["users"], where="post", color=COLORS["model"], label="users")
-    users.set_ylabel("users")
-    tok = ax.twinx()
-    tok.spines["right"].set_position(("axes", 1.1))
-    tok.plot(x, series["out_tok_s"], color=COLORS["tok"], alpha=0.7, label="output tok/s")
-    tok.set_ylabel("output tokens/s")
+        right.step(x, series["users"], where="post", color=COLORS["model"], label="users")
+    scale = float(series["users"].max() or 1.0) / max(float(series["out_tok_s"].max() or 1.0), 1e-9)
+    right.plot(x, series["out_tok_s"] * scale, color=COLORS["tok"], alpha=0.7,
+               label=f"output tok/s (x{scale:.2g}, on the users axis)")
+    right.set_ylabel("users; output tok/s scaled")
+    right.set_ylim(bottom=0)
     handles, labels = [], []
-    for axis in (ax, users, tok):
+    for axis in (ax, right):
         h, lab = axis.get_legend_handles_labels()
         handles += h
         labels += lab
@@ -176,18 +189,18 @@ def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = N
     ax.set_title("The run over time")
 
 
-def plot_latency_vs_throughput(ax: Axes, table: pd.DataFrame, knee: Knee | None = None,
+def plot_latency_vs_throughput(ax: Axes, table: pd.DataFrame, onset: KneePoint | None = None,
                                load_unit: str = "users") -> None:
-    """p50/p99 TTFT against achieved req/s; the knee is the bend."""
+    """p50/p99 TTFT against achieved req/s; the queueing onset is circled."""
     for name in ("p50", "p99"):
         ax.plot(table["ok_rps"], table[f"ttft_{name}_ms"], marker="o", color=COLORS[name], label=f"TTFT {name}")
     for row in table.itertuples():
         ax.annotate(f"{row.load:g}", (row.ok_rps, row.ttft_p99_ms), textcoords="offset points", xytext=(4, 4),
                     fontsize=7)
-    if knee is not None and knee.knee_tier is not None:
-        at = table[table["tier"] == knee.knee_tier]
+    if onset is not None and onset.tier is not None:
+        at = table[table["tier"] == onset.tier]
         ax.scatter(at["ok_rps"], at["ttft_p99_ms"], s=160, facecolors="none", edgecolors=COLORS["knee"],
-                   linewidths=2, label="knee", zorder=5)
+                   linewidths=2, label="queueing onset", zorder=5)
     ax.set_xlabel("successful requests/s")
     ax.set_ylabel("TTFT (ms)")
     ax.legend(fontsize=8)

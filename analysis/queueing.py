@@ -2,8 +2,8 @@
 
 How it works:
 - Plateau throughput X_max: the highest successful requests/s of any tier.
-- Service time at the plateau: mean e2e minus mean queueing delay (mean TTFT above the
-  lowest tier's) at the tier that reached X_max.
+- Service time at the plateau: mean e2e minus the mean wait (`waiting.py`: TTFT growth not
+  explained by slower batches) at the tier that reached X_max.
 - Effective parallel slots c = X_max x service time (Little's law applied to the requests
   in service, not waiting). For a server with S slots kept busy, c ~ S.
 - Prediction. Closed loop (load = users, asymptotic bounds of a closed queueing network):
@@ -67,7 +67,8 @@ def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
         return None
     top = rows.loc[rows["ok_rps"].idxmax()]
     base = rows.iloc[0]
-    service_s = (top["e2e_mean_ms"] - top["queue_delay_mean_ms"]) / 1000.0
+    wait_ms = top["wait_ms"] if "wait_ms" in top and top["wait_ms"] == top["wait_ms"] else top["queue_delay_mean_ms"]
+    service_s = (top["e2e_mean_ms"] - wait_ms) / 1000.0
     if not service_s > 0:
         return None
     x_max = float(top["ok_rps"])

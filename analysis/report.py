@@ -14,8 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis import capacity as cap_mod
-from analysis import knee as knee_mod
-from analysis import queueing, text, totals
+from analysis import knees, queueing, ratelimit, server_metrics, text, totals
 from analysis.analyze import Analysis
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
@@ -71,17 +70,20 @@ def capacity_sentence(a: Analysis) -> str:
 
 
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
-    unit = a.run.load_unit
     if a.climbs:
-        items = [("Knee:", _strip(knee_mod.describe(a.knee, unit), "Knee "))]
+        items = [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
     else:
         items = [(f"{a.kind.capitalize()}:", f"a {NAMES[a.kind]} run has no knee; its phases are compared "
                   "instead. " + " ".join(a.phase_sentences))]
     items += [
         ("Capacity:", capacity_sentence(a)),
         ("Saturation:", a.saturation.sentence),
-        ("Queueing model:", _strip(queueing.describe(a.fit, a.fit_note), "Fitted model: ")),
+        ("Queueing model:", " ".join(filter(None, (_strip(queueing.describe(a.fit, a.fit_note), "Fitted model: "),
+                                                   a.agreement)))),
     ]
+    quota = ratelimit.quota_sentence(a.table)
+    if quota:
+        items.append(("Rate limit:", quota))
     lower = a.capacity.status == "beyond"
     if a.plan is not None:
         items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
@@ -149,12 +151,21 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out.append(Table(*_tuple(text.outcome_rows(a.table, unit)), note=note))
     out.append(Heading("Latency (ms, successful requests)", 3))
     out.append(Table(*_tuple(text.latency_rows(a.table)),
-                     note="p99.9 only where a tier has 1000+ successes; queue delay = TTFT p50 minus the "
-                          "lowest tier's."))
+                     note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
+                          "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
+                          "slows down is not counted as waiting."))
     out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
-    out.append(Table(*_tuple(text.parts_rows(a.table)),
-                     note="connect = TCP/TLS setup; gateway+queue = headers received minus connect; after "
-                          "headers = prefill and first token. Mismatch = response model field differs."))
+    labels = a.header_mode.labels
+    out.append(Para(a.header_mode.sentence))
+    out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
+                     note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
+                          "TTFT minus headers. Mismatch = response model field differs."))
+    if a.run.server_metrics is not None:
+        names = server_metrics.source_names(a.run)
+        out.append(Heading("Server-side metrics beside client figures (mean per measure window)", 3))
+        out.append(Table(*_tuple(text.server_rows(a.table)),
+                         note="From server_metrics.csv: " + (", ".join(f"{k} = {v}" for k, v in names.items())
+                                                             or "no known metric names") + ". '-' = not exposed."))
     if a.kinds.size and a.kinds.to_numpy().sum():
         rows = tuple((str(t), text.load(load), *(str(int(v)) for v in r))
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
@@ -188,10 +199,11 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
                else Para("None: every tier had enough samples and the load generator kept up."))
     if a.climbs:
-        out.append(Heading("How the knee was found"))
-        out.append(Para(knee_mod.RULE, lead="Rule."))
-        out.append(Table(*_tuple(knee_rows(a)), note="gain/slope: throughput gained per added unit of load, as a "
-                                                     "share of the initial slope."))
+        out.append(Heading("How the two knees were found"))
+        out.append(Para(knees.RULE, lead="Rule."))
+        out.append(Table(*_tuple(knee_rows(a)), note="waiting = requests waiting on average (Little's law on the "
+                                                     "estimated wait); waits = the tier counts as waiting, and the "
+                                                     "evidence used."))
     elif a.phases is not None:
         out.append(Heading(f"Phases of the {NAMES[a.kind]} run"))
         out.append(Bullets(tuple(("", s) for s in a.phase_sentences)))
@@ -226,13 +238,16 @@ def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...],
 
 
 def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    ev = a.knee.evidence
-    headers = ("tier", "load", "p99 TTFT", "95% CI", f"above band (> {text.ms(a.knee.band_hi_ms)} ms)",
-               "rejected", "ok req/s", "gain/slope", "past knee")
-    rows = [(str(r.tier), text.load(r.load), text.ms(r.ttft_p99_ms),
-             f"{text.ms(r.ttft_p99_ci_lo_ms)}-{text.ms(r.ttft_p99_ci_hi_ms)}", "yes" if r.left_band else "no",
-             text.pct(r.reject_rate), text.num(r.ok_rps), text.pct(r.gain_ratio), "YES" if r.past_knee else "")
-            for r in ev.itertuples()]
+    """Evidence of the two knees per tier (knees.py)."""
+    t = a.table[a.table["sent"] > 0].sort_values("load", kind="stable")
+    peak = t["ok_rps"].max()
+    headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",
+               "waiting", "server waiting", "waits")
+    rows = [(str(r.tier), text.load(r.load), text.num(r.ok_rps), text.pct(r.ok_rps / peak if peak > 0 else
+                                                                            float("nan")),
+             text.ms(r.ttft_mean_ms), text.ms(r.tpot_mean_ms), text.ms(r.wait_ms), text.num(r.queue_len),
+             text.num(r.srv_waiting_mean), f"YES ({r.wait_source})" if r.waits else "")
+            for r in t.itertuples()]
     return headers, rows
 
 

@@ -1,78 +1,134 @@
-"""Saturation behaviour: at the highest load, does the server queue, shed, or neither?
+"""Saturation behaviour at the highest load: one classifier, one decision table.
 
-How it works, on the highest-load tier with requests:
-- it *sheds* when more than knee.REJECT_LIMIT of its requests were rejected with 429 or
-  503; the share of 429s carrying Retry-After is reported (a polite server sets it);
-- it *queues* when its p99 TTFT left the low-load band (same band as the knee rule);
-- both can hold (a bounded queue that overflows into 429s); neither means the server was
-  not saturated in the tested range;
-- open loop: when more than knee.REJECT_LIMIT of the tier's arrivals were dropped at the
-  generator's in-flight cap, the generator could not send what was asked because the
-  server did not keep up: that is saturation (kind 'queues': requests piled up to the cap),
-  never "not saturated". Open-loop sentences always give the achieved vs the target rate.
-  Other failures (timeouts, 5xx, broken streams) above the limit are named too: a server
-  that fails instead of queueing or shedding.
+Every verdict sentence about saturation comes from `classify`; no other code path states
+one. It looks at the highest-load tier with requests. Each failed attempt is counted once:
+*shed* (HTTP 429, HTTP 503, or an in-stream error event: vLLM sheds with both), *timeout*,
+or *other* (5xx other than 503, broken streams, protocol errors). Rows, first match wins:
+
+| # | condition at the highest tier                              | kind              |
+|---|------------------------------------------------------------|-------------------|
+| 1 | no request measured anywhere                               | cannot tell       |
+| 2 | at least MAJORITY of its requests timed out                | times out         |
+| 3 | more than REJECT_LIMIT shed                                | sheds (+ queues when its requests also waited) |
+| 4 | its requests waited (`waiting.py`; open loop: dropped)     | queues            |
+| 5 | more than REJECT_LIMIT timed out or failed otherwise       | fails             |
+| 6 | only one load level and no server queue metric             | cannot tell       |
+| 7 | otherwise                                                  | not saturated     |
+
+"Waited" is the queueing-onset test (`knees.py`), never a raw TTFT rise: a concurrency cap
+that refuses work while CPU contention slows every step is shedding, not queueing. Shedding
+says whether a retry hint came and from which header (`ratelimit.py`). Figures that do not
+exist are never printed (no "nan").
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.knee import REJECT_LIMIT, Knee
+from analysis import ratelimit
+from analysis.knees import KneePoint
+from analysis.text import load_with_unit
+
+REJECT_LIMIT = 0.01
+MAJORITY = 0.5
 
 
 @dataclass(frozen=True)
 class Saturation:
     kind: str
-    """'queues', 'sheds', 'queues and sheds', 'not saturated', 'unknown'"""
+    """'queues', 'sheds', 'queues and sheds', 'times out', 'fails', 'not saturated', 'cannot tell'"""
     tier: int | None
     sentence: str
+    rule: int = 0
+    """the decision-table row that matched"""
 
 
-def classify(table: pd.DataFrame, knee: Knee, load_unit: str) -> Saturation:
+def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_unit: str) -> Saturation:
     rows = table[table["sent"] > 0].sort_values("load", kind="stable")
-    if rows.empty or knee.evidence.empty:
-        return Saturation("unknown", None, "No requests measured: saturation behaviour unknown.")
+    if rows.empty:
+        return Saturation("cannot tell", None, "No requests measured: saturation behaviour unknown.", 1)
     top = rows.iloc[-1]
     tier = int(top["tier"])
-    reject = (top["n_429"] + top["n_503"]) / top["sent"]
-    sheds = reject > REJECT_LIMIT
-    drop_rate = float(top.get("drop_rate", 0.0))
-    capped = drop_rate > REJECT_LIMIT
-    ev = knee.evidence[knee.evidence["tier"] == tier]
-    queues = bool(ev["left_band"].iloc[0]) if len(ev) else False
-    base_p99 = float(knee.evidence.iloc[0]["ttft_p99_ms"])
-    ratio = top["ttft_p99_ms"] / base_p99 if base_p99 > 0 else math.nan
-    where = f"At the highest load ({top['load']:g} {load_unit}, tier {tier})"
+    where = f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})"
     if load_unit == "req/s":
         where += f", sending {top['rps']:.1f} req/s of the {top['load']:g} asked ({top['ok_rps']:.1f} ok),"
-    parts = []
-    if capped:
-        parts.append(f"the generator could not send what was asked: {int(top['dropped'])} arrivals "
-                     f"({drop_rate:.0%}) dropped at the in-flight cap (--max-inflight), so the server did not "
-                     "keep up")
-    if sheds:
-        codes = []
-        if top["n_429"]:
-            share = top["retry_after_share"]
-            ra = "with Retry-After" if share >= 0.99 else ("without Retry-After" if not share > 0 else
-                                                            f"Retry-After on {share:.0%} of them")
-            codes.append(f"{int(top['n_429'])} x 429 ({ra})")
-        if top["n_503"]:
-            codes.append(f"{int(top['n_503'])} x 503")
-        parts.append(f"it sheds load: {reject:.1%} of requests rejected ({', '.join(codes)})")
-    if queues:
-        parts.append(f"it queues: p99 TTFT is {ratio:.1f}x its low-load value ({top['ttft_p99_ms']:.0f} ms)")
-    elif sheds and not math.isnan(ratio):
-        parts.append(f"p99 TTFT of accepted requests stays {ratio:.1f}x its low-load value")
-    other = top["error_rate"]
-    tail = f"; {other:.1%} of requests failed otherwise (timeouts, 5xx, broken streams)" if other > REJECT_LIMIT else ""
-    if not sheds and not queues and not capped:
-        return Saturation("not saturated", tier, f"{where} the server neither queued nor shed: not saturated in the "
-                          f"tested range (p99 TTFT {ratio:.1f}x low load, {reject:.1%} rejected){tail}.")
-    kind = "queues and sheds" if sheds and (queues or capped) else ("sheds" if sheds else "queues")
-    no_429 = "" if sheds else f", {int(top['n_429'])} x 429"
-    return Saturation(kind, tier, f"{where} " + "; ".join(parts) + no_429 + tail + ".")
+    sent = int(top["sent"])
+    if top["timeout_rate"] >= MAJORITY:
+        return Saturation("times out", tier, f"{where} it times out: {int(top['n_timeout'])} of {sent} requests "
+                          f"({top['timeout_rate']:.1%}) hit the client timeout and {int(top['ok'])} succeeded; "
+                          "the server neither answered in time nor refused" + _tail(top, "timeout") + ".", 2)
+    waits = bool(top["waits"])
+    if top["shed_rate"] > REJECT_LIMIT:
+        text = f"{where} it sheds load: {top['shed_rate']:.1%} of requests refused ({_codes(top)}), " \
+               f"{ratelimit.hint_text(top)}"
+        text += f"; and it queues: {_wait(top, onset)}" if waits else _accepted(top)
+        return Saturation("queues and sheds" if waits else "sheds", tier, text + _tail(top, "") + ".", 3)
+    if waits:
+        return Saturation("queues", tier, f"{where} {_queue_lead(top)}: {_wait(top, onset)}"
+                          + _tail(top, "") + ".", 4)
+    if top["timeout_rate"] + top["other_fail_rate"] > REJECT_LIMIT:
+        return Saturation("fails", tier, f"{where} it fails instead of queueing or shedding: "
+                          f"{top['timeout_rate'] + top['other_fail_rate']:.1%} of requests failed "
+                          f"({_failures(top)}), none refused, no wait measured.", 5)
+    if len(rows) == 1 and top.get("srv_waiting_mean", float("nan")) != top.get("srv_waiting_mean", float("nan")):
+        return Saturation("cannot tell", tier, f"{where}: cannot tell whether the server is saturated: one load "
+                          "level gives no low-load baseline to see a wait against, and no request was refused. "
+                          "Test several loads, or record the server's queue metrics.", 6)
+    plateau = (f" Throughput stopped growing {compute.sentence.split(':')[0]}, so more load would soon wait."
+               if compute.reached else "")
+    return Saturation("not saturated", tier, f"{where} no request waited, was refused or failed: not saturated "
+                      f"in the tested range.{plateau}", 7)
+
+
+def _queue_lead(top: pd.Series) -> str:
+    if top["wait_source"] == "dropped":
+        return (f"the generator could not send what was asked: {int(top['dropped'])} arrivals "
+                f"({top['drop_rate']:.0%}) dropped at the in-flight cap (--max-inflight), so the server did not "
+                "keep up; it queues")
+    return "it queues"
+
+
+def _wait(top: pd.Series, onset: KneePoint) -> str:
+    if top["wait_source"] == "server":
+        text = f"the server's queue held {top['srv_waiting_mean']:.1f} requests on average (its metrics)"
+    elif top["wait_source"] == "dropped":
+        text = "requests piled up to the in-flight cap"
+    else:
+        text = (f"requests waited about {top['wait_ms']:.0f} ms each ({top['queue_len']:.1f} waiting on average, "
+                "TTFT growth beyond what slower batches explain)")
+    if onset.status == "within":
+        text += f"; waiting starts between {onset.load:g} and {onset.next_load:g}"
+    return text
+
+
+def _accepted(top: pd.Series) -> str:
+    if top["ok"] == 0:
+        return "; no request was accepted"
+    return f"; accepted requests did not wait (estimated wait {top['wait_ms']:.0f} ms)" \
+        if top["wait_ms"] == top["wait_ms"] else ""
+
+
+def _codes(top: pd.Series) -> str:
+    codes = [f"{int(top['n_429'])} x 429"] if top["n_429"] else []
+    if top["n_503"]:
+        codes.append(f"{int(top['n_503'])} x 503")
+    if top["n_stream_error"]:
+        codes.append(f"{int(top['n_stream_error'])} in-stream error events")
+    return ", ".join(codes)
+
+
+def _failures(top: pd.Series) -> str:
+    parts = [f"{int(top['n_timeout'])} timeouts"] if top["n_timeout"] else []
+    if top["n_other_fail"]:
+        parts.append(f"{int(top['n_other_fail'])} other errors (5xx, broken streams, protocol)")
+    return ", ".join(parts)
+
+
+def _tail(top: pd.Series, skip: str) -> str:
+    rate = top["other_fail_rate"] + (0.0 if skip == "timeout" else top["timeout_rate"])
+    if rate <= REJECT_LIMIT:
+        return ""
+    counts = _failures(top) if skip != "timeout" else f"{int(top['n_other_fail'])} other errors"
+    return f"; besides, {rate:.1%} of requests failed ({counts})"

@@ -98,20 +98,31 @@ def phase_rows(frame: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ..
 
 def latency_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("tier", "load", "TTFT p50", "p95", "p99", "p99 95% CI", "p99.9", "e2e p50", "e2e p99", "ITL p50",
-               "ITL p99", "TPOT p50", "queue delay")
+               "ITL p99", "TPOT p50", "wait (est.)")
     rows = [(str(r.tier), load(r.load), ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms),
              f"{ms(r.ttft_p99_ci_lo_ms)}-{ms(r.ttft_p99_ci_hi_ms)}" if r.ok > 1 else "-", ms(r.ttft_p999_ms),
              ms(r.e2e_p50_ms), ms(r.e2e_p99_ms), ms(r.itl_p50_ms), ms(r.itl_p99_ms), ms(r.tpot_p50_ms),
-             ms(r.queue_delay_ms)) for r in table.itertuples()]
+             ms(r.wait_ms)) for r in table.itertuples()]
     return headers, rows
 
 
-def parts_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    headers = ("tier", "load", "connect", "gateway+queue", "after headers", "out tok/s per req p50",
+def parts_rows(table: pd.DataFrame, labels: tuple[str, str] = ("headers", "after headers")
+               ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """TTFT split; `labels` name the two parts by the detected header mode (headers.py)."""
+    headers = ("tier", "load", "connect", *labels, "out tok/s per req p50",
                "model mismatches", "loop lag p99", "CPU p95 %", "schedule lag p99")
     rows = [(str(r.tier), load(r.load), ms(r.connect_ms), ms(r.gateway_queue_ms), ms(r.after_headers_ms),
              num(r.out_tps_p50, 0), str(r.model_mismatch), ms(r.loop_lag_p99_ms), num(r.cpu_p95, 0),
              ms(r.schedule_lag_p99_ms)) for r in table.itertuples()]
+    return headers, rows
+
+
+def server_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("tier", "load", "server waiting", "max", "running", "queue time ms", "KV cache %",
+               "client wait (est.) ms", "client in flight")
+    rows = [(str(r.tier), load(r.load), num(r.srv_waiting_mean), num(r.srv_waiting_max, 0),
+             num(r.srv_running_mean), ms(r.srv_queue_time_ms), num(r.srv_kv_cache_pct, 0), ms(r.wait_ms),
+             num(r.inflight)) for r in table.itertuples()]
     return headers, rows
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis import server_metrics, waiting
 from analysis.loader import Run
 from analysis.stats import quantile_ci
 
@@ -57,6 +58,7 @@ def tier_table(run: Run) -> pd.DataFrame:
     with_ra = is_429 & rows["retry_after_s"].notna().to_numpy()
     table["retry_after_share"] = _count(rows, with_ra, table.index) / table["n_429"].where(table["n_429"] > 0)
     table["retries"] = _count(rows, (rows["retry_of"] != "").to_numpy(), table.index)
+    _add_outcomes(table, rows, is_429)
     in_tier = run.samples[run.samples["tier"] >= 0]
     sent_all = in_tier.groupby("tier").size().reindex(table.index).fillna(0)
     table["dropped"] = tiers["dropped"].fillna(0).astype(int) if "dropped" in tiers else 0
@@ -79,6 +81,7 @@ def tier_table(run: Run) -> pd.DataFrame:
     table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
     _add_percentiles(table, ok_by, "tpot_ms", "tpot", (("p50", 0.5), ("p99", 0.99)))
     table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
+    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
     ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
     table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
     table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
@@ -101,6 +104,8 @@ def tier_table(run: Run) -> pd.DataFrame:
     table["loop_lag_p99_ms"] = by["loop_lag_ms"].quantile(0.99).reindex(table.index)
     table["schedule_lag_p99_ms"] = by["schedule_lag_ms"].quantile(0.99).reindex(table.index)
     _add_health(table, run)
+    table = table.join(server_metrics.per_tier(run))
+    waiting.add_wait(table)
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
     table["overloaded"] = (
         (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
@@ -147,6 +152,36 @@ def breakdown_table(run: Run) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["tier", "split", "group", "n", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"])
     return pd.concat(parts, ignore_index=True)
+
+
+SHED_ERRORS = ("rate_limited", "stream_error")
+"""error kinds that are the server refusing work (plus any HTTP 429 or 503 status)"""
+
+
+def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -> None:
+    """Each failed attempt counted once: shed (429, 503, in-stream error event), timeout, or other;
+    Retry-After hints of the 429s and 503s by source header; the lowest quota left per tier."""
+    error = rows["error"].astype(str).to_numpy()
+    status = rows["status"].to_numpy()
+    failed = error != ""
+    shed = failed & (np.isin(error, SHED_ERRORS) | (status == 503) | is_429)
+    timeout = failed & ~shed & (error == "timeout")
+    table["n_stream_error"] = _count(rows, error == "stream_error", table.index)
+    table["n_shed"] = _count(rows, shed, table.index)
+    table["n_timeout"] = _count(rows, timeout, table.index)
+    table["n_other_fail"] = _count(rows, failed & ~shed & ~timeout, table.index)
+    sent = table["sent"].where(table["sent"] > 0)
+    for name in ("shed", "timeout", "other_fail"):
+        table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)
+    hinted = shed & rows["retry_after_s"].notna().to_numpy()
+    table["n_shed_hinted"] = _count(rows, hinted, table.index)
+    source = rows["retry_after_source"].astype(str)
+    named = source.where(hinted & (source != "").to_numpy())
+    table["retry_after_sources"] = named.groupby(rows["tier"]).agg(
+        lambda s: ", ".join(sorted(s.dropna().unique()))).reindex(table.index).fillna("")
+    for kind in ("requests", "tokens"):
+        left = rows[f"ratelimit_remaining_{kind}"]
+        table[f"remaining_{kind}_min"] = left.groupby(rows["tier"]).min().reindex(table.index)
 
 
 def _count(rows: pd.DataFrame, mask: np.ndarray, index: pd.Index) -> pd.Series:

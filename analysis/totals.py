@@ -7,6 +7,9 @@ tier's warm-up, before the first tier, between tiers, or after the last tier end
 Open-loop arrivals dropped at the in-flight cap are not requests (no row); their count is
 the sum of tiers.csv `dropped`. When locust_failures.csv exists its totals are shown next
 to ours: LLM failures should equal the failed rows here, SCHED failures the dropped arrivals.
+samples.csv is the authoritative count; when Locust's differs, `locust_line` says why
+(Locust's CSV is no longer written during the stop drain, so failures finishing then are
+only in samples.csv).
 """
 
 from __future__ import annotations
@@ -78,11 +81,24 @@ def reconcile_lines(t: Totals) -> list[str]:
         lines.append(f"{t.dropped} open-loop arrivals dropped at the in-flight cap (tiers.csv, whole tiers; "
                      "not requests, so not in samples.csv).")
     if t.locust_llm_failures is not None:
-        failed = int(t.by_kind["total"].sum())
-        same = "matches" if t.locust_llm_failures == failed else "differs from"
-        text = (f"Locust's failures table: {t.locust_llm_failures} LLM failures ({same} the {failed} failed rows "
-                "of samples.csv)")
-        if t.locust_dropped:
-            text += f" and {t.locust_dropped} SCHED drops"
-        lines.append(text + ".")
+        lines.append(locust_line(t))
     return lines
+
+
+def locust_line(t: Totals) -> str:
+    """Locust's failure count beside ours: which is authoritative, and why they differ when they do."""
+    failed = int(t.by_kind["total"].sum())
+    locust = int(t.locust_llm_failures or 0)
+    drops = f" and {t.locust_dropped} SCHED drops" if t.locust_dropped else ""
+    head = f"Locust's failures table: {locust} LLM failures{drops}"
+    if locust == failed:
+        return head + f", the same as the {failed} failed rows of samples.csv."
+    source = ("samples.csv is authoritative: one row per attempt, written for every attempt that ended, and it "
+              "matched the servers' own logs (503s, 429s, successes) when checked against real stacks")
+    if locust < failed:
+        return (head + f", {failed - locust} fewer than the {failed} failed rows of samples.csv. {source}. "
+                "Locust's CSV stops being written when the test stops, so requests that failed during the stop "
+                "drain (in flight at the end, finishing afterwards) are only in samples.csv.")
+    return (head + f", {locust - failed} more than the {failed} failed rows of samples.csv. {source}; here "
+            "samples.csv lacks rows Locust counted: the run was killed before the last rows were written, or "
+            "failures outside the LLM user (not attempts) were reported to Locust.")

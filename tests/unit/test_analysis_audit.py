@@ -139,7 +139,7 @@ def test_run_totals_count_every_row_and_reconcile(tmp_path):
     assert row["measured"] + row["warm-up"] + row["after the last tier"] == total
     text = " ".join(t for lead, t in answer_items(a) if lead == "Failures in the run:")
     assert f"{total} x 429 in the run, {int(row['measured'])} in measured windows" in text
-    assert f"{total} LLM failures (matches" in text
+    assert f"{total} LLM failures, the same as the {total} failed rows of samples.csv." in text
 
 
 # 5. watch: tier and load from one source ---------------------------------------------------------

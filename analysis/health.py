@@ -1,0 +1,47 @@
+"""Is the load generator to blame for a tier's latencies, and what would fix it?
+
+A tier is flagged `overloaded` in `tiers.py` when the generator's event loop lagged (its own
+samples' loop_lag_ms, or health.csv's loop_lag_ms_max) or its scheduled sends were late, or
+its CPU neared a core. Lag alone does not say why, and the fixes differ:
+- **busy**: its CPU p95 is at least BUSY_CPU_PERCENT of one core: the generator itself is the
+  bottleneck; add workers / processes or lower the load per worker;
+- **starved**: the loop lagged while its CPU p95 stayed under STARVED_CPU_PERCENT: something
+  else on the machine held the CPU (other processes, a noisy neighbour, a throttled
+  container); more workers would not help: move the generator to a quieter machine or pin it
+  to its own cores;
+- otherwise (CPU between the two, or not recorded): both are possible; the advice says so.
+"""
+
+from __future__ import annotations
+
+BUSY_CPU_PERCENT = 80.0
+STARVED_CPU_PERCENT = 50.0
+
+
+def diagnosis(cpu_p95: float) -> str:
+    """'busy', 'starved' or 'unclear' from the tier's generator CPU p95 (percent of one core)."""
+    if cpu_p95 != cpu_p95:
+        return "unclear"
+    if cpu_p95 >= BUSY_CPU_PERCENT:
+        return "busy"
+    return "starved" if cpu_p95 < STARVED_CPU_PERCENT else "unclear"
+
+
+ADVICE = {
+    "busy": "the generator itself was busy (CPU near a full core): add workers or processes, or lower the "
+            "load per worker",
+    "starved": "the generator was starved, not busy (its loop lagged while its own CPU stayed low): other "
+               "processes on the machine stalled it; more workers would not help: move the generator to a "
+               "quieter machine or pin it to its own cores",
+    "unclear": "the generator lagged; its CPU does not say whether it was busy or stalled by other processes: "
+               "check the machine's load, then add workers if the generator's CPU is high",
+}
+
+
+def warning(where: str, row) -> str:
+    figures = [f"{label} {value:.0f}{suffix}" for label, value, suffix in (
+        ("loop lag p99", row.loop_lag_p99_ms, " ms"), ("loop lag (health) p95", row.health_lag_ms, " ms"),
+        ("schedule lag p99", row.schedule_lag_p99_ms, " ms"), ("CPU p95", row.cpu_p95, "%"),
+    ) if value == value]
+    return (f"{where}: the load generator lagged ({', '.join(figures)}); its latencies are not trustworthy: "
+            f"{ADVICE[diagnosis(row.cpu_p95)]}.")

@@ -1,0 +1,161 @@
+"""Two knees: where added load stops adding throughput, and where requests start to wait.
+
+On an engine whose batches slow down as they grow (CPU engines, GPUs at their compute
+limit) these are different points, and a capacity planner needs both:
+- **Compute saturation**: tiers ordered by load (tiers with no success count with 0 req/s,
+  never skipped). X_max is the highest successful req/s. The saturation point is the lowest
+  tier whose throughput reaches PLATEAU_SHARE of X_max; it is *reached* only when a higher
+  tier was tested (so we saw more load not adding throughput). It lies between the tier
+  below it and itself; the load where the low-load line (X_0 / load_0 per unit) meets the
+  plateau, X_max / (X_0 / load_0), is given as the point estimate of that interval.
+- **Queueing onset**: the last tier before the first tier whose requests waited
+  (`waiting.py`: the server's queue when its metrics are there, dropped arrivals in open
+  loop, else the client estimate) or that had no success at all (then whether its requests
+  waited is unknown, and the sentence says so). Requests start to wait between the onset
+  and the next tier. With S slots and a closed loop, the onset is S.
+The fitted slots model (`queueing.py`) is then checked against the onset: its slot count c
+agrees when it lies in [ONSET_TOLERANCE x onset, next tier]; otherwise the sentence says
+which one to trust and why. The SLO capacity (`capacity.py`) is a third, separate figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.text import load_with_unit
+
+PLATEAU_SHARE = 0.85
+ONSET_TOLERANCE = 0.85
+
+RULE = (
+    f"Compute saturation: the lowest tier whose successful req/s reaches {PLATEAU_SHARE:.0%} of the highest tier's "
+    "(tiers with no success count as 0 req/s), reached only when a higher tier was tested. Queueing onset: the "
+    "last tier before the first tier whose requests waited: the server's queue metric above 0.5 requests when "
+    "recorded; open loop, arrivals dropped at the in-flight cap; else the client estimate: TTFT growth beyond "
+    "the lowest tier's TTFT scaled by the TPOT growth (slower batches), at least 0.5 requests waiting by "
+    "Little's law and 25% of the service time. A tier with no success ends the search (its wait is unknown)."
+)
+
+
+@dataclass(frozen=True)
+class KneePoint:
+    status: str
+    """'within' (between two tested tiers), 'below' (at or below the lowest), 'beyond' (not reached), 'none'"""
+    load: float | None
+    tier: int | None
+    next_load: float | None
+    next_tier: int | None
+    sentence: str
+
+    @property
+    def reached(self) -> bool:
+        return self.status in ("within", "below")
+
+
+def _rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["sent"] > 0].sort_values("load", kind="stable").reset_index(drop=True)
+
+
+def compute_saturation(table: pd.DataFrame, unit: str) -> KneePoint:
+    rows = _rows(table)
+    if rows.empty or not (rows["ok"] > 0).any():
+        return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
+    if len(rows) == 1:
+        return KneePoint("none", None, None, None, None,
+                         "unknown: one load level cannot show where added load stops adding throughput.")
+    x = rows["ok_rps"].fillna(0.0)
+    x_max = float(x.max())
+    i = int((x >= PLATEAU_SHARE * x_max).to_numpy().argmax())
+    at = rows.iloc[i]
+    where = f"{load_with_unit(at['load'], unit)} (tier {int(at['tier'])})"
+    if i == len(rows) - 1:
+        return KneePoint("beyond", None, None, None, None,
+                         f"not reached: throughput still grew up to {where}, {x_max:.1f} req/s. Test higher loads.")
+    above = rows.iloc[i + 1:]
+    text = (f"at {where}: throughput reached {x.iloc[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
+            f"load (up to {load_with_unit(above['load'].max(), unit)}) added at most "
+            f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.")
+    if i == 0:
+        return KneePoint("below", float(at["load"]), int(at["tier"]), None, None,
+                         text + " It is the lowest tier tested: saturation may come at a lower load.")
+    prev = rows.iloc[i - 1]
+    slope0 = float(rows.iloc[0]["ok_rps"] / rows.iloc[0]["load"]) if unit == "users" else 1.0
+    cross = f"; the low-load line meets the plateau at {x_max / slope0:.1f}" if slope0 > 0 else ""
+    return KneePoint("within", float(at["load"]), int(at["tier"]), float(prev["load"]), int(prev["tier"]),
+                     text + f" Interval: between {prev['load']:g} ({prev['ok_rps']:.1f} req/s) and "
+                     f"{at['load']:g}{cross}.")
+
+
+def queueing_onset(table: pd.DataFrame, unit: str) -> KneePoint:
+    rows = _rows(table)
+    if rows.empty:
+        return KneePoint("none", None, None, None, None, "unknown: no requests measured.")
+    hit = (rows["waits"].astype(bool) | (rows["ok"] == 0)).to_numpy()
+    if not hit.any():
+        top = rows.iloc[-1]
+        server = top.get("srv_waiting_mean", math.nan) == top.get("srv_waiting_mean", math.nan)
+        how = "the server's queue stayed empty" if server else f"the estimated wait stayed at {top['wait_ms']:.0f} ms"
+        single = (" A single tier has no low-load baseline, so a client-side wait cannot be seen: "
+                  "record server metrics or test several loads." if len(rows) == 1 and not server else "")
+        return KneePoint("beyond", None, None, None, None,
+                         f"not reached: no request waited up to {load_with_unit(top['load'], unit)} "
+                         f"({how}).{single}")
+    i = int(hit.argmax())
+    first = rows.iloc[i]
+    why = _wait_evidence(first, unit)
+    if first["ok"] == 0:
+        if i == 0:
+            return KneePoint("none", None, None, None, None, f"unknown: {why}.")
+        prev = rows.iloc[i - 1]
+        return KneePoint("beyond", None, None, None, None,
+                         f"not reached up to {load_with_unit(prev['load'], unit)} (tier {int(prev['tier'])}), where "
+                         f"{_no_wait(prev)}; at the next tier, {load_with_unit(first['load'], unit)}, {why}.")
+    if i == 0:
+        return KneePoint("below", float(first["load"]), int(first["tier"]), None, None,
+                         f"at or below the lowest tier tested, {load_with_unit(first['load'], unit)}: {why}.")
+    onset = rows.iloc[i - 1]
+    return KneePoint("within", float(onset["load"]), int(onset["tier"]), float(first["load"]), int(first["tier"]),
+                     f"at {load_with_unit(onset['load'], unit)} (tier {int(onset['tier'])}): requests start to "
+                     f"wait between {onset['load']:g} and {first['load']:g}. At {first['load']:g}, {why}; at "
+                     f"{onset['load']:g} {_no_wait(onset)}.")
+
+
+def _wait_evidence(row: pd.Series, unit: str) -> str:
+    if row["ok"] == 0:
+        return (f"no request succeeded at tier {int(row['tier'])} ({load_with_unit(row['load'], unit)}), so whether "
+                "requests waited there is unknown "
+                "(see the saturation verdict)")
+    source = row["wait_source"]
+    if source == "server":
+        return f"the server's queue held {row['srv_waiting_mean']:.1f} requests on average (its own metrics)"
+    if source == "dropped":
+        return f"{row['drop_rate']:.0%} of arrivals were dropped at the in-flight cap (requests piled up)"
+    return (f"requests waited about {row['wait_ms']:.0f} ms each ({row['queue_len']:.1f} waiting on average by "
+            f"Little's law; TTFT growth beyond what slower batches explain)")
+
+
+def _no_wait(row: pd.Series) -> str:
+    if row.get("srv_waiting_mean", math.nan) == row.get("srv_waiting_mean", math.nan):
+        return f"the server's queue held {row['srv_waiting_mean']:.1f}"
+    return f"the estimated wait was {row['wait_ms']:.0f} ms ({row['queue_len']:.1f} waiting)"
+
+
+def model_agreement(fit, onset: KneePoint, unit: str) -> str:
+    """Does the fitted slots model agree with the queueing onset? One sentence ('' when no fit)."""
+    if fit is None:
+        return ""
+    if unit != "users":
+        return ("Open loop: an M/M/c queue waits a little below saturation too, so its slot count is not "
+                "compared with the onset.")
+    if onset.status != "within":
+        return (f"The model's {fit.slots:.1f} slots cannot be checked against a queueing onset "
+                "that was not bracketed by two tested tiers.")
+    lo, hi = ONSET_TOLERANCE * float(onset.load), float(onset.next_load)
+    if lo <= fit.slots <= hi:
+        return (f"It agrees with the queueing onset: {fit.slots:.1f} slots lie in the onset's interval "
+                f"({onset.load:g}-{onset.next_load:g} {unit}).")
+    return (f"It does not agree with the queueing onset ({onset.load:g}-{onset.next_load:g} {unit}): the model "
+            f"assumes fixed service times, while here they changed with load; trust the onset, which is measured.")
