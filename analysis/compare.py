@@ -11,7 +11,6 @@ bound (nothing broke) is marked '>='; a comparison against it says "at least".
 from __future__ import annotations
 
 from analysis import capacity as cap_mod
-from analysis import knee as knee_mod
 from analysis import text
 from analysis.analyze import Analysis
 
@@ -44,7 +43,9 @@ def compare_text(analyses: list[Analysis]) -> str:
     lines += ["", f"Capacity under the {profile.name} SLO ({cap_mod.slo_text(profile)}):"]
     for letter, a in zip(LETTERS, analyses):
         cap = a.capacity
-        knee = f"knee {text.load(a.knee.knee_load)}" if a.knee.knee_load is not None else "no knee reached"
+        knee = "; ".join(f"{name} {text.load(point.load)}" if point.status == "within" else
+                         f"{name} {'not reached' if point.status == 'beyond' else 'not bracketed'}"
+                         for name, point in (("compute saturation", a.compute), ("queueing onset", a.onset)))
         lines.append(f"  {letter}: {_cap_text(cap, a.run.load_unit)}; {knee}; saturation: {a.saturation.kind}")
     lines.append("  " + verdict(analyses, profile.name))
     return "\n".join(lines)
@@ -82,6 +83,3 @@ def verdict(analyses: list[Analysis], profile: str) -> str:
     return (f"=> {best_letter} ({best.run.name}) holds more load under the {profile} SLO:{hedge} "
             f"{score(best):.1f} vs {other} {unit}{caveat}.")
 
-
-def knee_summary(a: Analysis) -> str:
-    return knee_mod.describe(a.knee, a.run.load_unit)

@@ -149,23 +149,7 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
                  "drop % = dropped / (dropped + attempts sent in the whole tier).")
     out.append(Table(*_tuple(text.outcome_rows(a.table, unit)), note=note))
-    out.append(Heading("Latency (ms, successful requests)", 3))
-    out.append(Table(*_tuple(text.latency_rows(a.table)),
-                     note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
-                          "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
-                          "slows down is not counted as waiting."))
-    out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
-    labels = a.header_mode.labels
-    out.append(Para(a.header_mode.sentence))
-    out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
-                     note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
-                          "TTFT minus headers. Mismatch = response model field differs."))
-    if a.run.server_metrics is not None:
-        names = server_metrics.source_names(a.run)
-        out.append(Heading("Server-side metrics beside client figures (mean per measure window)", 3))
-        out.append(Table(*_tuple(text.server_rows(a.table)),
-                         note="From server_metrics.csv: " + (", ".join(f"{k} = {v}" for k, v in names.items())
-                                                             or "no known metric names") + ". '-' = not exposed."))
+    out += _latency_blocks(a)
     if a.kinds.size and a.kinds.to_numpy().sum():
         rows = tuple((str(t), text.load(load), *(str(int(v)) for v in r))
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
@@ -175,8 +159,8 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
         out.append(Heading("Failures in the whole run (every samples.csv row)", 3))
         if len(a.totals.by_kind):
             out.append(Table(*_tuple(text.totals_rows(a.totals.by_kind)),
-                             note="Counts every attempt, warm-up and rows outside the tiers included, so it "
-                                  "matches Locust's failures table; the tier tables count measured windows only."))
+                             note="Counts every attempt in samples.csv (the authoritative count), warm-up and "
+                                  "rows outside the tiers included; the tier tables count measured windows only."))
         out.append(Bullets(tuple(("", line) for line in totals.reconcile_lines(a.totals))))
     if a.scenario_table is not None and len(a.scenario_table):
         loads = a.table.set_index("tier")["load"]
@@ -211,6 +195,29 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
                          note="Each phase's measured window; starts at = seconds after the first tier began."))
     out.append(Heading("Reading this report"))
     out.append(Bullets(GLOSSARY))
+    return out
+
+
+def _latency_blocks(a: Analysis) -> list[Block]:
+    """Latency table, where TTFT goes (labelled by the detected header mode), server-side metrics."""
+    out: list[Block] = []
+    out.append(Heading("Latency (ms, successful requests)", 3))
+    out.append(Table(*_tuple(text.latency_rows(a.table)),
+                     note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
+                          "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
+                          "slows down is not counted as waiting."))
+    out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
+    labels = a.header_mode.labels
+    out.append(Para(a.header_mode.sentence))
+    out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
+                     note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
+                          "TTFT minus headers. Mismatch = response model field differs."))
+    if a.run.server_metrics is not None:
+        names = server_metrics.source_names(a.run)
+        out.append(Heading("Server-side metrics beside client figures (mean per measure window)", 3))
+        out.append(Table(*_tuple(text.server_rows(a.table)),
+                         note="From server_metrics.csv: " + (", ".join(f"{k} = {v}" for k, v in names.items())
+                                                             or "no known metric names") + ". '-' = not exposed."))
     return out
 
 

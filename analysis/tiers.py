@@ -73,18 +73,7 @@ def tier_table(run: Run) -> pd.DataFrame:
     ok = rows[rows["ok"]]
     ok_by = ok.groupby("tier")
     table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
-    _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
-    too_few_999 = table["ok"] < MIN_SAMPLES_P999
-    table.loc[too_few_999, "ttft_p999_ms"] = np.nan
-    _add_percentiles(table, ok_by, "e2e_ms", "e2e", PERCENTILES.items())
-    table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
-    table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
-    _add_percentiles(table, ok_by, "tpot_ms", "tpot", (("p50", 0.5), ("p99", 0.99)))
-    table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
-    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
-    ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
-    table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
-    table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    _add_latency(table, ok_by)
     table["e2e_mean_ms"] = ok_by["e2e_ms"].mean().reindex(table.index)
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     table["ttft_mean_ms"] = ok_by["ttft_ms"].mean().reindex(table.index)
@@ -152,6 +141,22 @@ def breakdown_table(run: Run) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["tier", "split", "group", "n", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"])
     return pd.concat(parts, ignore_index=True)
+
+
+def _add_latency(table: pd.DataFrame, ok_by) -> None:
+    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with the bootstrap CI of p99 TTFT."""
+    _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
+    too_few_999 = table["ok"] < MIN_SAMPLES_P999
+    table.loc[too_few_999, "ttft_p999_ms"] = np.nan
+    _add_percentiles(table, ok_by, "e2e_ms", "e2e", PERCENTILES.items())
+    table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
+    table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
+    _add_percentiles(table, ok_by, "tpot_ms", "tpot", (("p50", 0.5), ("p99", 0.99)))
+    table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
+    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
+    ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
+    table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
 
 
 SHED_ERRORS = ("rate_limited", "stream_error")

@@ -176,3 +176,22 @@ def test_no_nan_in_any_report_or_cli_text(name):
         texts.append(out)
     for text in texts:
         assert not re.search(r"\bnan\b", text, re.IGNORECASE), re.search(r".{60}\bnan\b.{20}", text, re.I)
+
+
+def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
+    from matplotlib.figure import Figure
+
+    from analysis import plots, timeline
+
+    a = run_of("batchslow")
+    fig = Figure()
+    ax = fig.add_subplot()
+    plots.plot_throughput(ax, a.table, a.fit, (a.compute, a.onset), "users")
+    assert all(axis.get_ylim()[0] == 0 for axis in fig.axes)
+    labels = ax.get_legend_handles_labels()[1]
+    assert any(label.startswith("fitted queueing model: 4.0 slots") for label in labels)
+    assert "compute saturation (2)" in labels and "queueing onset (4)" in labels
+    fig = Figure()
+    series = timeline.windows(a.run, timeline.pick_window_s(a.run))
+    plots.plot_timeline(fig.add_subplot(), series, a.run.tiers, a.run.history)
+    assert len(fig.axes) == 2
