@@ -60,15 +60,18 @@ def scrape(server) -> dict[str, float]:
 
 
 def test_metrics_show_the_running_batch_the_queue_and_exact_token_counts(embedded_server):
-    server = embedded_server("--slots", "1", "--prefill-base-ms", "10", "--decode-ms-per-token", "20",
+    server = embedded_server("--slots", "1", "--prefill-base-ms", "10", "--decode-ms-per-token", "40",
                              "--decode-ms-per-extra-seq", "0")
     c = client(server)
     prompt = " ".join(f"w{i}" for i in range(20))  # 21 tokens: one 16-token block to cache
-    with cf.ThreadPoolExecutor(3) as pool:  # one slot, 3 x (10 + 10 x 20 ms): two wait
+    with cf.ThreadPoolExecutor(3) as pool:  # one slot, 3 x (10 + 10 x 40 ms): two wait
         replies = [pool.submit(lambda: c.chat.completions.create(
             model="m", messages=[{"role": "user", "content": prompt}], max_tokens=10)) for _ in range(3)]
-        time.sleep(0.1)
+        deadline = time.perf_counter() + 0.35  # while the first is still in service
         during = scrape(server)
+        while during["vllm:num_requests_waiting"] < 2 and time.perf_counter() < deadline:
+            time.sleep(0.01)
+            during = scrape(server)
         usages = [r.result().usage for r in replies]
     after = scrape(server)
     assert during["vllm:num_requests_running"] == 1 and during["vllm:num_requests_waiting"] == 2
@@ -76,10 +79,14 @@ def test_metrics_show_the_running_batch_the_queue_and_exact_token_counts(embedde
     assert after["vllm:prompt_tokens_total"] == sum(u.prompt_tokens for u in usages) == 63
     assert after["vllm:generation_tokens_total"] == 30
     assert after['vllm:request_success_total{finished_reason="length"}'] == 3
+    # queue times are the truth log's waits (service start - arrival)
+    waits = sorted(float(r["service_start_s"]) - float(r["arrival_s"]) for r in truth_rows(server))
     assert after["vllm:request_queue_time_seconds_count"] == 3
-    # the two that waited waited about 1 and 2 service times (0.21 s each)
-    assert 0.55 < after["vllm:request_queue_time_seconds_sum"] < 0.75
-    assert after['vllm:request_queue_time_seconds_bucket{le="0.3"}'] == 2
+    assert abs(after["vllm:request_queue_time_seconds_sum"] - sum(waits)) < 0.003
+    assert waits[0] < 0.01 and waits[2] > 0.41  # the last waited for more than one service
+    for le in ("0.3", "0.5", "0.8", "1.0"):
+        expected = sum(w <= float(le) for w in waits)
+        assert after[f'vllm:request_queue_time_seconds_bucket{{le="{le}"}}'] == expected
     assert after["vllm:time_to_first_token_seconds_count"] == 3
     assert 0 < after["vllm:gpu_cache_usage_perc"] < 1
 
