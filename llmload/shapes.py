@@ -4,19 +4,18 @@ Every class here is abstract (`abstract = True`): Locust loads every concrete sh
 in a locustfile and silently keeps the first, so a scenario declares exactly one, e.g.
 
     from locust import events
-    from llmload.shaping.flags import add_shape_arguments
+
+    import llmload.scenario
     from llmload.shapes import StepShape
 
-    @events.init_command_line_parser.add_listener
-    def _(parser):
-        add_shape_arguments(parser)
+    llmload.scenario.install(events)     # registers the shape flags too
 
     class Tiers(StepShape):
         pass
 
-All of them run the same machinery (shape_base.PlanShape: tiers.csv, tierstate, warm-up,
-progress lines, the --stop-at-knee rule); they only differ in the plan they build from the
-flags (shape_options.py). They work alike in a local run, with --processes and with
+All of them run the same machinery (shaping/base.py `PlanShape`: tiers.csv, the tier timeline,
+warm-up, progress lines, the --stop-at-knee rule); they only differ in the plan they build from
+the flags (shaping/plans.py). They work alike in a local run, with --processes and with
 --master + workers: the shape runs on the master (or the local process).
 """
 
@@ -25,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmload.shaping.base import PlanShape
-from llmload.shaping.flags import (
+from llmload.shaping.plans import (
     PlannedTier,
     rate_plan,
     schedule_plan,

@@ -140,8 +140,7 @@ class OpenAITransport:
         """The client is shared by the process's users: nothing to close per user."""
 
     def stream(self, req: StreamRequest) -> StreamResult:
-        clock = self.clock
-        body = req.body()
+        clock, body = self.clock, req.body()
         kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
         api = self.client.chat.completions if req.endpoint == "chat" else self.client.completions
         attempt = Attempt(req, self.name, self.timeouts, clock)
@@ -158,9 +157,7 @@ class OpenAITransport:
                 content_type = resp.headers.get("content-type")
                 if not is_event_stream(content_type):
                     raise not_sse_error(content_type)
-                feed = attempt.builder.feed
-                times = timing.text_times
-                waiting_first = True
+                feed, times, waiting_first = attempt.builder.feed, timing.text_times, True
                 lines = resp.iter_lines()
                 for line in lines:
                     t = clock()

@@ -1,4 +1,4 @@
-"""Live per-tier figures from Locust's stats, and the early-stop ("knee passed") rule.
+"""Live per-tier figures from Locust's stats: snapshots and the windows between them.
 
 How it works: the shape never sees single requests on a distributed master, only the
 `environment.stats` that workers merge into it every ~3 s (a local run updates them at once).
@@ -8,12 +8,6 @@ LLM entries (every request_type that is not a derived metric), 429s (errors whos
 `RateLimited`) and open-loop drops. A tier's measure window is `diff(warmup_end, tier_end)`.
 In distributed runs that window is blurred by up to one worker report interval (~3 s): keep
 tiers well above that (>= 30 s) when the early stop matters.
-
-Knee rule (`knee_reason`): after each tier, stop the run when
-  * the tier's error rate, failed / all LLM requests (429s included), exceeds `max_error_rate`, or
-  * (from tier 2 on) its p99 TTFT exceeds `knee_factor` x the baseline p99 TTFT, the baseline
-    being the first tier that measured any TTFT (normally tier 1, the low-load tier).
-Both are judged on the whole tier's measure window, never on a few seconds of it.
 """
 
 from __future__ import annotations
@@ -120,21 +114,3 @@ def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
         dropped=max(0, after.dropped - before.dropped),
         ttft_counts=counts,
     )
-
-
-def knee_reason(
-    tier: int, window: TierWindow, baseline_p99_ms: float | None, knee_factor: float, max_error_rate: float
-) -> str | None:
-    """Why the run should stop after this tier, or None (the rule is in the module docstring)."""
-    if window.requests and window.error_rate > max_error_rate:
-        return (
-            f"tier {tier}: error rate {window.error_rate:.1%} > {max_error_rate:.1%} "
-            f"({window.failures} of {window.requests}, {window.rate_limited} were 429)"
-        )
-    p99 = window.ttft_p99_ms
-    if baseline_p99_ms and p99 is not None and p99 > knee_factor * baseline_p99_ms:
-        return (
-            f"tier {tier}: p99 TTFT {p99:.0f} ms > {knee_factor:g} x baseline {baseline_p99_ms:.0f} ms "
-            "(knee passed)"
-        )
-    return None

@@ -11,21 +11,19 @@ then Locust calls `tick()` on the master or local runner about once a second:
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
-  * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats snapshot, a progress
-    line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
+  * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats
+    snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
     whichever is longer, so rows sent while users are still being spawned never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
-    tierstats.py; then the next tier, or `None` (Locust stops the run).
+    shaping/early_stop.py; then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
   * The run ends (tiers.csv row closed, `Timeline.end_run`, so later rows are phase "after")
     when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
     tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
     the test stops (test_stopping / test_stop: web UI stop, SIGTERM, a fatal error).
-  * SIGTERM: Locust installs its SIGTERM handler only after a headless shape run returns, so
-    a headless shape installs one at its first tick: it ends the shape, and Locust's normal
-    quit follows (in-flight requests finish within --stop-timeout, samples flushed, run.json
-    gets ended_unix).
+  * SIGTERM: Locust installs its SIGTERM handler only after a headless shape run returns, so a
+    headless shape installs one at its first tick; it ends the shape and Locust's quit follows.
 Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
 is ignored); else each change is spawned in about one second.
 """
@@ -33,10 +31,8 @@ is ignored); else each change is spawned in about one second.
 from __future__ import annotations
 
 import logging
-import math
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,44 +43,18 @@ from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
 from llmload.run import files, locust_compat
-from llmload.run.timeline import Tier, TierRecord, Timeline, timeline_for
-from llmload.run.window import StatsSnapshot, diff, knee_reason, snapshot
-from llmload.shaping.flags import PlannedTier, ShapeOptionError, options_with_defaults
-from llmload.shaping.progress import PROGRESS_EVERY_S, Progress, format_line
+from llmload.run.timeline import Tier, Timeline, timeline_for
+from llmload.run.window import StatsSnapshot, diff, snapshot
+from llmload.shaping.early_stop import knee_reason
+from llmload.shaping.flags import ShapeOptionError, options_with_defaults
+from llmload.shaping.plans import PlannedTier
+from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
+from llmload.shaping.state import ShapeRun, progress_of, shape_info, spawn_rate_for
 from llmload.shaping.tiers_csv import TiersCsv
 
 logger = logging.getLogger("llmload.shape")
 TICK_S = 1.0
 """Locust calls tick() about this often"""
-MAX_AUTO_SPAWN_PER_WORKER = 100.0
-
-
-@dataclass
-class _Run:
-    plan: list[PlannedTier]
-    options: Any
-    writer: TiersCsv
-    unix_offset_s: float
-    """add to a perf_counter value to get unix seconds"""
-    deadline: float = math.inf
-    """perf_counter time -t/--run-time ends the run (inf: no -t)"""
-    run_time_s: float | None = None
-    index: int = -1
-    users: int = 0
-    tier_start: float = 0.0
-    tier_end: float = 0.0
-    warm_end: float = 0.0
-    first: StatsSnapshot = field(default_factory=StatsSnapshot)
-    at_start: StatsSnapshot = field(default_factory=StatsSnapshot)
-    at_warm: StatsSnapshot | None = None
-    baseline_p99_ms: float | None = None
-    last_tick: tuple[int, float] | None = None
-    finished: bool = False
-    progress: Any = None
-    record: TierRecord | None = None
-    """the current tier's entry in the timeline (the web UI reads its snapshots)"""
-    info: dict[str, Any] = field(default_factory=dict)
-    """run.json's `shape` (runfiles reads environment.llmload_shape_info)"""
 
 
 class PlanShape(LoadTestShape):
@@ -98,7 +68,7 @@ class PlanShape(LoadTestShape):
 
     _runner_ref: Any = None
     _cli_spawn_rate: float | None = None
-    _run: _Run | None = None
+    _run: ShapeRun | None = None
     _hooked_events: Any = None
     _reported_error: str | None = None
     _sigterm_hooked: bool = False
@@ -190,7 +160,7 @@ class PlanShape(LoadTestShape):
         return self._begin(run, run.index + 1, now)
 
     # --- tiers ------------------------------------------------------------------------------
-    def _mark_warm(self, run: _Run, now: float) -> None:
+    def _mark_warm(self, run: ShapeRun, now: float) -> None:
         if run.at_warm is None and now >= run.warm_end:
             run.at_warm = self._snapshot()
             if run.record is not None:
@@ -211,31 +181,18 @@ class PlanShape(LoadTestShape):
             return files.default_run_dir()
         return files.claim_run_dir(self.runner.environment)
 
-    def _shape_info(self, run: _Run) -> dict[str, Any]:
-        o = run.options
-        info: dict[str, Any] = {
-            "class": type(self).__name__, "kind": self.kind, "open_loop": self.open_loop,
-            "tiers": [t.target_rps if self.open_loop else t.target_users for t in run.plan],
-            "tier_seconds": [t.seconds for t in run.plan], "warmup_seconds": o.warmup_seconds,
-            "stop_at_knee": o.stop_at_knee, "knee_factor": o.knee_factor, "max_error_rate": o.max_error_rate,
-            "min_tier_requests": o.min_tier_requests, "stopped": "",
-        }
-        if self.open_loop:
-            info.update(arrival=o.arrival, arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
-        return info
-
-    def _start_run(self, now: float) -> _Run:
+    def _start_run(self, now: float) -> ShapeRun:
         parsed = self.runner.environment.parsed_options if self.runner else None
         options = options_with_defaults(parsed)
         plan = self.build_plan(options)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
-        run = _Run(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
+        run = ShapeRun(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
         run_time_s = getattr(parsed, "run_time", None)
         if run_time_s:
             run.run_time_s, run.deadline = float(run_time_s), now + float(run_time_s)
         run.first = self._snapshot()
-        run.info = self._shape_info(run)
+        run.info = shape_info(self, run)
         if self.runner is not None:
             self.runner.environment.llmload_shape_info = run.info
         self._run = run
@@ -264,15 +221,7 @@ class PlanShape(LoadTestShape):
         if shape_greenlet is not None and shape_greenlet is not gevent.getcurrent():
             shape_greenlet.kill(block=False)
 
-    def _spawn_rate(self, run: _Run, users_before: int, users: int) -> float:
-        options = run.options
-        given = options.spawn_rate if (self._cli_spawn_rate is not None or not options.headless) else None
-        if given:
-            return float(given)
-        workers = max(1, getattr(self.runner, "worker_count", 1) or 1)
-        return min(max(1.0, float(abs(users - users_before))), MAX_AUTO_SPAWN_PER_WORKER * workers)
-
-    def _begin(self, run: _Run, index: int, now: float) -> tuple[int, float]:
+    def _begin(self, run: ShapeRun, index: int, now: float) -> tuple[int, float]:
         planned = run.plan[index]
         tier_no = index + 1
         if self.open_loop:
@@ -280,7 +229,8 @@ class PlanShape(LoadTestShape):
             spawn_rate, ramp_s = max(1.0, 10.0 * users), 0.0
         else:
             users = int(planned.target_users)
-            spawn_rate = self._spawn_rate(run, run.users, users)
+            workers = max(1, getattr(self.runner, "worker_count", 1) or 1)
+            spawn_rate = spawn_rate_for(run.options, self._cli_spawn_rate is not None, run.users, users, workers)
             ramp_s = abs(users - run.users) / spawn_rate
         warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
         tier = Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
@@ -294,10 +244,10 @@ class PlanShape(LoadTestShape):
         if run.at_warm is not None:
             run.record.at_warm, run.record.warm_s = run.at_warm, tier.start_s
         run.last_tick = (users, spawn_rate)
-        logger.info("%s", format_line(self._progress(run, now, None)))
+        logger.info("%s", format_line(progress_of(run, now, self._snapshot(), None)))
         return run.last_tick
 
-    def _end_tier(self, run: _Run, now: float) -> str | None:
+    def _end_tier(self, run: ShapeRun, now: float) -> str | None:
         at_end = self._snapshot()
         if run.record is not None:
             run.record.at_end, run.record.end_s = at_end, run.unix_offset_s + now
@@ -319,7 +269,7 @@ class PlanShape(LoadTestShape):
             return None
         return knee_reason(tier_no, measured, baseline, run.options.knee_factor, run.options.max_error_rate)
 
-    def _finish(self, run: _Run, reason: str) -> None:
+    def _finish(self, run: ShapeRun, reason: str) -> None:
         if run.finished:
             return
         run.finished = True
@@ -344,21 +294,7 @@ class PlanShape(LoadTestShape):
         runner = self.runner
         return snapshot(runner.environment.stats) if runner is not None else StatsSnapshot()
 
-    def _progress(self, run: _Run, now: float, tokens_per_s: float | None) -> Progress:
-        planned = run.plan[run.index]
-        current = self._snapshot()
-        window = diff(run.at_warm or run.at_start, current)
-        since_start = diff(run.first, current)
-        later_s = sum(t.seconds for t in run.plan[run.index + 1:])
-        return Progress(
-            tier=run.index + 1, tiers=len(run.plan), target_users=planned.target_users,
-            target_rps=planned.target_rps, tier_left_s=min(run.tier_end, run.deadline) - now,
-            run_left_s=min(max(0.0, run.tier_end - now) + later_s, run.deadline - now), ttft_p99_ms=window.ttft_p99_ms,
-            tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
-            phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
-        )
-
-    def _progress_loop(self, run: _Run) -> None:
+    def _progress_loop(self, run: ShapeRun) -> None:
         last_s, last = self._now(), self._snapshot()
         while not run.finished:
             gevent.sleep(self.progress_every_s)
@@ -367,4 +303,4 @@ class PlanShape(LoadTestShape):
             now, current = self._now(), self._snapshot()
             tokens = diff(last, current).output_tokens / max(now - last_s, 1e-9)
             last_s, last = now, current
-            logger.info("%s", format_line(self._progress(run, now, tokens)))
+            logger.info("%s", format_line(progress_of(run, now, current, tokens)))

@@ -11,12 +11,8 @@ from llmload.shaping.flags import (
     parse_number_list,
     parse_offset_s,
     parse_schedule,
-    rate_plan,
-    schedule_plan,
-    soak_plan,
-    spike_plan,
-    step_plan,
 )
+from llmload.shaping.plans import rate_plan, schedule_plan, soak_plan, spike_plan, step_plan
 
 
 def opts(**kw):
@@ -111,7 +107,6 @@ def test_defaults_fill_missing_flags():
 def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
     from types import SimpleNamespace
 
-    from llmload.shaping.flags import step_plan
 
     blank = SimpleNamespace(tiers="1,2", start_users="", step_users="", max_users="", tier_seconds=10.0,
                             warmup_seconds=1.0)

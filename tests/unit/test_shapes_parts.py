@@ -6,7 +6,8 @@ import pytest
 from locust.stats import RequestStats
 
 from llmload.run.timeline import Tier
-from llmload.run.window import StatsSnapshot, TierWindow, diff, knee_reason, percentile_ms, snapshot
+from llmload.run.window import StatsSnapshot, TierWindow, diff, percentile_ms, snapshot
+from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
 

@@ -1,0 +1,85 @@
+"""The state of one shape run (`ShapeRun`) and the figures derived from it: run.json's
+`shape` entry and the progress line."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmload.run.timeline import TierRecord
+from llmload.run.window import StatsSnapshot, diff
+from llmload.shaping.plans import PlannedTier
+from llmload.shaping.progress import Progress
+from llmload.shaping.tiers_csv import TiersCsv
+
+MAX_AUTO_SPAWN_PER_WORKER = 100.0
+
+
+@dataclass
+class ShapeRun:
+    """One run of a shape: its plan, its clocks and where it stands."""
+
+    plan: list[PlannedTier]
+    options: Any
+    writer: TiersCsv
+    unix_offset_s: float
+    """add to a perf_counter value to get unix seconds"""
+    deadline: float = math.inf
+    """perf_counter time -t/--run-time ends the run (inf: no -t)"""
+    run_time_s: float | None = None
+    index: int = -1
+    users: int = 0
+    tier_start: float = 0.0
+    tier_end: float = 0.0
+    warm_end: float = 0.0
+    first: StatsSnapshot = field(default_factory=StatsSnapshot)
+    at_start: StatsSnapshot = field(default_factory=StatsSnapshot)
+    at_warm: StatsSnapshot | None = None
+    baseline_p99_ms: float | None = None
+    last_tick: tuple[int, float] | None = None
+    finished: bool = False
+    progress: Any = None
+    record: TierRecord | None = None
+    """the current tier's entry in the timeline (the web UI reads its snapshots)"""
+    info: dict[str, Any] = field(default_factory=dict)
+    """run.json's `shape` (files.run_info reads environment.llmload_shape_info)"""
+
+
+def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
+    """run.json's `shape`: what the shape planned, and (later) why it stopped."""
+    o = run.options
+    info: dict[str, Any] = {
+        "class": type(shape).__name__, "kind": shape.kind, "open_loop": shape.open_loop,
+        "tiers": [t.target_rps if shape.open_loop else t.target_users for t in run.plan],
+        "tier_seconds": [t.seconds for t in run.plan], "warmup_seconds": o.warmup_seconds,
+        "stop_at_knee": o.stop_at_knee, "knee_factor": o.knee_factor, "max_error_rate": o.max_error_rate,
+        "min_tier_requests": o.min_tier_requests, "stopped": "",
+    }
+    if shape.open_loop:
+        info.update(arrival=o.arrival, arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
+    return info
+
+
+def progress_of(run: ShapeRun, now: float, current: StatsSnapshot, tokens_per_s: float | None) -> Progress:
+    """The progress line's figures at perf_counter time `now`, `current` the stats now."""
+    planned = run.plan[run.index]
+    window = diff(run.at_warm or run.at_start, current)
+    since_start = diff(run.first, current)
+    later_s = sum(t.seconds for t in run.plan[run.index + 1:])
+    return Progress(
+        tier=run.index + 1, tiers=len(run.plan), target_users=planned.target_users,
+        target_rps=planned.target_rps, tier_left_s=min(run.tier_end, run.deadline) - now,
+        run_left_s=min(max(0.0, run.tier_end - now) + later_s, run.deadline - now), ttft_p99_ms=window.ttft_p99_ms,
+        tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
+        phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
+    )
+
+
+def spawn_rate_for(options: Any, cli_rate_given: bool, users_before: int, users: int, workers: int) -> float:
+    """Users/s for a tier change: Locust's --spawn-rate when given (on the command line, or the web
+    UI form), else the whole change in about one second (at most 100 users/s per worker)."""
+    given = options.spawn_rate if (cli_rate_given or not options.headless) else None
+    if given:
+        return float(given)
+    return min(max(1.0, float(abs(users - users_before))), MAX_AUTO_SPAWN_PER_WORKER * workers)
