@@ -2,7 +2,6 @@
 the master before it closes samples.csv (the drain), run.json counts the workers, late rows are
 appended, and Locust's --csv writer never runs on closed files."""
 
-import csv
 import json
 import subprocess
 import sys
@@ -16,14 +15,10 @@ from locust.event import Events
 from llmload.contract import SAMPLE_COLUMNS
 from llmload.run import locust_compat
 from llmload.run.sink import RowSink
+from tests.helpers import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_processes_run_keeps_in_flight_rows_and_counts_workers(tmp_path, embedded_server):

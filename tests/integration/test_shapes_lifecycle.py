@@ -5,7 +5,6 @@ Every check compares with the server's truth log: requests in flight when the ru
 finish (--stop-timeout) and reach samples.csv.
 """
 
-import csv
 import json
 import os
 import signal
@@ -16,16 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import read_csv
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 # exact preset, 20 ms per token: a 40-token answer streams ~0.8 s, so one is in flight at any stop
 SERVER = ("--preset", "exact", "--decode-ms-per-token", "20")
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def locust_cmd(server, run_dir, *flags):

@@ -4,12 +4,13 @@ The master's shape sends each worker its share (rate / 2, interleaved phases); t
 truth log must see the run-wide target rate in every tier, and both workers must have sent.
 """
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -39,11 +40,6 @@ class OpenChat(OpenLoopUser, ChatUser):
 class Rates(OpenLoopShape):
     pass
 '''
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_open_loop_rate_is_split_over_worker_processes(tmp_path, embedded_server):

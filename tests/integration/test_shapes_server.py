@@ -14,7 +14,6 @@ import pytest
 from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 from locust.env import Environment
 from locust.event import Events
-from test_users_local import read_csv
 
 from llmload.openloop.user import OpenLoopUser
 from llmload.run.listeners import install
@@ -22,6 +21,7 @@ from llmload.run.options import add_options
 from llmload.shapes import OpenLoopShape, StepShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser
+from tests.helpers import read_csv
 
 pytestmark = pytest.mark.integration
 

@@ -11,49 +11,20 @@ import subprocess
 
 import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
 import pytest
-from gevent.server import StreamServer
 
 from llmload.client.fast import FastTransport
 from llmload.client.request import StreamRequest, Timeouts
 from llmload.client.sdk import OpenAITransport
+from tests.helpers import JSON_BODY, canned_server
 
 pytestmark = pytest.mark.integration
 
 TRANSPORTS = {"fast": FastTransport, "openai": OpenAITransport}
 SSE_BODY = (b'data: {"model":"m","choices":[{"delta":{"content":"hi"}}]}\n\n'
             b'data: {"model":"m","choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
-JSON_BODY = b'{"object":"chat.completion","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}'
-
-
 def request(i: int, max_tokens: int = 16) -> StreamRequest:
     return StreamRequest(endpoint="chat", model="llmload-sim", prompt="tell me a story", max_tokens=max_tokens,
                          request_id=f"edge-{i}")
-
-
-def canned_server(content_type: str, body: bytes, **ssl_args) -> StreamServer:
-    """Answers every request on a connection with one fixed 200 response (keep-alive)."""
-    response = (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
-                .encode() + body)
-
-    def handle(sock, _addr):
-        buf = b""
-        while True:
-            while b"\r\n\r\n" not in buf:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                buf += data
-            head, buf = buf.split(b"\r\n\r\n", 1)
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            while len(buf) < length:
-                buf += sock.recv(65536)
-            buf = buf[length:]
-            sock.sendall(response)
-
-    server = StreamServer(("127.0.0.1", 0), handle, **ssl_args)
-    server.start()
-    return server
 
 
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))

@@ -1,19 +1,12 @@
 """Streaming users in Locust's real LocalRunner against the embedded server (both transports)."""
 
-import csv
-import time
 
-import gevent
 import pytest
 from locust import constant
-from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
-from locust.env import Environment
-from locust.event import Events
 
-from llmload.run.listeners import install
-from llmload.run.options import add_options
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser, CompletionsUser
+from tests.helpers import read_csv, run_locally
 
 pytestmark = pytest.mark.integration
 
@@ -32,31 +25,6 @@ class PacedChat(ChatUser):
     scenario = "paced"
     prompt_tokens = 8
     wait_time = constant(0.05)
-
-
-def run_locally(user_class, server_url, run_dir, args, users=4, seconds=1.5):
-    """A LocalRunner run with llmload installed; `env.quit_s` is how long runner.quit() took."""
-    parser = get_empty_argument_parser()
-    setup_parser_arguments(parser)
-    add_options(parser)
-    options = parser.parse_args(["--host", server_url, "--run-dir", str(run_dir), *args])
-    env = Environment(user_classes=[user_class], host=server_url, parsed_options=options, events=Events(),
-                      stop_timeout=5)
-    install(env.events)
-    runner = env.create_local_runner()
-    env.events.init.fire(environment=env, runner=runner, web_ui=None)
-    runner.start(users, spawn_rate=users)
-    gevent.sleep(seconds)
-    started = time.monotonic()
-    runner.quit()
-    env.quit_s = time.monotonic() - started
-    env.events.quitting.fire(environment=env, reason="test")
-    return env
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.mark.parametrize("transport", ["fast", "openai"])

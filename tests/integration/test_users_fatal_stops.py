@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from locust import constant
-from test_transport_edges import JSON_BODY, canned_server
-from test_users_local import read_csv, run_locally
 
 from llmload.users import ChatUser
+from tests.helpers import JSON_BODY, canned_server, read_csv, run_locally
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

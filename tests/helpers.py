@@ -1,0 +1,76 @@
+"""Helpers shared by the test modules (import them from here, never from another test module).
+
+Imports of locust/gevent happen inside the helpers: importing this module patches nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+from typing import Any
+
+JSON_BODY = b'{"object":"chat.completion","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}'
+"""a non-streaming chat answer (what an endpoint that ignores `stream: true` sends)"""
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def run_locally(user_class: Any, server_url: str, run_dir: Path, args: list[str], users: int = 4,
+                seconds: float = 1.5) -> Any:
+    """A LocalRunner run with llmload's listeners installed; `env.quit_s` is how long runner.quit() took."""
+    import gevent
+    from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+    from locust.env import Environment
+    from locust.event import Events
+
+    from llmload.run.listeners import install
+    from llmload.run.options import add_options
+
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    add_options(parser)
+    options = parser.parse_args(["--host", server_url, "--run-dir", str(run_dir), *args])
+    env = Environment(user_classes=[user_class], host=server_url, parsed_options=options, events=Events(),
+                      stop_timeout=5)
+    install(env.events)
+    runner = env.create_local_runner()
+    env.events.init.fire(environment=env, runner=runner, web_ui=None)
+    runner.start(users, spawn_rate=users)
+    gevent.sleep(seconds)
+    started = time.monotonic()
+    runner.quit()
+    env.quit_s = time.monotonic() - started
+    env.events.quitting.fire(environment=env, reason="test")
+    return env
+
+
+def canned_server(content_type: str, body: bytes, **ssl_args: Any) -> Any:
+    """A loopback gevent server answering every request of a connection with one fixed 200 (keep-alive)."""
+    from gevent.server import StreamServer
+
+    response = (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+                .encode() + body)
+
+    def handle(sock: Any, _addr: Any) -> None:
+        buf = b""
+        while True:
+            while b"\r\n\r\n" not in buf:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                buf += data
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(buf) < length:
+                buf += sock.recv(65536)
+            buf = buf[length:]
+            sock.sendall(response)
+
+    server = StreamServer(("127.0.0.1", 0), handle, **ssl_args)
+    server.start()
+    return server
