@@ -5,8 +5,12 @@ Pure pandas/numpy/matplotlib; this package never imports locust or gevent (impor
 locust monkey-patches the whole process), and `tests/unit/test_analysis_imports.py` proves it.
 
 Modules (one concept each): `loader` (read and align a run folder), `stats` (percentiles,
-bootstrap CI), `tiers` (the per-tier table), `knee` (the knee rule), `queueing` (fitted
-slots model), `capacity` (SLO capacity and replica plan), `saturation` (queue or shed),
+bootstrap CI), `tiers` (the per-tier table), `waiting` (did a tier's requests wait),
+`knees` (compute saturation and queueing onset), `knee` (the combined rule's evidence),
+`queueing` (fitted slots model), `capacity` (SLO capacity and replica plan), `saturation`
+(the one decision table: queue / shed / time out / fail / not saturated / cannot tell),
+`headers` (header mode), `ratelimit` (retry hints, quota), `health` (busy vs starved
+generator), `server_metrics` (the target's Prometheus metrics per tier),
 `checklist` (the provider acceptance checklist), `plots` (one function per figure),
 `report` (report.md / report.html), `compare`, `watch`, `text` (CLI tables).
 """
