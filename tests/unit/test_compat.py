@@ -1,0 +1,134 @@
+"""Every assumption llmload makes about Locust's and geventhttpclient's internals (run/locust_compat.py,
+client/ghc_compat.py) still holds in the installed versions. When one fails after an upgrade, fix the
+shim, not the test."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from importlib import metadata
+from types import SimpleNamespace
+
+import gevent
+import locust.main
+import locust.stats
+from locust import User, task
+from locust.env import Environment
+from locust.event import Events
+from locust.user.task import LOCUST_STATE_RUNNING, LOCUST_STATE_STOPPING, LOCUST_STATE_WAITING
+
+from llmload.client import ghc_compat
+from llmload.run import locust_compat
+from llmload.run.once import first_time
+
+
+def test_installed_locust_is_in_the_supported_range():
+    major, minor = (int(x) for x in metadata.version("locust").split(".")[:2])
+    low, high = locust_compat.SUPPORTED
+    assert low <= (major, minor) < high
+
+
+def test_precise_buckets_are_what_locust_stores():
+    saved = locust.stats.bucket_response_time
+    try:
+        locust_compat.use_precise_buckets()
+        stats = locust.stats.RequestStats()
+        for ms in (147, 3432, 147):
+            stats.log_request("TTFT", "chat", ms, 0)
+        entry = stats.get("chat", "TTFT")
+        assert entry.response_times == {147: 2, 3432: 1}  # Locust's own rounding keeps 150 and 3400
+        assert entry.get_response_time_percentile(0.5) == 147
+    finally:
+        locust.stats.bucket_response_time = saved
+
+
+def test_the_csv_writer_greenlet_is_found_and_killed():
+    # Locust spawns the bound method of its StatsCSVFileWriter and keeps no reference to the greenlet
+    assert "gevent.spawn(stats_csv_writer.stats_writer)" in inspect.getsource(locust.main)
+    bound = types.MethodType(locust.stats.StatsCSVFileWriter.stats_writer, SimpleNamespace())
+    greenlet = gevent.spawn(bound)
+    locust_compat.kill_csv_writer_greenlet()
+    assert greenlet.dead
+
+
+class _Idle(User):
+    @task
+    def nothing(self):
+        pass
+
+
+def test_user_states_and_pause():
+    assert "_state" in User.run.__code__.co_names  # Locust keeps the user's state in `_state`
+    env = Environment(user_classes=[_Idle], events=Events())
+    user = _Idle(env)
+    user._state = LOCUST_STATE_RUNNING  # what User.run() sets
+    seen = []
+    gevent.spawn_later(0.01, lambda: seen.append(user._state))
+    assert locust_compat.pause_user(user, 0.03) is True
+    assert seen == [LOCUST_STATE_WAITING] and user._state == LOCUST_STATE_RUNNING
+    user._state = LOCUST_STATE_STOPPING
+    assert locust_compat.user_is_stopping(user) and locust_compat.pause_user(user, 0.0) is False
+
+
+def test_replaced_tasks_are_the_ones_locust_runs():
+    def other(self):
+        pass
+
+    class Tasks(User):
+        @task
+        def first(self):
+            pass
+
+    locust_compat.replace_tasks(Tasks, [other])
+    assert Tasks.tasks == [other]
+
+
+def test_runner_internals_used_by_the_shims():
+    env = Environment(user_classes=[_Idle], events=Events())
+    master = env.create_master_runner("127.0.0.1", 0)
+    try:
+        assert locust_compat.connected_workers(master) == []
+        master.register_message("llmload_probe", lambda *a, **k: None)
+        assert locust_compat.has_message_handler(master, "llmload_probe")
+        assert locust_compat.shape_greenlet(master) is None
+    finally:
+        master.quit()
+
+
+def test_form_replacement_is_what_flask_serves():
+    import flask
+
+    app = flask.Flask(__name__)
+    with app.test_request_context("/swarm", method="POST", data={"api_key": ""}):
+        locust_compat.replace_form(flask.request, [("api_key", "sk-x")])
+        assert flask.request.form["api_key"] == "sk-x"
+
+
+def test_geventhttpclient_private_names_exist():
+    from geventhttpclient import HTTPClient
+    from geventhttpclient.response import HTTPSocketPoolResponse
+
+    assert metadata.version("geventhttpclient") == ghc_compat.CHECKED_VERSION
+    client = HTTPClient("127.0.0.1", port=9, concurrency=1)  # never connects: the pool is lazy
+    original = client._connection_pool._create_socket
+    wrapped = []
+    ghc_compat.wrap_socket_factory(client, lambda create: wrapped.append(create) or create)
+    assert wrapped == [original]
+    source = inspect.getsource(inspect.getmodule(HTTPSocketPoolResponse))
+    assert "self._sock" in source and "self._body_buffer" in source
+    sock = gevent.socket.socket()
+    try:
+        wait, event = ghc_compat.readable_waiter(sock)
+        assert callable(wait) and event is not None
+    finally:
+        sock.close()
+
+
+def test_install_marks_live_on_the_events_object_not_its_id():
+    installed = 0
+    for _ in range(200):  # ids of freed objects are reused: an id registry skipped most of these
+        if first_time(Events(), "probe"):
+            installed += 1
+    assert installed == 200
+    events = Events()
+    assert first_time(events, "probe") and not first_time(events, "probe") and first_time(events, "other")
