@@ -1,0 +1,111 @@
+"""The package map holds: who may import whom, and small modules and functions (docs/architecture.md).
+
+Layers, lowest first; a module may import its own package and lower layers only:
+  contract        the file columns and event names (imports nothing of llmload)
+  server          the embedded simulated server (contract at most)
+  client          one request on the wire (no Locust)
+  run             per-process plumbing (client, server.launch)
+  openloop        arrivals and the open-loop user (run, client)
+  shaping         load shapes (openloop, run, client)
+  public          scenario, users, prompts, shapes, webui, demo (anything above)
+analysis/ imports no locust, gevent or llmload module but llmload.contract.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ["contract", "server", "client", "run", "openloop", "shaping", "public"]
+PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
+MAX_MODULE_LINES = 310
+MAX_FUNCTION_LINES = 60
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] != "llmload" or len(parts) == 1:
+        return "public"
+    head = parts[1]
+    if head in LAYERS:
+        return head
+    return "public" if head in PUBLIC else head
+
+
+def imports_of(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def llmload_files() -> list[Path]:
+    return sorted((ROOT / "llmload").rglob("*.py"))
+
+
+ALLOWED_UP = {("run", "llmload.server.launch")}
+"""the embedded-server launcher is the one part of server/ that run/ starts"""
+
+
+@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_package_imports_a_higher_layer(path):
+    own = layer_of(module_name(path))
+    for name in imports_of(path):
+        if not name.startswith("llmload.") or name.count(".") < 1:
+            continue
+        target = layer_of(name)
+        if target not in LAYERS:
+            continue  # a name imported from a package (`from llmload.run import files`), checked via its module
+        if own == "server":
+            assert target in ("contract", "server"), f"{name} imported by the server"
+        elif target == "server":
+            assert (own, name) in ALLOWED_UP or own == "public" or name.startswith("llmload.server.launch"), name
+        else:
+            assert LAYERS.index(target) <= LAYERS.index(own), f"{module_name(path)} ({own}) imports {name} ({target})"
+
+
+@pytest.mark.parametrize("path", [p for p in llmload_files() if "/client/" in str(p) or p.name == "contract.py"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_client_and_contract_import_no_locust(path):
+    roots = {name.split(".")[0] for name in imports_of(path)}
+    assert "locust" not in roots
+
+
+def test_contract_imports_nothing_of_llmload():
+    assert not [n for n in imports_of(ROOT / "llmload" / "contract.py") if n.startswith("llmload")]
+
+
+def test_analysis_imports_only_the_contract_of_llmload():
+    for path in sorted((ROOT / "analysis").rglob("*.py")):
+        for name in imports_of(path):
+            root = name.split(".")[0]
+            assert root not in ("locust", "gevent", "geventhttpclient"), f"{path.name} imports {name}"
+            if root == "llmload":
+                assert name == "llmload.contract" or name.startswith("llmload.contract."), f"{path.name}: {name}"
+
+
+@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_small_modules_and_functions(path):
+    source = path.read_text()
+    assert source.count("\n") <= MAX_MODULE_LINES, f"{path.name}: {source.count(chr(10))} lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            assert lines <= MAX_FUNCTION_LINES, f"{path.name}:{node.lineno} {node.name}() has {lines} lines"
+
+
+def test_no_module_level_registries_of_event_ids():
+    for path in llmload_files():
+        if path.name != "once.py":
+            assert "id(events)" not in path.read_text(), f"{path.name}: mark the Events object (run/once.py)"
