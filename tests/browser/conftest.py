@@ -1,13 +1,17 @@
 """Fixtures of the browser tests: a headless system Chromium and real `locust` web UI processes.
 
-Chromium comes from the OS (/usr/bin/chromium; CI installs Debian's package): Playwright never
-downloads a browser here. Without it the tests fail, saying so, rather than skip.
+Chromium comes from the OS (`$LLMLOAD_CHROMIUM`, else /usr/bin/chromium, else `chromium` on PATH;
+CI installs Debian's package): Playwright never downloads a browser here. Without it the browser
+tests are skipped with one line saying how to enable them, before any fixture starts a process;
+with `LLMLOAD_REQUIRE_BROWSER=1` (set by .ci/run) a missing browser is an error instead, so CI
+cannot skip them silently.
 Every process started here is stopped by its PID (SIGTERM, then SIGKILL after a timeout).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,7 +24,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("LLMLOAD_CHROMIUM", "/usr/bin/chromium")
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+REQUIRE_ENV = "LLMLOAD_REQUIRE_BROWSER"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 STARTUP_TIMEOUT_S = 30.0
@@ -30,6 +35,43 @@ STOP_TIMEOUT_S = 15.0
 def pytest_configure(config):
     # also to be listed in pyproject.toml's markers (the lead's file); harmless when both are there
     config.addinivalue_line("markers", "browser: drives the web UI in a headless Chromium (needs /usr/bin/chromium)")
+
+
+def chromium_path() -> str | None:
+    """The Chromium to drive: $LLMLOAD_CHROMIUM exactly when set, else /usr/bin/chromium or `chromium` on PATH."""
+    wanted = os.environ.get("LLMLOAD_CHROMIUM")
+    if wanted:
+        return wanted if os.path.exists(wanted) else None
+    if os.path.exists(DEFAULT_CHROMIUM):
+        return DEFAULT_CHROMIUM
+    return shutil.which("chromium")
+
+
+def missing_browser_reason() -> str:
+    where = os.environ.get("LLMLOAD_CHROMIUM") or f"{DEFAULT_CHROMIUM} or `chromium` on PATH"
+    return (f"browser tests need Chromium ({where} not found): apt-get install chromium "
+            "(or set LLMLOAD_CHROMIUM=/path/to/chromium) to enable them")
+
+
+def browser_required() -> bool:
+    return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
+
+
+def pytest_collection_modifyitems(config, items):
+    """No Chromium: skip the browser tests with one reason (pytest -ra groups it into one line)."""
+    if chromium_path() is not None or browser_required():
+        return
+    skip = pytest.mark.skip(reason=missing_browser_reason())
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """LLMLOAD_REQUIRE_BROWSER=1 and no Chromium: an error before any fixture starts a process."""
+    if item.get_closest_marker("browser") and chromium_path() is None and browser_required():
+        pytest.fail(f"{REQUIRE_ENV}=1 but {missing_browser_reason()}", pytrace=False)
 
 
 def free_port() -> int:
@@ -53,13 +95,13 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> N
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for the session."""
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium, or set LLMLOAD_CHROMIUM); "
-                    "Playwright's own browser download is not used", pytrace=False)
+    executable = chromium_path()
+    if executable is None:
+        pytest.fail(missing_browser_reason(), pytrace=False)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
             yield chromium
         finally:
