@@ -39,7 +39,7 @@ class StreamBuilder:
         chunk = sse.parse_line(line)
         if chunk is None:
             return False
-        if chunk is sse.DONE:
+        if isinstance(chunk, str):  # sse.DONE
             self.saw_done = True
             return True
         if chunk.error is not None:

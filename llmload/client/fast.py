@@ -113,10 +113,11 @@ class FastTransport:
     def _new_client(self) -> HTTPClient:
         url = self.url
         client = HTTPClient(
-            url.hostname, port=url.port, ssl=url.scheme == "https", concurrency=1,
+            url.hostname or "", port=url.port, ssl=url.scheme == "https", concurrency=1,
             insecure=self.insecure, ssl_context_factory=_unverified_context if self.insecure else None,
             connection_timeout=self.timeouts.connect_timeout_s,
-            network_timeout=None, block_size=BLOCK_SIZE,
+            network_timeout=None,  # type: ignore[arg-type]  # None: no per-read timer (the caps bound reads)
+            block_size=BLOCK_SIZE,
         )
         clock = self.clock
 
@@ -157,7 +158,7 @@ class FastTransport:
             wait, read_event = ghc_compat.readable_waiter(sock)
             # TLS: bytes already decrypted inside the SSL object do not make the socket readable
             tls_pending = getattr(sock, "pending", None)
-        t = timing.t_headers
+        t: float = timing.t_headers or 0.0  # set: the headers are in
         waiting_first = True
         while True:
             end = body.rfind(b"\n")
@@ -205,7 +206,7 @@ class FastTransport:
             resp = self.client.request("POST", self.prefix + PATHS[req.endpoint], body=body, headers=headers)
             timing.headers()
             attempt.result.status = status = resp.status_code
-            content_type = resp.get("content-type")
+            content_type = str(resp.get("content-type") or "")
             lower = {k.lower(): v for k, v in resp.items()}
             attempt.note_headers(lower)
             if status != 200:
@@ -245,5 +246,6 @@ class FastTransport:
             self.client.close()
             self.client = self._new_client()
         attempt.feed_pending(pending)
-        opened = self._connect_s is not None
-        return attempt.finish(opened=opened, connect_ms=self._connect_s * 1000.0 if opened else None)
+        connect_s = self._connect_s
+        return attempt.finish(opened=connect_s is not None,
+                              connect_ms=connect_s * 1000.0 if connect_s is not None else None)

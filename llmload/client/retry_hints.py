@@ -77,8 +77,11 @@ def parse_retry_hint(headers: dict[str, str], now_unix_s: float | None = None) -
         seconds = parse_retry_after_value(value, now_unix_s) if value else None
         if seconds is not None:
             return RetryHint(seconds, name)
-    resets = [(parse_duration_s(headers[n]), n) for n in RESET_HEADERS if headers.get(n)]
-    resets = [(s, n) for s, n in resets if s is not None]
+    resets: list[tuple[float, str]] = []
+    for name in RESET_HEADERS:
+        seconds = parse_duration_s(headers[name]) if headers.get(name) else None
+        if seconds is not None:
+            resets.append((seconds, name))
     if resets:
         seconds, name = max(resets)  # both quotas must have room again
         return RetryHint(seconds, name)

@@ -96,7 +96,10 @@ class ConnectTracer:
         self.connecting.discard(rid)
         if span is None:
             return False, None, connecting
-        return True, (span[1] - span[0]) * 1000.0 if span[1] is not None else None, connecting
+        started, ended = span
+        if started is None or ended is None:
+            return True, None, connecting
+        return True, (ended - started) * 1000.0, connecting
 
 
 def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 0,

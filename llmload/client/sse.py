@@ -41,6 +41,9 @@ def may_end_stream(block: bytes) -> bool:
 
 
 class MalformedChunk(ValueError):
+    read_time_s: float | None = None
+    """when the bad chunk arrived (set by feed_blocks: the attempt failed then, not when parsed)"""
+
     """A `data:` line whose payload is not a JSON object."""
 
 
