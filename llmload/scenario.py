@@ -5,10 +5,10 @@
     scenario.install(events)
 
 It registers (as listeners: importing starts nothing) the run options and sample files
-(`users.install`), `--host embedded` / no host -> the embedded server (`embedded.install`),
-the LLM tab of the web UI (`webui.install`) and, unless `shape_flags=False`, the load-shape
-flags (`shape_options.add_shape_arguments`) a scenario's shape reads. Each part is
-idempotent, so calling it twice is harmless.
+(`run.listeners.install`), `--host embedded` / no host -> the embedded server
+(`run.embedded.install`), the LLM tab of the web UI (`webui.install`) and, unless
+`shape_flags=False`, the load-shape flags (`shaping.flags.add_shape_arguments`) a scenario's
+shape reads. Each part is marked on the Events object, so calling it twice is harmless.
 """
 
 from __future__ import annotations

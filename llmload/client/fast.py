@@ -7,37 +7,19 @@ FastHttpUser is built on) with a pool of one connection. An attempt is
     t_headers = clock()
     loop: wait readable; data = sock.recv(16 KiB); t = clock(); complete lines += (t, lines)
 
-Every complete SSE line is stamped with the time of the socket read that completed it
-(Locust's `iter_lines` waits for 1 KiB, which would make TTFT late by several chunks and
-smooth ITL). Only the timestamp and cheap byte tests sit on the per-chunk path: until the
-first text token the lines are parsed at once (the first-token cap must be cancelled on
-time), then they are stashed as (read time, block of lines) and JSON-decoded when the
-stream ends, except a block whose bytes may hold `[DONE]` or an error event, which is
-parsed at once to stop reading there. The figures are those of parsing line by line at
-the read; the CPU is lower (one recv per chunk instead of readline's data recv + EAGAIN
-recv + per-line copies). This reads the response's socket and body buffer directly
-(geventhttpclient's private names: see ghc_compat; its HTTP parser still de-chunks the body).
-We call HTTPClient directly rather than through
-FastHttpSession because the session fires its own request event timed to the headers only,
-and hides the connection pool we need for connection facts: the pool's socket factory is
-wrapped, so an attempt that opened a connection reports `conn_reused=0` and its TCP (+TLS)
-connect time; an attempt on a kept-alive connection reports `conn_reused=1`.
+Every complete SSE line is stamped with the time of the socket read that delivered it.
+Until the first text token the lines are parsed at once (the first-token cap must be
+cancelled on time); after it they are stashed as (read time, block of lines) and decoded
+when the stream ends, except a block that may hold `[DONE]` or an error event, which is
+parsed at once to stop reading there. The figures equal those of parsing each line at its
+read, at a fraction of the CPU. Every exit path (end of stream, a cap, a cut, a bad frame,
+a malformed chunk) parses what arrived, at the read times it arrived.
 
-Every exit path (end of stream, total or first-token timeout, a connection cut, a bad
-HTTP frame, a malformed chunk) parses what was received, with the read times it arrived
-at: a request failed by the total cap after 20 tokens reports those 20 tokens, its e2e
-to the last one and its ITL. A 200 whose content-type is not `text/event-stream` fails
-as a protocol error ("not an SSE response") without reading it as a stream.
-
-TLS: certificates and host names are verified (the API key goes out with the request);
-`insecure=True` (--insecure) turns both checks off for a self-signed lab endpoint.
-A failed connect reports the host and the OS reason ("cannot connect to HOST:PORT:
-connection refused").
-
-Caps: connect timeout on the socket; first-token and total wall-clock caps (see attempt.py).
-Reads have no per-read timeout: gevent would arm and cancel a timer around every recv
-(~5 µs per chunk), and the two caps already bound every read.
-After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
+Connection facts: the pool's socket factory is wrapped (ghc_compat), so an attempt that opened
+a connection reports `conn_reused=0` and its TCP (+TLS) connect time, else `conn_reused=1`.
+TLS is verified unless `insecure=True` (--insecure). Reads have no per-read timeout: the
+attempt's two caps (attempt.py) bound every read, and a per-read timer would cost ~5 µs per
+chunk. After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
 """
 
 from __future__ import annotations
@@ -111,6 +93,8 @@ class FastTransport:
         self.client = self._new_client()
 
     def _new_client(self) -> HTTPClient:
+        # HTTPClient directly, not Locust's FastHttpSession: the session fires its own request event
+        # timed to the headers only, and hides the connection pool the connection facts need.
         url = self.url
         client = HTTPClient(
             url.hostname or "", port=url.port, ssl=url.scheme == "https", concurrency=1,
@@ -146,6 +130,8 @@ class FastTransport:
         it, blocks are only stashed in `pending` with their time, unless a cheap byte test
         says the block may end the stream ([DONE] or an error event). The stash is parsed at
         the end of the stream here, or by the caller when a timeout or a cut ends the read.
+        (Locust's `iter_lines` waits for 1 KiB before it yields a line: TTFT late by several
+        chunks and ITL smoothed; hence the socket and body buffer are read here directly.)
         """
         clock = self.clock
         feed = attempt.builder.feed

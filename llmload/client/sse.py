@@ -2,7 +2,7 @@
 
 How it works: a streaming response is a sequence of lines. The transports stamp each line
 with the time of the read that delivered it (the fast transport stamps socket reads and may
-parse later, see transport_fast), then hand the raw bytes to `parse_line`, which
+parse later, see client/fast.py), then hand the raw bytes to `parse_line`, which
 
 - returns None for lines that carry nothing: blank separators, `: keep-alive` comments,
   `event:` / `id:` / `retry:` fields;

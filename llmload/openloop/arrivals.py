@@ -20,7 +20,7 @@ How it works, per process (local run or one worker):
   * A tier change (or the user stopping) interrupts the sleep; the next tier restarts the
     arrival process from the moment it was received.
 Everything here is pure: the clock, the sleep, the launcher and the in-flight count are
-injected (see `openloop_user.py` for the Locust/gevent adapter).
+injected (see `user.py` beside it for the Locust/gevent adapter).
 """
 
 from __future__ import annotations

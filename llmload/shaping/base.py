@@ -12,8 +12,8 @@ then Locust calls `tick()` on the master or local runner about once a second:
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
   * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats
-    snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change / spawn rate),
-    whichever is longer, so rows sent while users are still being spawned never count.
+    snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change /
+    spawn rate), whichever is longer, so rows sent while users are still spawning never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
     shaping/early_stop.py; then the next tier, or `None` (Locust stops the run).

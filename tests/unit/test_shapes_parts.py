@@ -1,4 +1,4 @@
-"""tierstats (snapshots, percentiles, knee rule), tiers.csv writer, progress line."""
+"""Stats windows and percentiles (run/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
 
 import csv
 
