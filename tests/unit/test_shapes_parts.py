@@ -1,4 +1,4 @@
-"""Stats windows and percentiles (run/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
+"""Stats windows (run/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
 
 import csv
 
