@@ -12,6 +12,7 @@ import flask
 from llmload.run.timeline import Tier, Timeline, timeline_for
 from llmload.run.window import StatsSnapshot
 from llmload.webui import TAB_KEY, LLMTab, _add_tab, run_rows, window_row
+from llmload.webui.secrets import Secrets
 
 
 def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapshot:
@@ -141,9 +142,9 @@ def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
         return flask.jsonify(dict(flask.request.form))
 
     app.register_blueprint(bp)
-    tab = LLMTab(SimpleNamespace(stats=None, runner=None))
-    app.before_request(tab.restore_secrets)
-    flask.before_render_template.connect(tab.scrub_secrets, app, weak=False)
+    secrets = Secrets("http://127.0.0.1:8000")
+    app.before_request(secrets.restore)
+    flask.before_render_template.connect(secrets.scrub, app, weak=False)
     client = app.test_client()
     page = client.get("/").get_data(as_text=True)
     assert "sk-startup" not in page and "m1" in page

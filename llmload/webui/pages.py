@@ -1,0 +1,123 @@
+"""Our pages on Locust's Flask app: the charts page, its data, the run's files and the report so far.
+
+Routes are added to Locust's app under its blueprint's URL prefix (so `--web-base-path`
+applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` applies):
+  <base>/llmload/charts          the charts page (static/charts.html + charts.js: hand-drawn SVG)
+  <base>/llmload/static/<file>   its script, and inject.js (the bar added to Locust's page)
+  <base>/llmload/data.json       series, tiers, verdicts, health; `?since=T` sends only newer points
+  <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json of the current/last run
+  <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
+                                 analysis never runs inside the Locust process), its report.html
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from llmload.webui.health import generator_health
+from llmload.webui.rows import target_text, tier_load
+from llmload.webui.verdicts import SLO_TTFT_P95_MS, knee, saturation, slo_verdict
+
+STATIC = Path(__file__).with_name("static")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_FILES = ("samples.csv", "tiers.csv", "health.csv", "run.json")
+REPORT_TIMEOUT_S = 120.0
+
+
+def _r(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def tier_entries(tab: Any, now_s: float) -> list[dict]:
+    figs, profile = tab.tier_figures(now_s), tab.slo_profile()
+    entries = []
+    for fig in figs:
+        rec, w = fig.record, fig.window
+        verdict = slo_verdict(fig, profile)
+        entries.append({
+            "tier": rec.tier.tier, "target": target_text(rec.tier), "load": tier_load(rec.tier),
+            "start_s": rec.tier.start_s, "warm_s": rec.warm_s, "end_s": rec.end_s, "done": fig.done,
+            "phase": fig.phase, "requests": w.requests, "rps": _r(fig.rps, 2), "out_tps": _r(fig.out_tps),
+            "ttft_p50": w.ttft_ms(0.5), "ttft_p95": w.ttft_ms(0.95), "ttft_p99": w.ttft_ms(0.99),
+            "slo": verdict.kind, "slo_text": verdict.text,
+            "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
+        })
+    return entries
+
+
+def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
+    now_s = time.time() if now_s is None else now_s
+    figs = tab.tier_figures(now_s)
+    runner, profile, run_dir = tab.environment.runner, tab.slo_profile(), tab.run_dir()
+    estimate, sat = knee(figs), saturation(figs)
+    return {
+        "now_s": now_s, "state": runner.state if runner is not None else "missing",
+        "run_dir": str(run_dir) if run_dir is not None else None,
+        "slo_profile": profile, "slo_ttft_p95_ms": SLO_TTFT_P95_MS[profile],
+        "generation": tab.sampler.generation,
+        "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
+        "tiers": tier_entries(tab, now_s),
+        "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
+        "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
+        "health": generator_health(run_dir, now_s), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
+        "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
+    }
+
+
+def run_report(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> tuple[bool, str]:
+    """(ok, report.html or an explanation) of the analysis run on `run_dir` as it is now."""
+    with tempfile.TemporaryDirectory(prefix="llmload-report-") as out:
+        cmd = [sys.executable, "-m", "analysis", "report", str(run_dir.resolve()), "--out", out]
+        try:
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False, f"the analysis took longer than {timeout_s:.0f} s"
+        html = Path(out) / "report.html"
+        if proc.returncode == 0 and html.exists():
+            return True, html.read_text(encoding="utf-8")
+        return False, (proc.stderr or proc.stdout or "no output").strip()[-2000:]
+
+
+def register(web_ui: Any, tab: Any, prefix: str) -> None:
+    from flask import Response, abort, request, send_from_directory
+    from markupsafe import escape
+
+    app, guard = web_ui.app, web_ui.auth_required_if_enabled
+
+    def charts() -> Any:
+        return Response((STATIC / "charts.html").read_text(encoding="utf-8"), mimetype="text/html")
+
+    def static(name: str) -> Any:
+        return send_from_directory(STATIC, name, max_age=0)
+
+    def data_json() -> Any:
+        return data(tab, float(request.args.get("since", "0") or 0))
+
+    def files(name: str) -> Any:
+        run_dir = tab.run_dir()
+        if name not in RUN_FILES or run_dir is None or not (run_dir / name).exists():
+            abort(404)
+        return send_from_directory(run_dir.resolve(), name, mimetype="text/plain", max_age=0)
+
+    def report() -> Any:
+        run_dir = tab.run_dir()
+        if run_dir is None or not (run_dir / "samples.csv").exists():
+            return Response("<p>No run has written samples.csv yet.</p>", mimetype="text/html", status=404)
+        ok, text = run_report(run_dir)
+        if ok:
+            return Response(text, mimetype="text/html")
+        return Response(f"<h1>Report so far: the analysis failed</h1><pre>{escape(text)}</pre>",
+                        mimetype="text/html", status=500)
+
+    base = f"{prefix}/llmload"
+    for rule, endpoint, view in ((f"{base}/charts", "llmload_charts", charts),
+                                 (f"{base}/static/<path:name>", "llmload_static", static),
+                                 (f"{base}/data.json", "llmload_data", data_json),
+                                 (f"{base}/files/<name>", "llmload_files", files),
+                                 (f"{base}/report", "llmload_report", report)):
+        app.add_url_rule(rule, endpoint=endpoint, view_func=guard(view))

@@ -1,0 +1,153 @@
+"""Rows of the LLM tab: one per tier (with a shape) or per scenario (without), from Locust's stats.
+
+A tier's row is the difference between the stats snapshots the shape took at the end of its
+warm-up (or its start, while it warms up) and at its end (or now): the windows the shape's knee
+rule judges (`run.timeline.TierRecord`). Without a shape, one row per scenario over the whole
+run, plus "all" when there are several. Percentiles are `window.percentile_ms` over Locust's
+1 ms buckets; output tokens/s is output tokens (the LLM events' response_length) over the
+window's wall-clock seconds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from llmload.contract import METRIC_TYPES, TTFT_TYPE
+from llmload.run.timeline import Tier, TierRecord
+from llmload.run.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms
+
+MISSING = "-"
+
+COLUMNS = (
+    ("tier", "Tier"),
+    ("scenario", "Scenario"),
+    ("target", "Target"),
+    ("phase", "Window"),
+    ("window_s", "Seconds"),
+    ("requests", "Requests"),
+    ("ttft_p50_ms", "TTFT p50 ms"),
+    ("ttft_p95_ms", "TTFT p95 ms"),
+    ("ttft_p99_ms", "TTFT p99 ms"),
+    ("out_tps", "Output tokens/s"),
+    ("rate_limited", "429s"),
+    ("other_errors", "Other errors"),
+    ("slo", "SLO (p95 TTFT)"),
+    ("verdict", "Verdict"),
+)
+
+
+def _ms(value: float | None) -> Any:
+    return MISSING if value is None else round(value)
+
+
+def _users(count: int) -> str:
+    return f"{count} user" if count == 1 else f"{count} users"
+
+
+def target_text(tier: Tier) -> str:
+    if tier.target_rps is not None:
+        return f"{tier.target_rps:g} req/s"
+    if tier.target_users is not None:
+        return _users(tier.target_users)
+    return MISSING
+
+
+def tier_load(tier: Tier) -> float | None:
+    """The tier's load on the knee plot's x axis: target req/s (open loop) or users."""
+    if tier.target_rps is not None:
+        return float(tier.target_rps)
+    return float(tier.target_users) if tier.target_users is not None else None
+
+
+@dataclass(frozen=True)
+class TierFigures:
+    """One tier's window as the tab, the charts and the verdicts see it."""
+
+    record: TierRecord
+    window: TierWindow
+    phase: str
+    """'warm-up' or 'measure', ' (done)' appended once the tier ended"""
+    seconds: float
+
+    @property
+    def done(self) -> bool:
+        return self.record.at_end is not None
+
+    @property
+    def measuring(self) -> bool:
+        return self.phase.startswith("measure")
+
+    @property
+    def rps(self) -> float | None:
+        return self.window.requests / self.seconds if self.seconds > 0 else None
+
+    @property
+    def out_tps(self) -> float | None:
+        return self.window.output_tokens / self.seconds if self.seconds > 0 else None
+
+
+def tier_figures(record: TierRecord, current: StatsSnapshot, now_s: float) -> TierFigures:
+    """One tier's measure window, or the warm-up so far while it is still warming up."""
+    if record.at_warm is not None:
+        before, since_s, phase = record.at_warm, record.warm_s or record.tier.start_s, "measure"
+    else:
+        before, since_s, phase = record.at_start, record.tier.start_s, "warm-up"
+    after, until_s = (record.at_end, record.end_s) if record.at_end is not None else (current, now_s)
+    if record.at_end is not None:
+        phase += " (done)"
+    return TierFigures(record, diff(before, after), phase, max(0.0, (until_s or now_s) - since_s))
+
+
+def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, requests: int, failures: int,
+         rate_limited: int, output_tokens: int, ttft_counts: dict[int, int]) -> dict:
+    return {
+        "name": f"{tier}/{scenario}",
+        "tier": tier, "scenario": scenario, "target": target, "phase": phase,
+        "window_s": round(seconds, 1), "requests": requests,
+        "ttft_p50_ms": _ms(percentile_ms(ttft_counts, 0.50)),
+        "ttft_p95_ms": _ms(percentile_ms(ttft_counts, 0.95)),
+        "ttft_p99_ms": _ms(percentile_ms(ttft_counts, 0.99)),
+        "out_tps": round(output_tokens / seconds, 1) if seconds > 0 else MISSING,
+        "rate_limited": rate_limited, "other_errors": max(0, failures - rate_limited),
+        "slo": MISSING, "verdict": "",
+    }
+
+
+def figures_row(fig: TierFigures) -> dict:
+    w = fig.window
+    return _row(str(fig.record.tier.tier), "all", target_text(fig.record.tier), fig.phase, fig.seconds,
+                w.requests, w.failures, w.rate_limited, w.output_tokens, w.ttft_counts)
+
+
+def window_row(record: TierRecord, current: StatsSnapshot, now_s: float) -> dict:
+    """One tier's row (see tier_figures)."""
+    return figures_row(tier_figures(record, current, now_s))
+
+
+def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
+    """Whole-run rows (no shape): one per scenario, plus "all" when there are several."""
+    per: dict[str, dict] = {}
+    ttft: dict[str, Counter[int]] = {}
+    for entry in stats.entries.values():
+        if entry.method == TTFT_TYPE:
+            ttft.setdefault(entry.name, Counter()).update(entry.response_times)
+        elif entry.method not in METRIC_TYPES:
+            row = per.setdefault(entry.name, {"requests": 0, "failures": 0, "tokens": 0, "limited": 0})
+            row["requests"] += entry.num_requests
+            row["failures"] += entry.num_failures
+            row["tokens"] += entry.total_content_length
+    for error in stats.errors.values():
+        if error.name in per and is_rate_limited(error):
+            per[error.name]["limited"] += error.occurrences
+    target = _users(users)
+    rows = [_row("run", name, target, "whole run", seconds, r["requests"], r["failures"], r["limited"],
+                 r["tokens"], dict(ttft.get(name, {}))) for name, r in sorted(per.items())]
+    if len(rows) > 1:
+        counts: Counter[int] = Counter()
+        for c in ttft.values():
+            counts.update(c)
+        rows.append(_row("run", "all", target, "whole run", seconds, *(
+            sum(r[k] for r in per.values()) for k in ("requests", "failures", "limited", "tokens")), dict(counts)))
+    return rows

@@ -1,0 +1,32 @@
+// Added to Locust's page by llmload: a bar with the run folder, the verdicts so far and links to
+// the LLM charts, the run's CSVs and the report so far. Polls data.json (without the series).
+"use strict";
+(function () {
+  const base = document.currentScript.src.replace(/static\/inject\.js.*$/, "");
+  const bar = document.createElement("div");
+  bar.id = "llmload-bar";
+  bar.style.cssText = "position:fixed;left:0;right:0;bottom:0;z-index:2000;padding:5px 12px;font:13px system-ui," +
+    "sans-serif;background:#1d2430;color:#e8ecf3;display:flex;gap:16px;flex-wrap:wrap;align-items:center";
+  const link = (href, label, id) => `<a id="${id}" href="${base}${href}" target="_blank" rel="noopener" ` +
+    `style="color:#8ab4ff">${label}</a>`;
+  const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]);
+  bar.innerHTML = "<b>LLM</b>" + link("charts", "Charts &#8599;", "llmload-charts") +
+    link("files/samples.csv", "samples.csv", "llmload-samples") + link("files/tiers.csv", "tiers.csv", "llmload-tiers") +
+    link("report", "report so far &#8599;", "llmload-report") + '<span id="llmload-status"></span>';
+  document.body.appendChild(bar);
+  document.body.style.paddingBottom = "36px";
+  async function poll() {
+    try {
+      const resp = await fetch(base + "data.json?since=1e12", {credentials: "same-origin"});
+      if (resp.ok) {
+        const d = await resp.json();
+        const slo = d.tiers.length ? d.tiers[d.tiers.length - 1].slo_text : "-";
+        document.getElementById("llmload-status").innerHTML =
+          (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") + `${esc(d.knee.text)} · ` +
+          `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}`;
+      }
+    } catch (e) { /* the next poll tries again */ }
+    setTimeout(poll, 2000);
+  }
+  poll();
+})();

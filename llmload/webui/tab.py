@@ -1,0 +1,145 @@
+"""`LLMTab`: the web UI state on the process with the UI, and the Flask hooks that feed Locust's page.
+
+`after_request` does three things, never breaking Locust's own answer (any error is logged once
+and the response passes unchanged; a response that is not JSON, e.g. --web-login's error page
+when no auth is configured, is left alone):
+  * on /stats/requests: the LLM tab's rows as `extended_stats` (the only table hook Locust's
+    React UI offers; it polls that JSON every ~2 s), the header / Charts keys made honest
+    (honest.py), and the runner's live state when Locust's 2 s memo is stale;
+  * on the index page: one <script> tag, which adds the LLM bar (links to the charts page,
+    the CSVs and the report, the run folder and the verdicts) to Locust's page.
+Locust serves one memoized response object for 2 s: rows and totals are computed once per
+object, right after Locust's figures, so the LLM tab agrees with the Statistics tab.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from llmload.run.timeline import timeline_for
+from llmload.run.window import snapshot
+from llmload.webui import honest
+from llmload.webui.rows import TierFigures, figures_row, run_rows, tier_figures
+from llmload.webui.series import ACTIVE_STATES, Sampler
+from llmload.webui.verdicts import knee, slo_profile_name, slo_verdict
+
+logger = logging.getLogger(__name__)
+TAB_KEY = "llm"
+TAB_TITLE = "LLM"
+STATS_ENDPOINT = "locust.request_stats"
+"""Flask endpoint of /stats/requests (blueprint "locust"), whatever --web-base-path is"""
+INDEX_ENDPOINT = "locust.index"
+
+
+class LLMTab:
+    def __init__(self, environment: Any, script_url: str = "") -> None:
+        self.environment = environment
+        self.script_url = script_url
+        """URL of static/inject.js ('' leaves the index page alone)"""
+        self.run_end_s: float | None = None
+        """when the last run stopped (whole-run rows stop growing then)"""
+        self.sampler = Sampler(environment)
+        self.last_run_dir: Path | None = None
+        """the folder the current (or last) run writes to; kept after the run releases it"""
+        self._failed = False
+
+    # --- figures -----------------------------------------------------------------------------
+    def run_dir(self) -> Path | None:
+        current = getattr(self.environment, "llmload_run_dir", None)
+        if current is not None:
+            self.last_run_dir = Path(current)
+        return self.last_run_dir
+
+    def slo_profile(self) -> str:
+        return slo_profile_name(getattr(getattr(self.environment, "parsed_options", None), "slo_profile", None))
+
+    def tier_figures(self, now_s: float | None = None) -> list[TierFigures]:
+        now_s = time.time() if now_s is None else now_s
+        records = timeline_for(self.environment).records
+        current = snapshot(self.environment.stats) if records else None
+        return [tier_figures(record, current, now_s) for record in records] if current is not None else []
+
+    def rows(self, now_s: float | None = None) -> list[dict]:
+        now_s = time.time() if now_s is None else now_s
+        figs = self.tier_figures(now_s)
+        if figs:
+            profile, estimate = self.slo_profile(), knee(figs)
+            rows = []
+            for fig in figs:
+                row = figures_row(fig)
+                row["slo"] = slo_verdict(fig, profile).text
+                row["verdict"] = "knee" if estimate.tier == fig.record.tier.tier else ""
+                rows.append(row)
+            return rows
+        stats = self.environment.stats
+        end_s = self.run_end_s if self.run_end_s is not None else now_s
+        runner = self.environment.runner
+        return run_rows(stats, runner.user_count if runner is not None else 0, max(0.0, end_s - stats.start_time))
+
+    # --- Locust listeners --------------------------------------------------------------------
+    def on_test_start(self, **_kw: Any) -> None:
+        self.run_end_s = None
+        self.sampler.reset()
+
+    def on_test_stop(self, **_kw: Any) -> None:
+        self.run_end_s = time.time()
+        self.run_dir()
+
+    # --- Flask hook --------------------------------------------------------------------------
+    def after_request(self, response: Any) -> Any:
+        from flask import request
+
+        if response.status_code != 200:
+            return response
+        try:
+            if request.endpoint == STATS_ENDPOINT and response.mimetype == "application/json":
+                self._stats_json(response)
+            elif request.endpoint == INDEX_ENDPOINT and response.mimetype == "text/html" and self.script_url:
+                self._index_html(response)
+        except Exception:  # never break Locust's own pages
+            if not self._failed:
+                self._failed = True
+                logger.exception("llmload web UI: could not extend %s", request.path)
+        return response
+
+    def _stats_json(self, response: Any) -> None:
+        payload = getattr(response, "llmload_payload", None)
+        if payload is None:
+            payload = json.loads(response.get_data())
+            if not isinstance(payload, dict):
+                return
+            self.run_dir()
+            others = [e for e in payload.get("extended_stats") or [] if e.get("key") != TAB_KEY]
+            payload["extended_stats"] = [*others, {"key": TAB_KEY, "data": self.rows()}]
+            honest.make_honest(payload, self.environment.stats, self.sampler.current_e2e_ms)
+            response.llmload_payload = payload
+        runner = self.environment.runner
+        # Locust memoizes this JSON for 2 s, so right after Start it can still say "ready": the UI
+        # believes it, falls back to the start form and stops polling while the run goes on. So
+        # while the runner is active its live state wins (only then: a stale "running" after the
+        # stop costs one more poll, a live "stopped" beside 2 s old figures would freeze those).
+        out = dict(payload)
+        if runner is not None and runner.state in ACTIVE_STATES and out.get("state") != runner.state:
+            out["state"], out["user_count"] = runner.state, runner.user_count
+        response.set_data(json.dumps(out))
+
+    def _index_html(self, response: Any) -> None:
+        from markupsafe import escape
+
+        html = response.get_data(as_text=True)
+        tag = f'<script src="{escape(self.script_url)}" defer></script>'
+        if tag not in html and "</body>" in html:
+            response.set_data(html.replace("</body>", tag + "\n</body>", 1))
+
+
+def add_tab(template_args: dict, columns: tuple) -> None:
+    tabs = [t for t in template_args.get("extended_tabs") or [] if t.get("key") != TAB_KEY]
+    tables = [t for t in template_args.get("extended_tables") or [] if t.get("key") != TAB_KEY]
+    template_args["extended_tabs"] = [*tabs, {"title": TAB_TITLE, "key": TAB_KEY}]
+    template_args["extended_tables"] = [
+        *tables, {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in columns]},
+    ]
