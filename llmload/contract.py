@@ -27,8 +27,9 @@ TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warm
 PHASES = ("warmup", "measure", "after")
 
 ERROR_KINDS = ("rate_limited", "http_4xx", "http_5xx", "timeout", "connect", "stream_broken", "protocol",
-               "stream_error")
-"""samples.csv `error` values ('' for success)"""
+               "stream_error", "retry_after_too_long")
+"""samples.csv `error` values ('' for success); `retry_after_too_long`: a 429 whose retry hint
+exceeded --max-retry-wait-s (status 429, the hint in retry_after_s), not slept through"""
 
 REQUEST_TYPE = "LLM"
 """Locust request_type of one attempt: e2e ms, output tokens"""

@@ -17,14 +17,18 @@ How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `pro
 a scenario may override), the transport (`--transport fast|openai`) streams it into a
 StreamResult, `record()` fires the LLM/TTFT/ITL events and hands one sample row to the sink.
 With `--retries N`, a 429 or 503 is retried (run/retry.py); every attempt is its own row and
-event, the retry's `retry_of` naming the previous attempt. After a failed connect the user
-pauses (0.1 s doubling to 2 s, run/guard.py) before its next request.
+event, the retry's `retry_of` naming the previous attempt. A broken target is not hammered:
+after a failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
+server's hint (`--on-429 wait`, the default; a hint above `--max-retry-wait-s` is a
+`retry_after_too_long` failure instead), and after 3 consecutive other failures it backs off
+(`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
 
 Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401
-before any success, cannot connect, endpoint does not stream), which stops the run once with
-one line (exit code 2). Users never raise StopUser for it: they idle in Locust's WAITING state
-until the runner stops them (a stop kills a waiting user at once). Retry and backoff pauses
-are waits in the same sense, so they never outlast the run's stop.
+before any success, cannot connect, endpoint does not stream, the first 20 requests all one
+4xx), which stops the run once with one line (exit code 2). Users never raise StopUser for
+it: they idle in Locust's WAITING state until the runner stops them (a stop kills a waiting
+user at once). Retry and backoff pauses are waits in the same sense, so they never outlast
+the run's stop.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
 from llmload.run.context import context_for, make_transport
 from llmload.run.events import fire_events
-from llmload.run.guard import failed_to_connect, next_connect_backoff_s
+from llmload.run.files import without_userinfo
+from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
 from llmload.run.locust_compat import pause_user, user_is_stopping
 from llmload.run.options import OptionError, read_options
-from llmload.run.retry import is_retryable, retry_wait_s
+from llmload.run.retry import NextStep, mark_too_long, next_step
 from llmload.run.samples import sample_row
 from llmload.run.stop import stop_run
 
@@ -75,7 +80,7 @@ class LLMUser(User):
         if self.opts is None and not self.ctx.guard.halted:  # test_start did not read them (no install())
             try:
                 self.opts = self.ctx.opts = read_options(self.environment)
-                self.ctx.guard.base_url = self.opts.base_url
+                self.ctx.guard.base_url = without_userinfo(self.opts.base_url)
             except OptionError as exc:
                 self.ctx.guard.halted = str(exc)
                 stop_run(self.environment, str(exc))
@@ -86,6 +91,8 @@ class LLMUser(User):
         self.rng = random.Random()
         self._request_seq = itertools.count(1)
         self._connect_backoff_s = 0.0
+        self._rate_limited_streak = 0
+        self._failures = FailureBackoff()
 
     def on_stop(self) -> None:
         transport = getattr(self, "transport", None)
@@ -127,12 +134,17 @@ class LLMUser(User):
 
     def ask(self, prompt: Prompt | None = None, *, messages: list[dict] | None = None,
             max_tokens: int | None = None, schedule_lag_ms: float | None = None) -> StreamResult:
-        """Stream one completion (with up to --retries retries); returns the last attempt."""
+        """Stream one completion (with up to --retries retries); returns the last attempt.
+
+        Before it returns, a closed-loop user pauses as run/retry.py (--on-429) and the failure
+        backoff (run/guard.py) say; an open-loop arrival (`schedule_lag_ms` given) pauses only after
+        a failed connect, so arrivals keep their schedule."""
         self.idle_while_halted()
         prompt = prompt or self.prompt()
         retry_of = ""
         attempt = 0
         budget_end_s = time.monotonic() + self.opts.timeouts.request_timeout_s
+        closed_loop = schedule_lag_ms is None
         while True:
             req = StreamRequest(
                 endpoint=self.endpoint or self.opts.endpoint, model=self.opts.model, prompt=prompt.text,
@@ -146,22 +158,36 @@ class LLMUser(User):
                 result = self.transport.stream(req)
             finally:
                 self.ctx.inflight -= 1
+            result = mark_too_long(result, self.opts.retry_policy)
             self.record(result, schedule_lag_ms)
-            if failed_to_connect(result):
-                # a down or unreachable server: pause before the next attempt instead of hammering it
-                self._connect_backoff_s = next_connect_backoff_s(self._connect_backoff_s)
-                self._pause(self._connect_backoff_s)
+            step = self._next_step(result, attempt, budget_end_s)
+            if not step.retry or self.ctx.guard.halted:
+                if step.pause_s > 0 and not self.ctx.guard.halted and (closed_loop or failed_to_connect(result)):
+                    self._pause(step.pause_s)
                 return result
-            if result.status:
-                self._connect_backoff_s = 0.0
-            if result.ok or attempt >= self.opts.retries or not is_retryable(result) or self.ctx.guard.halted:
-                return result
-            left_s = budget_end_s - time.monotonic()
-            if left_s <= 0 or not self._pause(retry_wait_s(result, attempt, self.rng, left_s)):
-                return result  # request budget spent, or the user is stopping: no retry
+            if not self._pause(step.pause_s):
+                return result  # the user is stopping: no retry
             attempt += 1
             retry_of = result.request_id
             schedule_lag_ms = None
+
+    def _next_step(self, result: StreamResult, attempt: int, budget_end_s: float) -> NextStep:
+        """Retry or not, and the pause first: connect backoff, --retries / --on-429, failure backoff."""
+        if result.status:
+            self._connect_backoff_s = 0.0
+        if result.error in ("rate_limited", "retry_after_too_long"):
+            self._rate_limited_streak += 1
+        elif result.status:
+            self._rate_limited_streak = 0
+        if failed_to_connect(result):
+            # a down or unreachable server: pause before the next attempt instead of hammering it
+            self._connect_backoff_s = next_connect_backoff_s(self._connect_backoff_s)
+            return NextStep(False, self._connect_backoff_s)
+        step = next_step(result, attempt, self.opts.retry_policy, self.rng, budget_end_s - time.monotonic(),
+                         self._rate_limited_streak)
+        if step.retry or not self.opts.failure_backoff:
+            return step
+        return NextStep(False, max(step.pause_s, self._failures.pause_s(result, self.rng)))
 
     def record(self, result: StreamResult, schedule_lag_ms: float | None = None) -> None:
         """Fire the events of one attempt, write its sample row, stop the run on a fatal condition."""

@@ -2,11 +2,15 @@
 
 Each class's `kind` is the samples.csv `error` value; Locust's failures table groups
 failures by the exception's repr, so every message is stable (no per-request numbers):
-the per-request part goes in `detail` (scrubbed of key-like strings, at most 200 chars).
+the per-request part goes in `detail` (scrubbed of key-like strings, at most 200 chars). For
+an HTTP error answer, `detail` is the server's own message when the body is an OpenAI-style
+error (`{"error": {"message": ...}}`; `error_message` also reads the SDK's "Error code: 404 -
+..." text), else the body itself.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from llmload.client.retry_hints import parse_retry_hint
@@ -31,6 +35,19 @@ class RateLimited(LLMError):
         self.retry_after_source = retry_after_source
         """the header that gave it (retry_hints.parse_retry_hint)"""
         self.detail = detail
+
+
+class RetryAfterTooLong(RateLimited):
+    """A 429 whose hint is longer than --max-retry-wait-s: counted as its own failure kind, not
+    slept through (run/retry.py)."""
+
+    kind = "retry_after_too_long"
+
+    def __init__(self, retry_after_s: float, max_wait_s: float, detail: str = "", retry_after_source: str = "") -> None:
+        super().__init__(retry_after_s, detail, retry_after_source)
+        self.args = ("HTTP 429: retry hint above --max-retry-wait-s",)
+        self.max_wait_s = max_wait_s
+        self.detail = f"asked to wait {retry_after_s:g} s (> {max_wait_s:g} s)" + (f": {detail}" if detail else "")
 
 
 class HTTP4xx(LLMError):
@@ -145,9 +162,40 @@ def redact_secrets(text: str) -> str:
     return _SECRET_LIKE.sub(lambda m: (m.group(1) or "") + "***", text)
 
 
+_SDK_PREFIX = re.compile(r"^Error code: \d{3}(?: - )?")
+MESSAGE_KEYS = ("message", "detail", "error_description")
+
+
+def _message_of(body: object) -> str | None:
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, str) and inner:
+            return inner
+        if isinstance(inner, dict):
+            for key in MESSAGE_KEYS:
+                if isinstance(inner.get(key), str) and inner[key]:
+                    return inner[key]
+        for key in MESSAGE_KEYS:
+            if isinstance(body.get(key), str) and body[key]:
+                return body[key]
+    return None
+
+
+def error_message(body: str) -> str:
+    """The server's reason in an error answer: the JSON error's message when there is one (OpenAI
+    `{"error": {"message": ...}}`, `{"error": "..."}`, `{"message"|"detail": ...}`), else the body;
+    whitespace collapsed, key-like strings masked, at most 200 characters."""
+    text = _SDK_PREFIX.sub("", body.strip(), count=1) or body.strip()
+    try:
+        message = _message_of(json.loads(text))
+    except (ValueError, RecursionError):
+        message = None
+    return redact_secrets(" ".join((message or text).split()))[:200]
+
+
 def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMError:
     """The failure for a non-200 response (headers lower-cased, body truncated by the caller)."""
-    detail = redact_secrets(" ".join(body.split()))[:200]
+    detail = error_message(body)
     if status == 429:
         hint = parse_retry_hint(headers)
         return RateLimited(hint.seconds if hint else None, detail, hint.source if hint else "")

@@ -2,8 +2,9 @@
 
 - init_command_line_parser: the run options (options.py).
 - init: 1 ms response-time buckets (every process), the RunContext, and on the process that
-  writes files a check that the run folder is writable (one line and exit code 2 otherwise,
-  before anything starts).
+  writes files a check of the numbers (`--max-tokens 0`, a timeout <= 0, ...) and that the run
+  folder is writable: one line and exit code 2 otherwise, before anything starts (this
+  listener is registered before the embedded server's, so no server starts either).
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json; read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher.
@@ -27,7 +28,7 @@ from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_precise_buckets
 from llmload.run.once import first_time
-from llmload.run.options import OptionError, add_options, read_options
+from llmload.run.options import OptionError, add_options, check_values, read_options
 from llmload.run.stop import stop_run
 
 logger = logging.getLogger("llmload")
@@ -42,8 +43,9 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         return
     given = getattr(environment.parsed_options, "run_dir", "") or ""
     try:
+        check_values(environment.parsed_options)  # before the embedded server and the run folder
         files.check_writable(Path(given) if given else files.default_run_dir().parent)
-    except files.RunDirError as exc:
+    except (OptionError, files.RunDirError) as exc:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2
         raise SystemExit(2) from None
@@ -88,7 +90,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
             stop_run(environment, str(exc))
             return
         ctx.opts = opts
-        ctx.guard.base_url = opts.base_url
+        ctx.guard.base_url = files.without_userinfo(opts.base_url)
         if opts.transport == "openai":  # build the shared SDK client before any user starts
             from llmload.client.sdk import shared_client
 

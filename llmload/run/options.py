@@ -7,15 +7,19 @@ start form (the API key as a masked secret field); Locust copies the form values
 into `environment.parsed_options` when a run starts, so users read them in `on_start`,
 never at import or init. `--stop-timeout` gets a default long enough for in-flight
 streams to finish and be recorded at ramp-down / test end (Locust's default 0 kills them).
+`check_values` rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...) with one
+line naming the flag and the value; the init listener runs it before anything starts.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from llmload.client.request import Timeouts
+from llmload.run.retry import DEFAULT_MAX_RETRY_WAIT_S, ON_429_MODES, RetryPolicy
 
 DEFAULT_STOP_TIMEOUT_S = 60
 TRANSPORTS = ("fast", "openai")
@@ -49,6 +53,16 @@ def add_options(parser) -> None:
     parser.add_argument("--retries", type=int, default=0, include_in_web_ui=True,
                         help="retry 429/503 up to N times (Retry-After honoured, else backoff); "
                              "every attempt is its own sample row")
+    parser.add_argument("--on-429", choices=ON_429_MODES, default="wait", include_in_web_ui=True,
+                        help="after a 429 that is not retried: wait the server's Retry-After (else a backoff) "
+                             "before the next request (wait, default), send at once (retry), or neither retry "
+                             "nor wait (ignore)")
+    parser.add_argument("--max-retry-wait-s", type=float, default=DEFAULT_MAX_RETRY_WAIT_S, include_in_web_ui=True,
+                        help="longest Retry-After honoured; a 429 asking for more is a failure of kind "
+                             "retry_after_too_long, not a sleep")
+    parser.add_argument("--failure-backoff", choices=("on", "off"), default="on", include_in_web_ui=True,
+                        help="after 3 consecutive failures (not connect/401/429) a user pauses 0.1 s doubling "
+                             "to 5 s with jitter before its next request (on, default)")
     parser.add_argument("--insecure", action="store_true", default=False, include_in_web_ui=True,
                         help="DANGEROUS: do not verify the server's TLS certificate (the API key can then "
                              "be sent to an impostor); only for a self-signed lab endpoint you trust")
@@ -73,6 +87,10 @@ class RunOptions:
     timeouts: Timeouts
     insecure: bool = False
     """skip TLS certificate verification (--insecure; off by default)"""
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    """--retries, --on-429, --max-retry-wait-s"""
+    failure_backoff: bool = True
+    """--failure-backoff on|off"""
 
 
 class OptionError(ValueError):
@@ -93,9 +111,37 @@ def _get(parsed, name: str, default):
     return default if value is None or value == "" else value
 
 
+NUMBER_RULES = (
+    ("max_tokens", "--max-tokens", 1, False), ("prompt_tokens", "--prompt-tokens", 1, False),
+    ("retries", "--retries", 0, False), ("connect_timeout_s", "--connect-timeout-s", 0, True),
+    ("first_token_timeout_s", "--first-token-timeout-s", 0, True),
+    ("request_timeout_s", "--request-timeout-s", 0, True), ("max_retry_wait_s", "--max-retry-wait-s", 0, False),
+)
+"""(option, flag, lowest value, lowest excluded): the numbers a run cannot start with"""
+
+
+def check_values(parsed) -> None:
+    """OptionError naming the first impossible number among the parsed options (unset ones pass)."""
+    for name, flag, low, exclusive in NUMBER_RULES:
+        value = getattr(parsed, name, None) if parsed is not None else None
+        if value is None or value == "":
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(f"{flag} must be a number, got {value!r}") from None
+        if math.isnan(number) or math.isinf(number) or number < low or (exclusive and number <= low):
+            need = f"> {low}" if exclusive else f">= {low}"
+            raise OptionError(f"{flag} must be {need}, got {value!r}")
+    on_429 = getattr(parsed, "on_429", None) if parsed is not None else None
+    if on_429 not in (None, "", *ON_429_MODES):
+        raise OptionError(f"--on-429 must be one of {', '.join(ON_429_MODES)}, got {on_429!r}")
+
+
 def read_options(environment) -> RunOptions:
     """The run's options from `environment.parsed_options` (defaults when run without CLI)."""
     parsed = environment.parsed_options
+    check_values(parsed)
     try:
         opts = RunOptions(
             base_url=api_base_url(environment.host or _get(parsed, "host", "")),
@@ -112,6 +158,11 @@ def read_options(environment) -> RunOptions:
                 request_timeout_s=float(_get(parsed, "request_timeout_s", 300.0)),
             ),
             insecure=bool(_get(parsed, "insecure", False)),
+            retry_policy=RetryPolicy(
+                retries=int(_get(parsed, "retries", 0)), on_429=str(_get(parsed, "on_429", "wait")),
+                max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", DEFAULT_MAX_RETRY_WAIT_S)),
+            ),
+            failure_backoff=str(_get(parsed, "failure_backoff", "on")).lower() not in ("off", "false", "0"),
         )
     except OptionError:
         raise
@@ -121,8 +172,6 @@ def read_options(environment) -> RunOptions:
         raise OptionError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {opts.transport!r}")
     if opts.endpoint not in ENDPOINTS:
         raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
-    if opts.max_tokens < 1 or opts.prompt_tokens < 1 or opts.retries < 0:
-        raise OptionError("--max-tokens and --prompt-tokens must be >= 1 and --retries >= 0")
     return opts
 
 
