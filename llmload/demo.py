@@ -4,7 +4,7 @@ What it does: runs `locust --headless` on `scenarios/step_load.py` with no --hos
 the scenario starts the embedded server (`demo` preset: 4 slots, FIFO queue) on a free
 loopback port; tiers 1,2,4,8,16 users rise well past the 4 slots, each held
 `TIER_SECONDS`; then `python -m analysis report` writes `report.md` / `report.html` of
-that run and the path is printed. The knee the report shows is the server's slot count.
+that run and the path is printed. The queueing onset the report shows is the server's slot count.
 Everything it starts stops with it (Locust stops the server when it quits).
 """
 

@@ -1,6 +1,6 @@
 """From a real headless step load on the embedded server to the capacity report.
 
-The server has S slots and a FIFO queue, so the knee the analysis reports must be S.
+The server has S slots and a FIFO queue, so the queueing onset the analysis reports must be S.
 This is the whole product chain: scenario -> embedded server -> Locust runner -> samples,
 tiers -> analysis (in its own process, as a user runs it).
 """
@@ -39,7 +39,7 @@ def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tier
     assert report.returncode == 0, report.stderr
     assert (run_dir / "report.html").stat().st_size > 10_000
     answer = report.stdout
-    assert f"Knee: at {slots} users" in answer, answer
+    assert f"Queueing onset: at {slots} users" in answer, answer
     assert "queues" in answer  # the embedded server queues; it does not shed
     info = json.loads((run_dir / "run.json").read_text())
     assert info["host"].startswith("http://127.0.0.1:")
