@@ -8,7 +8,7 @@ const MAX_POINTS = 7200;
 const COLORS = {p50: "#2e7d32", p95: "#ff9f00", p99: "#8e24aa", rps: "#0099ff", fail: "#e53935", tokens: "#00897b",
   users: "#3949ab", "429": "#ff9f00", http_5xx: "#e53935", http_4xx: "#8d6e63", timeout: "#6d4c41",
   connect: "#546e7a", stream_broken: "#d81b60", protocol: "#5e35b1", stream_error: "#c0ca33", other: "#757575"};
-const M = {l: 48, r: 48, t: 10, b: 24};
+const M = {l: 48, r: 48, t: 22, b: 24};
 let points = [], generation = null, last = null;
 
 function el(name, attrs, parent) {
@@ -25,7 +25,7 @@ function niceMax(v) {
   const p = Math.pow(10, Math.floor(Math.log10(v))), f = v / p;
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
 }
-function frame(svg, xmin, xmax, ymax, xfmt, ylabel, yright) {
+function frame(svg, xmin, xmax, ymax, xfmt, ylabel, xticks) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const W = svg.clientWidth || 560, H = svg.clientHeight || 240;
   const sx = v => M.l + (xmax > xmin ? (v - xmin) / (xmax - xmin) : 0) * (W - M.l - M.r);
@@ -37,11 +37,10 @@ function frame(svg, xmin, xmax, ymax, xfmt, ylabel, yright) {
   }
   el("line", {x1: M.l, x2: M.l, y1: M.t, y2: H - M.b, class: "axis"}, svg);
   el("line", {x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b, class: "axis"}, svg);
-  for (let i = 0; i <= 4; i++) {
-    const v = xmin + (xmax - xmin) * i / 4;
+  for (const v of xticks || [0, 1, 2, 3, 4].map(i => xmin + (xmax - xmin) * i / 4)) {
     text(svg, sx(v), H - 6, xfmt(v), "middle");
   }
-  if (ylabel) text(svg, 4, M.t + 8, ylabel);
+  if (ylabel) text(svg, 4, 12, ylabel);
   return {sx, sy, W, H};
 }
 function fmt(v) { return v >= 1000 ? (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k" : (+v.toFixed(1)).toString(); }
@@ -85,10 +84,10 @@ function kneeChart(data) {
   const xmax = Math.max(1, ...tiers.map(t => t.load));
   const p99max = niceMax(Math.max(1, ...tiers.map(t => t.ttft_p99 || 0)) * 1.1);
   const rpsmax = niceMax(Math.max(1, ...tiers.map(t => t.rps || 0)) * 1.1);
-  const f = frame(svg, 0, xmax * 1.05, p99max, v => fmt(v), "p99 TTFT ms");
+  const f = frame(svg, 0, xmax * 1.05, p99max, v => fmt(v), "p99 TTFT ms", tiers.map(t => t.load));
   const sr = v => f.H - M.b - (v / rpsmax) * (f.H - M.t - M.b);
   for (let i = 0; i <= 4; i++) text(svg, f.W - M.r + 4, sr(rpsmax * i / 4) + 4, fmt(rpsmax * i / 4));
-  text(svg, f.W - 4, M.t + 8, "req/s", "end");
+  text(svg, f.W - 4, 12, "req/s", "end");
   path(svg, tiers.map(t => [t.load, t.ttft_p99]), f.sx, f.sy, "p99", COLORS.p99);
   path(svg, tiers.map(t => [t.load, t.rps]), f.sx, sr, "rps", COLORS.rps);
   for (const t of tiers) {
@@ -106,8 +105,8 @@ function kneeChart(data) {
 function errorChart(data) {
   const svg = document.getElementById("chart-errors");
   const tiers = data.tiers, kinds = [...new Set(tiers.flatMap(t => Object.keys(t.errors)))].sort();
-  const ymax = niceMax(Math.max(1, ...tiers.map(t => Object.values(t.errors).reduce((a, b) => a + b, 0))));
-  const f = frame(svg, 0, Math.max(1, tiers.length), ymax, () => "", "failures");
+  const ymax = niceMax(Math.max(4, ...tiers.map(t => Object.values(t.errors).reduce((a, b) => a + b, 0))));
+  const f = frame(svg, 0, Math.max(1, tiers.length), ymax, () => "", "failures", []);
   const bw = (f.W - M.l - M.r) / Math.max(1, tiers.length);
   tiers.forEach((t, i) => {
     let y = 0;
