@@ -28,8 +28,9 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from gevent.event import Event
@@ -40,6 +41,14 @@ from llmload.contract import DROPPED_TYPE
 from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
 from llmload.run.context import make_transport
 from llmload.run.locust_compat import connected_workers, has_message_handler, replace_tasks, user_is_stopping
+
+if TYPE_CHECKING:
+    from locust import User as _UserBase
+
+    from llmload.run.context import RunContext
+    from llmload.run.options import RunOptions
+else:
+    _UserBase = object  # a mixin: the Locust user class comes after it in the MRO
 
 MSG_TYPE = "llmload_openloop"
 DROPPED_NAME = "dropped (max-inflight)"
@@ -125,8 +134,16 @@ def publish_stop(runner: Any) -> None:
         runner.send_message(MSG_TYPE, None)
 
 
-class OpenLoopUser:
+class OpenLoopUser(_UserBase):
     """Mixin: the user's single task sends this process's share of the tier rate on time."""
+
+    if TYPE_CHECKING:
+        # provided by the user class after this mixin (llmload.users.LLMUser); used only when
+        # the class has no `send_request`
+        opts: RunOptions | None
+        ctx: RunContext
+        transport: Any
+        ask: Callable[..., Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,7 +224,11 @@ class OpenLoopUser:
         idle = self.__dict__.setdefault("_idle_transports", [])
         # a fresh index per transport: the openai transport shards its SDK clients (and their
         # connection pools) by index, and one pool of --max-inflight connections stalls the loop
-        transport = idle.pop() if idle else make_transport(self.opts, self.ctx.next_user_index())
+        if idle:
+            transport = idle.pop()
+        else:
+            assert self.opts is not None, "open-loop arrival without valid run options"
+            transport = make_transport(self.opts, self.ctx.next_user_index())
         view = copy.copy(self)
         view.transport = transport
         try:

@@ -21,9 +21,12 @@ def stop_run(environment: Any, reason: str) -> None:
     """Stop the whole run with one clear line (the master / local runner decides)."""
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        runner.send_message(STOP_MESSAGE, reason)
+        # Locust hints `data` as a dict, but any msgpack-serialisable value travels; the master's
+        # handler (listen) reads str(msg.data)
+        runner.send_message(STOP_MESSAGE, reason)  # type: ignore[arg-type]
         return
     logger.error(reason)
+    environment.llmload_stop_reason = reason  # run.json's end (run/ending.py)
     environment.process_exit_code = 2
     headless = bool(getattr(environment.parsed_options, "headless", False))
     gevent.spawn(runner.quit if headless else runner.stop)

@@ -16,6 +16,7 @@ import itertools
 import json
 import random
 import time
+from collections.abc import Callable
 
 from llmload.server import wire
 from llmload.server.config import ServerConfig, retry_styles
@@ -38,7 +39,8 @@ COMPLETION_PATHS = {"/v1/chat/completions": True, "/v1/completions": False}
 
 
 class App:
-    def __init__(self, cfg: ServerConfig, loop: asyncio.AbstractEventLoop, clock=time.perf_counter):
+    def __init__(self, cfg: ServerConfig, loop: asyncio.AbstractEventLoop,
+                 clock: Callable[[], float] = time.perf_counter):
         self.cfg = cfg
         self.loop = loop
         self.clock = clock
@@ -82,8 +84,10 @@ class App:
         if req.path == "/metrics":
             self._check_method(req, "GET")
             page = self.metrics.render(self.engine.active, len(self.engine.queue), self.cache.usage())
-            req.conn.send(wire.http_response(200, page, keep_alive=req.keep_alive, content_type=CONTENT_TYPE))
-            return req.conn.finish(req.keep_alive)
+            conn = req.conn
+            assert conn is not None  # the protocol hands over every request with its connection
+            conn.send(wire.http_response(200, page, keep_alive=req.keep_alive, content_type=CONTENT_TYPE))
+            return conn.finish(req.keep_alive)
         if req.path in ("/v1/embeddings", "/embeddings"):
             self._check_method(req, "POST")
             self._check_auth(req)
@@ -167,15 +171,19 @@ class App:
 
     # replies
     def reply_json(self, req: Request, status: int, payload: dict) -> None:
-        req.conn.send(wire.http_response(status, json.dumps(payload).encode(), keep_alive=req.keep_alive))
-        req.conn.finish(req.keep_alive)
+        conn = req.conn
+        assert conn is not None  # the protocol hands over every request with its connection
+        conn.send(wire.http_response(status, json.dumps(payload).encode(), keep_alive=req.keep_alive))
+        conn.finish(req.keep_alive)
 
     def reply_error(self, req: Request, status: int, message: str, err_type: str,
                     code: str | None = None, param: str | None = None,
                     headers: dict[str, str] | None = None) -> None:
         body = wire.error_body(status, message, err_type, code, param)
-        req.conn.send(wire.http_response(status, body, headers, keep_alive=req.keep_alive))
-        req.conn.finish(req.keep_alive)
+        conn = req.conn
+        assert conn is not None  # the protocol hands over every request with its connection
+        conn.send(wire.http_response(status, body, headers, keep_alive=req.keep_alive))
+        conn.finish(req.keep_alive)
 
     def close(self) -> None:
         self.truth.close()

@@ -182,9 +182,10 @@ def _attribute_docs() -> dict[str, str]:
 
     tree = ast.parse(inspect.getsource(ServerConfig))
     docs: dict[str, str] = {}
-    body = tree.body[0].body
-    for prev, node in itertools.pairwise(body):
-        if (isinstance(prev, ast.AnnAssign) and isinstance(node, ast.Expr)
+    class_def = tree.body[0]
+    assert isinstance(class_def, ast.ClassDef)  # the source of a class is its definition
+    for prev, node in itertools.pairwise(class_def.body):
+        if (isinstance(prev, ast.AnnAssign) and isinstance(prev.target, ast.Name) and isinstance(node, ast.Expr)
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             docs[prev.target.id] = node.value.value.replace("%", "%%")
     return docs

@@ -11,15 +11,20 @@ little-endian float32, as OpenAI does.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
 import random
 import struct
 import zlib
+from typing import TYPE_CHECKING
 
 from llmload.server import wire
 from llmload.server.engine import QueueFull, Sequence
+
+if TYPE_CHECKING:
+    from llmload.server.app import App
 
 
 def embedding_vector(item: str | list[int], dim: int, seed: int) -> list[float]:
@@ -37,13 +42,13 @@ def encode(vector: list[float], fmt: str) -> list[float] | str:
 
 
 class EmbeddingJob:
-    def __init__(self, app, req, body: dict, counts: list[int], truth: dict, headers: dict[str, str]):
+    def __init__(self, app: App, req, body: dict, counts: list[int], truth: dict, headers: dict[str, str]):
         self.app, self.req, self.body, self.truth, self.headers = app, req, body, truth, headers
         value = body["input"]
         self.items = [value] if isinstance(value, str) or (value and isinstance(value[0], int)) else value
         self.seq = Sequence(req.request_id, sum(counts), 0, 0)
         self.finished = False
-        self.timer = None
+        self.timer: asyncio.TimerHandle | None = None
         self.admitted_s = 0.0
 
     def admit(self) -> None:
@@ -105,4 +110,5 @@ class EmbeddingJob:
                           output_tokens=0, cached_tokens=0)
         self.app.truth.write(self.truth)
         for nxt in self.app.engine.release(self.seq):
+            assert nxt.on_start is not None  # set when the sequence was queued (admit)
             nxt.on_start()

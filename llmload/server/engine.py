@@ -22,6 +22,7 @@ and when, and drives the timers. That keeps the queueing arithmetic unit-testabl
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmload.server.config import ServerConfig
@@ -38,7 +39,7 @@ class Sequence:
     """tokens to generate"""
     state: str = QUEUED
     generated: int = 0
-    on_start: object = field(default=None, repr=False)
+    on_start: Callable[[], None] | None = field(default=None, repr=False)
     """callback the HTTP layer runs when the sequence gets a slot"""
 
     @property

@@ -20,8 +20,11 @@ once, as real engines abort.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from llmload.server import wire
 from llmload.server.config import ServerConfig, retry_styles
@@ -30,12 +33,15 @@ from llmload.server.faults import Faults
 from llmload.server.plan import OutputPlan
 from llmload.server.retry_hints import retry_headers
 
+if TYPE_CHECKING:
+    from llmload.server.app import App
+
 TOOL_OPEN, TOOL_CLOSE = json.dumps('{"input":"')[1:-1], json.dumps('"}')[1:-1]
 """the tool-call arguments are `{"input":"<answer tokens>"}`, escaped as inside a JSON string"""
 
 
 class Generation:
-    def __init__(self, app, req, chat: bool, body: dict, words: list[str], plan: OutputPlan,
+    def __init__(self, app: App, req, chat: bool, body: dict, words: list[str], plan: OutputPlan,
                  faults: Faults, truth: dict, structured: bool, headers: dict[str, str]):
         cfg: ServerConfig = app.cfg
         self.app, self.req, self.chat, self.words, self.faults = app, req, chat, words, faults
@@ -57,16 +63,16 @@ class Generation:
         self.reasoning_pieces: list[str] = []
         self.lead = ""
         """written before the first answer chunk (the tool call's id and name)"""
-        self.wrap = None
+        self.wrap: Callable[[str, bool, bool], str] | None = None
         """tool calls: puts the argument braces around the first and last fragments"""
         if plan.reasoning_tokens:
             self.phase_end, self.answering, self.first_answer_pending = plan.reasoning_tokens, False, False
-            self.prefix, self.suffix = self.templates.reasoning_pair() if self.stream else ("", "")
+            self.prefix, self.suffix = self.templates.reasoning_pair() if self.templates is not None else ("", "")
         else:
             self._begin_answer()
         self.head_sent = False
         self.finished = False
-        self.timer = None
+        self.timer: asyncio.TimerHandle | None = None
         self.due_s = 0.0
         self.admitted_s = 0.0
 
@@ -76,14 +82,15 @@ class Generation:
         self.reasoning_pieces, self.pieces = self.pieces, []
         if self.plan.tool_name is not None:
             self.wrap = _tool_fragment
-            if self.stream:
+            if self.templates is not None:  # streaming
                 self.lead = self.templates.tool_head("call_" + self.seq.request_id, self.plan.tool_name)
-        if not self.stream:
+        templates = self.templates
+        if templates is None:  # not streaming
             self.prefix = self.suffix = ""
         elif self.wrap is not None:
-            self.prefix, self.suffix = self.templates.tool_pair()
+            self.prefix, self.suffix = templates.tool_pair()
         else:
-            self.prefix, self.suffix = self.templates.prefix, self.templates.suffix
+            self.prefix, self.suffix = templates.prefix, templates.suffix
 
     # admission and service
     def admit(self) -> None:
@@ -143,6 +150,7 @@ class Generation:
     def _send_head(self) -> None:
         self.head_sent = True
         head = wire.stream_head(self.headers, self.req.keep_alive)
+        assert self.templates is not None  # only streamed responses send a stream head
         role = self.templates.role
         self.req.conn.send(head + wire.frame(role) if role else head)
 
@@ -166,6 +174,7 @@ class Generation:
             if self.faults.cut:
                 return self._cut()
             self.faults = Faults(**{**self.faults.__dict__, "malformed": False})
+            assert self.templates is not None  # streaming (checked above); once per response
             conn.send(wire.frame(self.templates.malformed()))
         count = min(self.tokens_per_chunk, self.phase_end - seq.generated)
         text = self.app.text.tokens(self.text_start + seq.generated, count, self.structured)
@@ -198,7 +207,7 @@ class Generation:
     def _complete(self) -> None:
         seq, conn, plan = self.seq, self.req.conn, self.plan
         reasoning = self._reasoning_count()
-        if self.stream:
+        if self.templates is not None:  # streaming
             tail = self.templates.finish(plan.finish_reason)
             if self.include_usage:
                 tail += self.templates.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens, reasoning)
@@ -251,6 +260,7 @@ class Generation:
 
     def _release(self) -> None:
         for nxt in self.app.engine.release(self.seq):
+            assert nxt.on_start is not None  # set when the sequence was queued (admit)
             nxt.on_start()
 
     def abandon(self) -> None:

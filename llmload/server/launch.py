@@ -58,7 +58,9 @@ class EmbeddedServer:
     def _read_ready_line(self) -> str:
         deadline = time.monotonic() + self.startup_timeout_s
         buf = b""
-        fd = self.proc.stdout.fileno()
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None  # start() just opened it with stdout=PIPE
+        fd = proc.stdout.fileno()
         while time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.1)
             if ready:
@@ -71,7 +73,7 @@ class EmbeddedServer:
                     if line.startswith(READY_PREFIX):
                         return line
                     break
-            elif self.proc.poll() is not None:
+            elif proc.poll() is not None:
                 break
         self.stop()
         self._stderr.seek(0)
@@ -92,7 +94,8 @@ class EmbeddedServer:
     def __enter__(self) -> EmbeddedServer:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
+        assert self.proc is not None and self.proc.stdout is not None  # __enter__ started it (stdout=PIPE)
         self.proc.stdout.close()
         self._stderr.close()

@@ -9,6 +9,9 @@ strings, a list of token ids, or a list of such lists).
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from llmload.server.config import ServerConfig
 
 
 class BadRequest(Exception):
@@ -18,7 +21,7 @@ class BadRequest(Exception):
         self.param, self.status, self.code = param, status, code
 
 
-def json_body(raw: bytes, cfg) -> dict:
+def json_body(raw: bytes, cfg: ServerConfig) -> dict:
     """The body as a JSON object naming a model (404 for another one with --strict-model)."""
     try:
         body = json.loads(raw)
@@ -33,7 +36,7 @@ def json_body(raw: bytes, cfg) -> dict:
     return body
 
 
-def completion_body(raw: bytes, cfg, chat: bool) -> dict:
+def completion_body(raw: bytes, cfg: ServerConfig, chat: bool) -> dict:
     body = json_body(raw, cfg)
     if chat:
         messages = body.get("messages")
@@ -63,14 +66,15 @@ def completion_body(raw: bytes, cfg, chat: bool) -> dict:
     return body
 
 
-def max_tokens(body: dict):
+def max_tokens(body: dict) -> Any:
     return body.get("max_completion_tokens", body.get("max_tokens"))
 
 
-def embedding_inputs(raw: bytes, cfg) -> tuple[dict, list[int]]:
+def embedding_inputs(raw: bytes, cfg: ServerConfig) -> tuple[dict, list[int]]:
     """The body and the token count of each input."""
     body = json_body(raw, cfg)
     value = body.get("input")
+    items: list[str | list[Any]]
     if isinstance(value, str):
         items = [value]
     elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
@@ -92,5 +96,5 @@ def embedding_inputs(raw: bytes, cfg) -> tuple[dict, list[int]]:
     return body, counts
 
 
-def _positive_int(value) -> bool:
+def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from llmload.server.config import ServerConfig
 from llmload.server.parse import max_tokens
 
 
@@ -43,11 +44,13 @@ def tool_name(body: dict) -> str | None:
     if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
         return str(choice["function"].get("name") or "tool")
     first = tools[0] if isinstance(tools[0], dict) else {}
-    function = first.get("function") if isinstance(first.get("function"), dict) else {}
+    function = first.get("function")
+    if not isinstance(function, dict):
+        function = {}
     return str(function.get("name") or "tool")
 
 
-def plan_output(cfg, body: dict, chat: bool, rng: random.Random) -> OutputPlan:
+def plan_output(cfg: ServerConfig, body: dict, chat: bool, rng: random.Random) -> OutputPlan:
     limit = max_tokens(body)
     asked = limit if limit is not None else cfg.default_output_tokens
     ignore_eos = bool(body.get("ignore_eos"))

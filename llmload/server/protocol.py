@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import httptools
 
 from llmload.server import wire
+
+if TYPE_CHECKING:
+    from llmload.server.app import App
 
 
 @dataclass
@@ -34,16 +39,18 @@ class Request:
 
 
 class HttpProtocol(asyncio.Protocol):
-    def __init__(self, app, max_body_bytes: int, clock):
+    def __init__(self, app: App, max_body_bytes: int, clock: Callable[[], float]):
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.clock = clock
-        self.transport: asyncio.Transport | None = None
+        # None only until connection_made, which asyncio calls before any data arrives (so before
+        # any send or close); typed non-optional so send(), run per chunk, needs no None check
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.parser = httptools.HttpRequestParser(self)
         self.closed = False
         self.busy = False
         self.pending: deque[Request] = deque()
-        self.on_lost = None
+        self.on_lost: Callable[[], None] | None = None
         """callback of the response in progress, run if the client goes away"""
         self._url = b""
         self._headers: dict[str, str] = {}
@@ -52,16 +59,16 @@ class HttpProtocol(asyncio.Protocol):
         self._too_large = False
 
     # asyncio.Protocol
-    def connection_made(self, transport):
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a stream server's transport
 
-    def connection_lost(self, exc):
+    def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.on_lost is not None:
             callback, self.on_lost = self.on_lost, None
             callback()
 
-    def data_received(self, data: bytes):
+    def data_received(self, data: bytes) -> None:
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -70,17 +77,17 @@ class HttpProtocol(asyncio.Protocol):
             self._fail(400, "Malformed HTTP request.")
 
     # httptools callbacks
-    def on_message_begin(self):
+    def on_message_begin(self) -> None:
         self._url, self._headers, self._body, self._body_bytes = b"", {}, [], 0
         self._too_large = False
 
-    def on_url(self, url: bytes):
+    def on_url(self, url: bytes) -> None:
         self._url += url
 
-    def on_header(self, name: bytes, value: bytes):
+    def on_header(self, name: bytes, value: bytes) -> None:
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
-    def on_body(self, body: bytes):
+    def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
         if self._body_bytes > self.max_body_bytes:
             self._too_large = True
@@ -88,7 +95,7 @@ class HttpProtocol(asyncio.Protocol):
         elif not self._too_large:
             self._body.append(body)
 
-    def on_message_complete(self):
+    def on_message_complete(self) -> None:
         path, _, query = self._url.decode("latin-1").partition("?")
         request = Request(self.parser.get_method().decode(), path, self._headers,
                           b"".join(self._body), self.parser.should_keep_alive(), self.clock(), self, query)

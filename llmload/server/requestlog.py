@@ -11,6 +11,10 @@ written when the option is off.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llmload.server.protocol import Request
 
 SECRET_HEADERS = frozenset(("authorization", "proxy-authorization", "api-key", "x-api-key"))
 
@@ -32,7 +36,7 @@ class RequestLog:
     def enabled(self) -> bool:
         return self._file is not None
 
-    def write(self, request_id: str, req) -> None:
+    def write(self, request_id: str, req: Request) -> None:
         if self._file is None:
             return
         headers = {k: mask_secret(v) if k in SECRET_HEADERS else v for k, v in req.headers.items()}

@@ -23,6 +23,10 @@ from __future__ import annotations
 
 import math
 from email.utils import formatdate
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llmload.server.ratelimit import Decision, RateLimiter
 
 
 def openai_duration(wait_s: float) -> str:
@@ -61,7 +65,7 @@ def retry_headers(styles: tuple[str, ...], wait_s: float, limit: str, now_unix: 
     return headers
 
 
-def quota_headers(limiter, decision) -> dict[str, str]:
+def quota_headers(limiter: RateLimiter, decision: Decision) -> dict[str, str]:
     """OpenAI's limit and remaining headers for the buckets in use (empty when none are)."""
     headers: dict[str, str] = {}
     if limiter.requests is not None:

@@ -14,6 +14,7 @@ import gc
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 from llmload.server.app import App
 from llmload.server.config import ServerConfig
@@ -32,7 +33,7 @@ def new_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
-async def serve(cfg: ServerConfig, ready=None) -> None:
+async def serve(cfg: ServerConfig, ready: Callable[[int, asyncio.Event], object] | None = None) -> None:
     loop = asyncio.get_running_loop()
     app = App(cfg, loop)
     server = await loop.create_server(app.protocol, cfg.host, cfg.port, backlog=4096, reuse_address=True)
@@ -45,7 +46,7 @@ async def serve(cfg: ServerConfig, ready=None) -> None:
             pass
     parent_pid = os.getppid()
 
-    async def housekeeping():
+    async def housekeeping() -> None:
         while not stop.is_set():
             await asyncio.sleep(0.5)
             app.truth.flush()  # the request log flushes every line itself

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import csv
 import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from _csv import Writer
 
 COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_start_s",
            "first_byte_due_s", "first_byte_s", "last_byte_s", "arrival_unix", "prompt_tokens",
@@ -26,14 +30,16 @@ COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_s
 
 class TruthLog:
     def __init__(self, path: str | None):
-        self._file = open(path, "w", newline="") if path else None
-        self._writer = csv.writer(self._file) if self._file else None
-        if self._writer:
+        self._file: TextIO | None = None
+        self._writer: Writer | None = None
+        if path:
+            self._file = open(path, "w", newline="")
+            self._writer = csv.writer(self._file)
             self._writer.writerow(COLUMNS)
             self._file.flush()
         self._flushed_s = time.monotonic()
 
-    def write(self, row: dict) -> None:
+    def write(self, row: dict[str, Any]) -> None:
         if self._writer is None:
             return
         self._writer.writerow([_fmt(row.get(c)) for c in COLUMNS])
@@ -52,7 +58,7 @@ class TruthLog:
             self._file = self._writer = None
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

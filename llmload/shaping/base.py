@@ -225,9 +225,11 @@ class PlanShape(LoadTestShape):
         planned = run.plan[index]
         tier_no = index + 1
         if self.open_loop:
+            assert planned.target_rps is not None, "an open-loop shape plans request rates"
             users = openloop_user.publish(self.runner, tier_no, float(planned.target_rps), run.options)
             spawn_rate, ramp_s = max(1.0, 10.0 * users), 0.0
         else:
+            assert planned.target_users is not None, "a closed-loop shape plans user counts"
             users = int(planned.target_users)
             workers = max(1, getattr(self.runner, "worker_count", 1) or 1)
             spawn_rate = spawn_rate_for(run.options, self._cli_spawn_rate is not None, run.users, users, workers)

@@ -83,15 +83,15 @@ def parse_schedule(text: str, last_seconds: float, scale: float = 1.0) -> list[t
         raise ShapeOptionError("--schedule-scale must be > 0")
     origin = points[0][0]
     tiers: list[tuple[int, float]] = []
-    for (t0, users), (t1, _) in zip(points, [*points[1:], (None, None)]):
-        if users is None:
+    for (t0, tier_users), (t1, _) in zip(points, [*points[1:], (None, None)]):
+        if tier_users is None:
             if t1 is not None:
                 raise ShapeOptionError("schedule: 'end' must be the last entry")
             break
         if t1 is not None and t1 <= t0:
             raise ShapeOptionError(f"schedule offsets must increase ({t1 - origin:g}s after {t0 - origin:g}s)")
         seconds = (t1 - t0) / scale if t1 is not None else last_seconds
-        tiers.append((users, seconds))
+        tiers.append((tier_users, seconds))
     return tiers
 
 
