@@ -74,3 +74,7 @@ lint: $(STAMP) ## ruff check
 clean: ## remove .venv, caches and run outputs
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 	find reports -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+
+.PHONY: realtest
+realtest: $(STAMP) ## optional, not in CI: install vLLM (CPU) outside the repo, step-load it, check the verdicts (~15 min)
+	$(BIN)/python bench/realtest.py $(REALTEST_ARGS)
