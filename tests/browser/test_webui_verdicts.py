@@ -1,0 +1,191 @@
+"""Unit tests of the web UI's parts without a browser or sockets: live verdicts, LLM-only totals,
+the secret key bound to its host, the start form's grouping, generator health, the 1 s sampler.
+(Not marked `browser`: they run with the unit tests.)"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import flask
+
+from llmload.run.timeline import Tier, TierRecord, Timeline
+from llmload.run.window import StatsSnapshot
+from llmload.webui import base_path, form, health, honest, verdicts
+from llmload.webui.rows import tier_figures
+from llmload.webui.secrets import Secrets, same_host
+from llmload.webui.series import Sampler
+
+
+def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapshot:
+    return StatsSnapshot(ttft_counts=dict(ttft or {}), requests=requests, failures=failures, rate_limited=limited,
+                         output_tokens=tokens)
+
+
+def tier(n: int, users: int, requests: int, p_ms: float, seconds=10.0, done=True, limited=0, failures=0):
+    """A finished tier whose measure window has `requests` requests, all with TTFT `p_ms`."""
+    record = TierRecord(Tier(tier=n, start_s=0.0, warmup_s=0.0, target_users=users), at_start=snap())
+    record.at_warm, record.warm_s = snap(), 0.0
+    end = snap(requests, failures + limited, limited, requests * 10, {int(p_ms): requests})
+    if done:
+        record.at_end, record.end_s = end, seconds
+    return tier_figures(record, end, now_s=seconds)
+
+
+def test_knee_is_the_tier_before_latency_leaves_baseline_and_throughput_stops_growing():
+    figs = [tier(1, 1, 10, 50), tier(2, 2, 20, 52), tier(3, 4, 40, 55), tier(4, 8, 41, 500)]
+    estimate = verdicts.knee(figs)
+    assert (estimate.kind, estimate.tier) == ("knee", 3)
+    assert "at tier 4 p99 TTFT 500 ms = 10.0x tier 1's 50 ms" in estimate.text
+    assert verdicts.knee(figs[:3]).kind == "no knee"  # not before the tier after the knee ended
+    growing = [*figs[:3], tier(4, 8, 80, 500)]  # latency rose but throughput doubled: no knee
+    assert verdicts.knee(growing).kind == "no knee"
+    running = [*figs[:3], tier(4, 8, 41, 500, done=False)]
+    assert verdicts.knee(running).kind == "no knee"
+    assert "needs two" in verdicts.knee(figs[:1]).text
+
+
+def test_slo_verdict_per_profile_and_criterion():
+    assert verdicts.slo_verdict(tier(1, 1, 100, 240), "voice").kind == "pass"
+    failing = verdicts.slo_verdict(tier(1, 1, 100, 260), "voice")
+    assert (failing.kind, failing.text) == ("fail", "FAIL p95 260 > 250 ms")
+    assert verdicts.slo_verdict(tier(1, 1, 100, 260), "chat").kind == "pass"
+    assert verdicts.slo_verdict(tier(1, 1, 100, 9000), "batch").text == "pass (no TTFT bound)"
+    assert "429s 2.0% > 1%" in verdicts.slo_verdict(tier(1, 1, 100, 10, limited=2), "batch").text
+    assert verdicts.slo_verdict(tier(1, 1, 0, 10), "chat").kind == "none"
+    assert verdicts.slo_profile_name("") == "chat"
+
+
+def test_slo_bounds_are_the_reports():
+    from analysis.capacity import PROFILES
+
+    assert {name: p.ttft_p95_ms for name, p in PROFILES.items()} == verdicts.SLO_TTFT_P95_MS
+    from analysis.tiers import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS
+
+    assert (health.LOOP_LAG_LIMIT_MS, health.CPU_LIMIT_PERCENT) == (LOOP_LAG_LIMIT_MS, CPU_LIMIT_PERCENT)
+
+
+def test_queue_or_shed_decision_table():
+    base = tier(1, 1, 10, 50)
+    assert verdicts.saturation([]).kind == "cannot tell"
+    assert verdicts.saturation([base]).kind == "cannot tell"
+    assert verdicts.saturation([base, tier(2, 4, 40, 55)]).kind == "not saturated"
+    assert verdicts.saturation([base, tier(2, 4, 40, 200)]).kind == "queues"
+    assert verdicts.saturation([base, tier(2, 4, 100, 55, limited=5)]).kind == "sheds"
+    assert verdicts.saturation([base, tier(2, 4, 100, 200, limited=5)]).kind == "queues and sheds"
+    fails = verdicts.saturation([base, tier(2, 4, 100, 55, failures=5)])
+    assert (fails.kind, fails.text) == ("fails", "fails at tier 2 (4 users): 5 of 100 requests failed (not 429)")
+
+
+def entry(method, requests, failures=0, times=None, per_s=None):
+    return SimpleNamespace(method=method, name="chat", num_requests=requests, num_failures=failures,
+                           num_none_requests=0, response_times=dict(times or {}), num_reqs_per_sec=dict(per_s or {}),
+                           num_fail_per_sec={}, min_response_time=min(times or {0: 0}),
+                           max_response_time=max(times or {0: 0}),
+                           total_response_time=sum(k * v for k, v in (times or {}).items()), total_content_length=0)
+
+
+def test_header_and_charts_count_llm_requests_only():
+    per_s = {t: 2 for t in range(100, 130)}
+    entries = [entry("LLM", 60, 3, {900: 60}, per_s), entry("TTFT", 60, 0, {50: 60}, per_s),
+               entry("ITL", 60, 0, {10: 60}, per_s)]
+    stats = SimpleNamespace(entries=dict(enumerate(entries)), last_request_timestamp=130.0, start_time=100.0)
+    locust_total = {"method": "", "name": "Aggregated", "num_requests": 180, "current_rps": 6.0,
+                    "response_time_percentile_0.95": 900, "response_time_percentile_0.99": 900}
+    payload = {"stats": [{"method": "LLM"}, locust_total], "current_rps": 6.0, "total_rps": 6.0, "fail_ratio": 0.0167,
+               "current_response_time_percentiles": {"response_time_percentile_0.5": 50,
+                                                     "response_time_percentile_0.95": 900}}
+    honest.make_honest(payload, stats, lambda q: 900.0)
+    assert (payload["current_rps"], payload["total_rps"], payload["fail_ratio"]) == (2.0, 2.0, 0.05)
+    row = payload["stats"][-1]
+    assert (row["name"], row["num_requests"], row["response_time_percentile_0.99"]) == (honest.AGGREGATED_NAME, 60, 900)
+    assert payload["current_response_time_percentiles"] == {"response_time_percentile_0.5": 900.0,
+                                                            "response_time_percentile_0.95": 900.0}
+    history = honest.chart_history([{"t": 100.0, "rps": 2.0, "users": 3, "e2e_p50": 800.0}], [0.5, 0.95])
+    assert history[0]["current_rps"][1] == 2.0 and history[0]["response_time_percentile_0.5"][1] == 800.0
+
+
+def swarm_app(secrets: Secrets) -> flask.Flask:
+    app = flask.Flask(__name__)
+    bp = flask.Blueprint("locust", __name__)
+
+    @bp.route("/swarm", methods=["POST"])
+    def swarm():
+        return flask.jsonify(dict(flask.request.form))
+
+    app.register_blueprint(bp)
+    app.before_request(secrets.restore)
+    return app
+
+
+def test_the_startup_key_goes_only_to_the_startup_host(caplog):
+    secrets = Secrets("http://127.0.0.1:8000")
+    secrets.defaults["api_key"] = "sk-startup"
+    client = swarm_app(secrets).test_client()
+    same = client.post("/swarm", data={"host": "http://127.0.0.1:8000/", "api_key": ""}).get_json()
+    assert same["api_key"] == "sk-startup"
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        other = client.post("/swarm", data={"host": "http://attacker:9/", "api_key": ""}).get_json()
+    assert other["api_key"] == ""
+    assert "host was changed in the web UI (http://127.0.0.1:8000 -> http://attacker:9/)" in caplog.text
+    assert "sk-startup" not in caplog.text
+    typed = client.post("/swarm", data={"host": "http://attacker:9/", "api_key": "sk-typed"}).get_json()
+    assert typed["api_key"] == "sk-typed"
+    assert same_host("HTTP://Example.com:80/v1/", "http://example.com:80/v1")
+    assert not same_host("http://example.com:80", "http://example.com:81")
+
+
+def test_start_form_grouped_with_only_the_shapes_flags():
+    options = {name: {"help_text": name} for name in ("slo_profile", "run_dir", "tiers", "rate_tiers", "spike_users",
+                                                     "max_tokens", "model", "api_key", "warmup_seconds")}
+    step = form.arrange(options, [SimpleNamespace(kind="step")])
+    assert list(step) == ["model", "api_key", "max_tokens", "tiers", "warmup_seconds", "slo_profile", "run_dir"]
+    assert step["tiers"]["help_text"] == "[Load shape] tiers" and options["tiers"]["help_text"] == "tiers"
+    assert "tiers" not in form.arrange(options, [])
+    both = form.arrange(options, [SimpleNamespace(kind="step"), SimpleNamespace(kind="rate")])
+    assert {"tiers", "rate_tiers"} <= set(both) and "spike_users" not in both
+    assert "spike_users" in form.arrange(options, [object()])  # a shape not of ours: every flag
+    assert set(form.SHAPE_FLAGS["step"]) <= set(form.all_shape_flags())
+
+
+def test_generator_health_from_the_tail_of_health_csv(tmp_path):
+    lines = ["ts_s,worker,loop_lag_ms_max,loop_lag_ms_p50,cpu_percent,users,inflight"]
+    lines += [f"{100 + i},w1,{80 if i == 3 else 2},1,{95 if i == 9 else 20},4,4" for i in range(10)]
+    lines += ["109,w2,3,1,30,4,4", "110,w2,4,1,3"]  # the last line is half written
+    (tmp_path / "health.csv").write_text("\n".join(lines))
+    rows = {r["worker"]: r for r in health.generator_health(tmp_path, now_s=111.0)}
+    assert rows["w1"]["warning"] == "loop lag 80 ms > 50 ms; CPU 95% > 90%"
+    assert (rows["w2"]["loop_lag_ms"], rows["w2"]["warning"]) == (3.0, "")
+    assert health.generator_health(tmp_path, now_s=200.0)[1]["warning"].startswith("silent for")
+    assert health.tail_rows(tmp_path / "health.csv", tail_bytes=40)[-1]["worker"] == "w2"
+    assert health.generator_health(None) == []
+
+
+def test_base_path_of_locusts_blueprint():
+    app = flask.Flask(__name__)
+    app.register_blueprint(flask.Blueprint("locust", __name__, url_prefix="/lt/"))
+    assert base_path(SimpleNamespace(app=app)) == "/lt"
+
+
+def test_sampler_points_and_errors_by_tier():
+    errors = {}
+    stats = SimpleNamespace(entries={}, errors=errors)
+    env = SimpleNamespace(stats=stats, runner=SimpleNamespace(user_count=2, state="running"))
+    timeline = env.llmload_timeline = Timeline()
+    timeline.begin_tier(Tier(tier=1, start_s=0.0, warmup_s=0.0, target_users=2))
+    sampler = Sampler(env, window_s=5.0)
+    llm = entry("LLM", 0)
+    stats.entries = {0: llm, 1: entry("TTFT", 0)}
+    for second in range(8):
+        llm.num_requests = 4 * second
+        llm.response_times = {700: 4 * second}
+        stats.entries[1].response_times = {60: 4 * second}
+        if second == 6:
+            errors[0] = SimpleNamespace(method="LLM", name="chat", error="RateLimited('429')", occurrences=2)
+            errors[1] = SimpleNamespace(method="TTFT", name="chat", error="whatever", occurrences=5)
+        point = sampler.sample(now_s=1000.0 + second)
+    assert len(sampler.points) == 8
+    assert (point["rps"], point["ttft_p99"], point["e2e_p50"], point["users"]) == (4.0, 60.0, 700.0, 2)
+    assert dict(sampler.tier_errors) == {1: {"429": 2}}
+    sampler.reset()
+    assert not sampler.points and sampler.generation == 1
