@@ -54,9 +54,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stopped(a) -> None:
+    from analysis.ending import sentence
+
+    if sentence(a):
+        print(f"Stopped early: {sentence(a)}")
+
+
 def cmd_tiers(args: argparse.Namespace) -> int:
     a = _analysis(args)
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
+    _stopped(a)
     parts = text.parts_rows(a.table, a.header_mode.labels)
     for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
                         ("Latency (ms, successful requests)", text.latency_rows(a.table)),
@@ -92,7 +100,9 @@ def cmd_knee(args: argparse.Namespace) -> int:
         print(f"Saturation: {a.saturation.sentence}")
         print(f"Capacity {capacity_sentence(a)}")
         return 0
-    print(f"run {a.run.name}\nRule: {knees.RULE}\n")
+    print(f"run {a.run.name}")
+    _stopped(a)
+    print(f"Rule: {knees.RULE}\n")
     print(text.render(*knee_rows(a)))
     print()
     print(f"Compute saturation: {a.compute.sentence}")

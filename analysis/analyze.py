@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import capacity as cap_mod
-from analysis import headers, health, knees, queueing, saturation, scenarios, tiers, totals
+from analysis import concurrency, headers, health, knees, queueing, saturation, scenarios, tiers, totals
+from analysis import ending as ending_mod
 from analysis import knee as knee_mod
 from analysis import phases as phases_mod
 from analysis.checklist import checklist
@@ -71,6 +72,8 @@ class Analysis:
     header_mode: headers.HeaderMode | None = None
     agreement: str = ""
     """does the fitted model agree with the queueing onset (knees.model_agreement)"""
+    ending: ending_mod.Ending | None = None
+    """how the run ended; when it stopped early, which verdicts that makes unsafe"""
 
     @property
     def climbs(self) -> bool:
@@ -98,24 +101,25 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         source = "run.json" if str(run.info.get("slo_profile") or "") == profile.name else "default"
     kind = shape_kind(run)
     table = tiers.tier_table(run)
+    judged = table[table["judged"]]  # tiers cut too short are shown but never judged
     open_loop = run.load_unit == "req/s"
-    knee = knee_mod.find_knee(table, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
-    capacity = cap_mod.capacity_under_slo(table, profile)
+    knee = knee_mod.find_knee(judged, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
+    capacity = cap_mod.capacity_under_slo(judged, profile)
     all_caps = tuple(
         capacity if name == profile.name else
-        cap_mod.capacity_under_slo(table, cap_mod.profile_from(name, None, profile.max_error_rate,
-                                                               profile.max_429_rate))
+        cap_mod.capacity_under_slo(judged, cap_mod.profile_from(name, None, profile.max_error_rate,
+                                                                profile.max_429_rate))
         for name in cap_mod.PROFILES
     )
-    compute = knees.compute_saturation(table, run.load_unit)
-    onset = knees.queueing_onset(table, run.load_unit)
-    sat = saturation.classify(table, onset, compute, run.load_unit)
+    compute = knees.compute_saturation(judged, run.load_unit)
+    onset = knees.queueing_onset(judged, run.load_unit)
+    sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]))
     plan = None
     if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(capacity, target.value, target.kind, run.load_unit, target.headroom)
     breakdown = tiers.breakdown_table(run)
-    fit_note = queueing.not_identifiable(table, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind)
-    fit = queueing.fit_queue(table, run.load_unit) if fit_note is None else None
+    fit_note = queueing.not_identifiable(judged, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind)
+    fit = queueing.fit_queue(judged, run.load_unit) if fit_note is None else None
     phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
     return Analysis(
         run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown, knee=knee,
@@ -126,7 +130,8 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
         phases=phase_frame,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
-        compute=compute, onset=onset, header_mode=headers.header_mode(table),
+        compute=compute, onset=onset, header_mode=headers.header_mode(judged),
+        ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
     )
 
@@ -160,6 +165,7 @@ def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row, "
                    "never folded into the latency of the first attempt.")
+    out.extend(concurrency.notes(table))
     slo = str(run.info.get("slo_profile") or "")
     if slo and slo not in cap_mod.PROFILES:
         out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")

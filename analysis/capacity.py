@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.text import load_with_unit
+
 DEFAULT_HEADROOM = 0.30
 
 
@@ -53,6 +55,8 @@ class Capacity:
     out_tok_s: float
     limited_by: str
     """what broke first, e.g. 'p95 TTFT 512 ms > 500 ms at tier 5'"""
+    lowest_load: float = math.nan
+    """status 'below': the lowest tested load, where the SLO already broke"""
 
 
 def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
@@ -76,10 +80,9 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
         if not broken:
             continue
         if i == 0:
-            return Capacity(profile, "below", 0.0, 0.0, 0.0,
-                            f"{broken[0][0]} already at the lowest tier ({row['load']:g})")
+            return Capacity(profile, "below", 0.0, 0.0, 0.0, _at(broken[0][0], row), float(row["load"]))
         prev = rows.iloc[i - 1]
-        fractions = [(_fraction(prev[col], row[col], limit), text) for text, col, limit in broken]
+        fractions = [(_fraction(prev[col], row[col], limit), _at(text, row)) for text, col, limit in broken]
         frac, text = min(fractions)
         def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
             return float(prev[col] + frac * (row[col] - prev[col]))
@@ -95,7 +98,7 @@ def phase_verdict(table: pd.DataFrame, profile: SloProfile) -> str:
     if rows.empty:
         return f"under the {profile.name} SLO ({slo_text(profile)}): unknown (no requests measured)."
     held = [str(int(r["tier"])) for _, r in rows.iterrows() if not _broken(r, profile)]
-    broke = [b[0][0] for _, r in rows.iterrows() if (b := _broken(r, profile))]
+    broke = [_at(b[0][0], r) for _, r in rows.iterrows() if (b := _broken(r, profile))]
     text = f"under the {profile.name} SLO ({slo_text(profile)}): "
     text += f"met in tier(s) {', '.join(held)}" if held else "met in no tier"
     text += f"; broken: {'; '.join(broke)}." if broke else "; broken in none."
@@ -103,23 +106,31 @@ def phase_verdict(table: pd.DataFrame, profile: SloProfile) -> str:
 
 
 def _broken(row: pd.Series, profile: SloProfile) -> list[tuple[str, str, float]]:
+    """(what broke, column, limit) per broken bound; `what` names no tier: `_at` puts it at {at} or the end."""
     out = []
-    where = f"at tier {int(row['tier'])}"
     p95 = row["ttft_p95_ms"]
     if profile.ttft_p95_ms is not None and (math.isnan(p95) or p95 > profile.ttft_p95_ms):
-        shown = "n/a (no successes)" if math.isnan(p95) else f"{p95:.0f} ms"
-        out.append((f"p95 TTFT {shown} > {profile.ttft_p95_ms:g} ms {where}", "ttft_p95_ms", profile.ttft_p95_ms))
+        what = (f"{{at}} no request succeeded, so p95 TTFT is unknown (limit {profile.ttft_p95_ms:g} ms)"
+                if math.isnan(p95)
+                else f"p95 TTFT {p95:.0f} ms > {profile.ttft_p95_ms:g} ms")
+        out.append((what, "ttft_p95_ms", profile.ttft_p95_ms))
     if row["error_rate"] > profile.max_error_rate:
-        out.append((f"error rate {row['error_rate']:.1%} > {profile.max_error_rate:.1%} {where}", "error_rate",
+        out.append((f"error rate {row['error_rate']:.1%} > {profile.max_error_rate:.1%}", "error_rate",
                     profile.max_error_rate))
     drop = row.get("drop_rate", 0.0)
     if drop == drop and drop > profile.max_error_rate:
-        out.append((f"drop rate {drop:.1%} > {profile.max_error_rate:.1%} {where} (arrivals not sent: in-flight "
+        out.append((f"drop rate {drop:.1%} > {profile.max_error_rate:.1%} {{at}} (arrivals not sent: in-flight "
                     "cap reached)", "drop_rate", profile.max_error_rate))
     if row["rate_429"] > profile.max_429_rate:
-        out.append((f"429 rate {row['rate_429']:.1%} > {profile.max_429_rate:.1%} {where}", "rate_429",
+        out.append((f"429 rate {row['rate_429']:.1%} > {profile.max_429_rate:.1%}", "rate_429",
                     profile.max_429_rate))
     return out
+
+
+def _at(what: str, row: pd.Series) -> str:
+    """'p95 TTFT 512 ms > 500 ms at tier 5', or 'at tier 5 no request succeeded ...'."""
+    where = f"at tier {int(row['tier'])}"
+    return what.replace("{at}", where) if "{at}" in what else f"{what} {where}"
 
 
 def _fraction(before: float, after: float, limit: float) -> float:
@@ -138,7 +149,8 @@ def describe(cap: Capacity, load_unit: str) -> str:
     if cap.status == "none":
         return head + "unknown (no requests measured)."
     if cap.status == "below":
-        return head + f"below the lowest tested load ({cap.limited_by})."
+        lowest = f" of {load_with_unit(cap.lowest_load, load_unit)}" if cap.lowest_load == cap.lowest_load else ""
+        return head + f"below the lowest tested load{lowest}: {cap.limited_by}."
     figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":

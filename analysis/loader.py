@@ -8,7 +8,9 @@ How it works:
   [start_s + warmup_s, end_s). The `phase` column written by the load generator is not
   trusted on its own: tiers.csv decides (disagreements are counted in the notes).
 - A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
-  last sample. Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
+  last completed request; an incomplete tier measured too briefly is marked `short`
+  (`windows.py`). Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
+- Rows a killed writer cut, or malformed rows, are skipped with a note (`csvrows.py`).
 - `server_metrics.csv` (ts_s, name, value: the target's Prometheus metrics scraped during the
   run) is optional and read as is; `server_metrics.py` picks the names it knows.
 - Optional sample columns (`retry_after_source`, `ratelimit_remaining_*`) are empty for runs
@@ -30,15 +32,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import csvrows, windows
+from llmload.contract import SAMPLE_COLUMNS
+
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
-NUMERIC_COLUMNS = (
-    "ts_start_s", "users_now", "tier", "status", "ttft_ms", "reasoning_ttft_ms", "e2e_ms",
-    "headers_ms", "connect_ms", "conn_reused", "input_tokens", "output_tokens", "cached_tokens",
-    "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tpot_ms", "out_tps", "retry_after_s",
-    "schedule_lag_ms", "loop_lag_ms", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
-)
-TEXT_COLUMNS = ("worker", "scenario", "endpoint", "phase", "error", "model_requested", "model_returned",
-                "retry_of", "retry_after_source")
+TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
+                "model_requested", "model_returned", "retry_of", "retry_after_source")
+"""samples.csv columns read as text (categories); `request_id` as plain strings"""
+UNREAD_COLUMNS = ("error_detail",)
+"""contract columns the analysis does not use"""
+NUMERIC_COLUMNS = tuple(c for c in SAMPLE_COLUMNS if c not in TEXT_COLUMNS + UNREAD_COLUMNS)
 SERVER_METRIC_COLUMNS = ("ts_s", "name", "value")
 
 
@@ -55,7 +58,8 @@ class Run:
     samples: pd.DataFrame
     """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool)"""
     tiers: pd.DataFrame
-    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, dropped"""
+    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, short, planned_s,
+    dropped"""
     load_unit: str
     """'users' (closed loop, target_users) or 'req/s' (open loop, target_rps)"""
     health: pd.DataFrame | None = None
@@ -80,12 +84,12 @@ def load_run(path: str | Path) -> Run:
         raise RunError(f"{path}: no such run folder (expected reports/<run>/ with samples.csv)")
     notes: list[str] = []
     info = _read_info(path, notes)
-    samples = _read_samples(path)
+    samples = _read_samples(path, notes)
     tiers_raw = _read_tiers(path, notes)
     if tiers_raw is None:
         tiers_raw = _tiers_from_samples(samples)
         notes.append("tiers.csv missing: tiers taken from the samples' tier/phase columns.")
-    tiers, load_unit = _finish_tiers(tiers_raw, samples, notes)
+    tiers, load_unit = _finish_tiers(tiers_raw, samples, info, notes)
     _align(samples, tiers, notes)
     health = _read_optional(path / "health.csv", ("ts_s",), notes)
     history = _read_history(path, notes)
@@ -110,7 +114,7 @@ def _read_info(path: Path, notes: list[str]) -> dict:
     return info
 
 
-def _read_samples(path: Path) -> pd.DataFrame:
+def _read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     file = path / "samples.csv"
     if not file.exists():
         raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload")
@@ -123,9 +127,17 @@ def _read_samples(path: Path) -> pd.DataFrame:
         raise RunError(f"{file}: not an llmload samples file (missing columns: {', '.join(missing)})")
     wanted = [c for c in header if c in NUMERIC_COLUMNS or c in TEXT_COLUMNS]
     dtypes = {c: ("category" if c in TEXT_COLUMNS else "float64") for c in wanted}
+    if "request_id" in dtypes:
+        dtypes["request_id"] = str
+    try:
+        scan = csvrows.scan(file)
+    except ValueError as exc:
+        raise RunError(f"{file}: {exc}") from None
+    notes.extend(scan.notes)
     try:
         frame = pd.read_csv(file, usecols=wanted, dtype=dtypes, keep_default_na=False,
-                            na_values={c: [""] for c in wanted if c in NUMERIC_COLUMNS})
+                            na_values={c: [""] for c in wanted if c in NUMERIC_COLUMNS},
+                            skiprows=set(scan.skip_lines) or None)
     except (ValueError, pd.errors.ParserError) as exc:
         raise RunError(f"{file}: malformed row ({str(exc).splitlines()[0]})") from None
     if frame.empty:
@@ -136,6 +148,7 @@ def _read_samples(path: Path) -> pd.DataFrame:
     for col in TEXT_COLUMNS:
         if col not in frame:
             frame[col] = pd.Categorical([""] * len(frame))
+    frame["request_id"] = frame["request_id"].astype(str)
     frame["ok"] = (frame["error"] == "").to_numpy() & frame["ttft_ms"].notna().to_numpy()
     return frame
 
@@ -175,24 +188,13 @@ def _tiers_from_samples(samples: pd.DataFrame) -> pd.DataFrame:
     }).sort_values("start_s").reset_index(drop=True)
 
 
-def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame,
+def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
                   notes: list[str]) -> tuple[pd.DataFrame, str]:
-    tiers = tiers.copy()
-    last_ts = float(samples["ts_start_s"].max())
-    next_start = tiers["start_s"].shift(-1)
-    complete = tiers["end_s"].notna()
-    for row in tiers.loc[~complete].itertuples():
-        nxt = next_start.loc[row.Index]
-        if np.isnan(nxt):
-            notes.append(f"tier {row.tier} has no end_s (the run stopped during it): "
-                         "measured up to its last request.")
-        else:
-            notes.append(f"tier {row.tier} has no end_s: it ends where tier after it starts.")
-    tiers["end_s"] = tiers["end_s"].fillna(next_start.fillna(last_ts + 1e-6))
-    tiers["complete"] = complete
+    tiers = windows.close_open_tiers(tiers, samples, notes)
     tiers["warmup_s"] = tiers["warmup_s"].fillna(0.0)
     tiers["measure_start_s"] = tiers["start_s"] + tiers["warmup_s"]
     tiers["measure_s"] = (tiers["end_s"] - tiers["measure_start_s"]).clip(lower=0.0)
+    windows.mark_short(tiers, info, notes)
     if tiers["target_users"].notna().any() or tiers["target_rps"].isna().all():
         load_unit, load = "users", tiers["target_users"]
     else:

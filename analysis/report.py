@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import capacity as cap_mod
-from analysis import knees, queueing, ratelimit, server_metrics, text, totals
+from analysis import knees, server_metrics, text, totals
 from analysis.analyze import Analysis
+from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from analysis.shape import NAMES
+
+__all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
 
 GLOSSARY = (
     ("TTFT", "time to first token: request sent until the first chunk with generated text. What a user feels."),
@@ -58,74 +60,8 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
     ]
 
 
-PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
-                  "default": "the default; choose with --slo"}
-
-
-def capacity_sentence(a: Analysis) -> str:
-    source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
-    if not a.climbs:
-        return cap_mod.phase_verdict(a.table, a.profile) + source
-    return _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ") + source
-
-
-def answer_items(a: Analysis) -> list[tuple[str, str]]:
-    if a.climbs:
-        items = [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
-    else:
-        items = [(f"{a.kind.capitalize()}:", f"a {NAMES[a.kind]} run has no knee; its phases are compared "
-                  "instead. " + " ".join(a.phase_sentences))]
-    items += [
-        ("Capacity:", capacity_sentence(a)),
-        ("Saturation:", a.saturation.sentence),
-        ("Queueing model:", " ".join(filter(None, (_strip(queueing.describe(a.fit, a.fit_note), "Fitted model: "),
-                                                   a.agreement)))),
-    ]
-    quota = ratelimit.quota_sentence(a.table)
-    if quota:
-        items.append(("Rate limit:", quota))
-    lower = a.capacity.status == "beyond"
-    if a.plan is not None:
-        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
-    elif a.climbs and a.capacity.status in ("within", "beyond"):
-        usable = 1 - cap_mod.DEFAULT_HEADROOM
-        at_least = "at least " if lower else ""
-        items.append(("Per replica:", f"plan on {at_least}{a.capacity.ok_rps * usable:.1f} req/s "
-                      f"({at_least}{a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
-                      f"deployment, {cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity"
-                      + ("; a lower bound, since nothing broke in the tested range" if lower else "")
-                      + " (add --target-rps N to the report command for the replica count)."))
-    if a.scenario_table is not None and len(a.scenario_table):
-        items.append(("Scenarios:", a.scenario_sentence))
-    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
-        items.append(("Failures in the run:", " ".join(totals.reconcile_lines(a.totals))))
-    if a.warnings:
-        items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
-    return items
-
-
-def _strip(sentence: str, prefix: str) -> str:
-    return sentence[len(prefix):] if sentence.startswith(prefix) else sentence
-
-
-def capacity_table(a: Analysis) -> Table:
-    """Capacity under every stock profile (climbing runs only)."""
-    rows = []
-    for cap in a.all_capacities:
-        limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
-        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}", "below": "below lowest tier",
-                 "none": "-"}[cap.status]
-        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.out_tok_s, 0),
-                     cap.limited_by))
-    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "out tok/s",
-                  "limited by"), tuple(rows), numeric_from=1,
-                 note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers.")
-
-
 def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     info = a.run.info
-    unit = a.run.load_unit
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
         Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
@@ -137,19 +73,32 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     ]
     if a.climbs:
         out.append(capacity_table(a))
-    out += [
-        Heading("Run facts"),
-        Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99),
-        Heading("Per tier"),
-        Heading("Load and outcomes", 3),
-    ]
-    note = "in flight = ok req/s x mean e2e of successful requests (Little's law)."
-    if text.open_loop_columns(a.table, unit):
+    out += [Heading("Run facts"), Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99)]
+    out += _tier_blocks(a)
+    out += _failure_blocks(a)
+    out.append(Heading("Figures"))
+    out += [FigureBlock(name, caption, png) for name, caption, png in figures]
+    out += _closing_blocks(a)
+    return out
+
+
+def _tier_blocks(a: Analysis) -> list[Block]:
+    """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
+    note = ("in flight = ok req/s x mean e2e of successful requests (Little's law); eff. conc. = time all attempts "
+            "spent in flight in the measure window / its length (mean requests in flight, failures included); "
+            "'2 of 4' = only 2 of the 4 users sent requests in the window.")
+    if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
                  "drop % = dropped / (dropped + attempts sent in the whole tier).")
-    out.append(Table(*_tuple(text.outcome_rows(a.table, unit)), note=note))
-    out += _latency_blocks(a)
+    out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3),
+                        Table(*_tuple(text.outcome_rows(a.table, a.run.load_unit)), note=note)]
+    return out + _latency_blocks(a)
+
+
+def _failure_blocks(a: Analysis) -> list[Block]:
+    """Failures by kind, run totals, per scenario, TTFT by prompt class."""
+    out: list[Block] = []
     if a.kinds.size and a.kinds.to_numpy().sum():
         rows = tuple((str(t), text.load(load), *(str(int(v)) for v in r))
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
@@ -175,11 +124,14 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
         out += [Heading("TTFT by prompt class (ms: p50 / p95 / p99, n requests)", 3),
                 Table(headers, rows, note="Cache hit = the response reported cached prompt tokens. Short/long "
                       "prompts split at the cut shown (geometric middle of the input-token range).")]
-    out.append(Heading("Figures"))
-    out += [FigureBlock(name, caption, png) for name, caption, png in figures]
-    out.append(Heading("Provider acceptance checklist"))
-    out.append(Table(("question", "answer from this run"), tuple(a.checklist), numeric_from=99))
-    out.append(Heading("Warnings and notes"))
+    return out
+
+
+def _closing_blocks(a: Analysis) -> list[Block]:
+    """Checklist, warnings, the knee rule and evidence (or the phases), glossary."""
+    out: list[Block] = [Heading("Provider acceptance checklist"),
+                        Table(("question", "answer from this run"), tuple(a.checklist), numeric_from=99),
+                        Heading("Warnings and notes")]
     out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
                else Para("None: every tier had enough samples and the load generator kept up."))
     if a.climbs:

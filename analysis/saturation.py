@@ -45,10 +45,13 @@ class Saturation:
     """the decision-table row that matched"""
 
 
-def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_unit: str) -> Saturation:
+def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_unit: str,
+             recorded: str = "") -> Saturation:
+    """`recorded`: what samples.csv holds when no attempt was measured (`totals.recorded`)."""
     rows = table[table["sent"] > 0].sort_values("load", kind="stable")
     if rows.empty:
-        return Saturation("cannot tell", None, "No requests measured: saturation behaviour unknown.", 1)
+        what = f"{recorded[0].upper()}{recorded[1:]}" if recorded else "No request was measured in any tier"
+        return Saturation("cannot tell", None, f"{what}: saturation behaviour unknown.", 1)
     top = rows.iloc[-1]
     tier = int(top["tier"])
     where = f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})"

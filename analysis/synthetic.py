@@ -31,13 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SAMPLE_COLUMNS = (
-    "ts_start_s,request_id,worker,user,scenario,endpoint,transport,users_now,tier,phase,status,error,"
-    "error_detail,ttft_ms,reasoning_ttft_ms,e2e_ms,headers_ms,connect_ms,conn_reused,input_tokens,"
-    "output_tokens,output_tokens_client,cached_tokens,tokens_source,itl_mean_ms,itl_p50_ms,itl_p99_ms,"
-    "itl_max_ms,tpot_ms,out_tps,model_requested,model_returned,retry_of,retry_after_s,schedule_lag_ms,"
-    "loop_lag_ms"
-).split(",")
+from llmload.contract import SAMPLE_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -224,7 +218,7 @@ def _to_frame(rows: list[tuple], server: SimServer, run: SimRun, rng: np.random.
         "schedule_lag_ms": np.where(run.rate_tiers is not None, 0.4, np.nan),
         "loop_lag_ms": lag,
     })
-    return frame[SAMPLE_COLUMNS]
+    return frame.reindex(columns=list(SAMPLE_COLUMNS), fill_value="")
 
 
 def tiers_frame(run: SimRun, dropped: list[int] | None = None) -> pd.DataFrame:

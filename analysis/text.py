@@ -38,6 +38,13 @@ def load_with_unit(value: float, unit: str) -> str:
     return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
 
 
+def applied_load(row) -> str:
+    """The tier's load; '2 of 4' when fewer users than asked were sending (concurrency.py)."""
+    if getattr(row, "under_applied", False):
+        return f"{row.load:g} of {row.load_target:g}"
+    return load(row.load)
+
+
 def flags(row) -> str:
     out = []
     if row.sent == 0:
@@ -46,8 +53,12 @@ def flags(row) -> str:
         out.append("few samples")
     if row.overloaded:
         out.append("generator overloaded")
-    if not row.complete:
+    if getattr(row, "short", False):
+        out.append("too short to judge")
+    elif not row.complete:
         out.append("cut short")
+    if getattr(row, "under_applied", False):
+        out.append("load not applied")
     return ", ".join(out)
 
 
@@ -61,12 +72,13 @@ def outcome_rows(table: pd.DataFrame, load_unit: str = "users") -> tuple[tuple[s
     open_loop = open_loop_columns(table, load_unit)
     headers = ("tier", "load", "sent", "ok", "429", "429 %", "other err %",
                *(("sent req/s", "dropped", "drop %") if open_loop else ()), "ok req/s", "out tok/s", "in flight",
-               "flags")
+               "eff. conc.", "flags")
     rows = []
     for r in table.itertuples():
         extra = (num(r.rps), str(r.dropped), pct(r.drop_rate)) if open_loop else ()
-        rows.append((str(r.tier), load(r.load), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429),
-                     pct(r.error_rate), *extra, num(r.ok_rps), num(r.out_tok_s, 0), num(r.inflight), flags(r)))
+        rows.append((str(r.tier), applied_load(r), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429),
+                     pct(r.error_rate), *extra, num(r.ok_rps), num(r.out_tok_s, 0), num(r.inflight),
+                     num(r.concurrency), flags(r)))
     return headers, rows
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import server_metrics, waiting
+from analysis import concurrency, server_metrics, waiting
 from analysis.loader import Run
 from analysis.stats import quantile_ci
 
@@ -45,12 +45,26 @@ def tier_table(run: Run) -> pd.DataFrame:
     tiers = run.tiers.set_index("tier")
     rows = measured(run)
     table = pd.DataFrame(index=tiers.index)
-    table["load"] = tiers["load"]
-    table["complete"] = tiers["complete"]
-    table["measure_s"] = tiers["measure_s"]
-    by = rows.groupby("tier")
+    for col in ("load", "complete", "measure_s"):
+        table[col] = tiers[col]
+    table["short"] = tiers.get("short", False)
+    _add_counts(table, rows, run, tiers)
+    ok_by = rows[rows["ok"]].groupby("tier")
+    _add_rates(table, rows, ok_by)
+    _add_latency(table, ok_by)
+    _add_where_ttft_goes(table, rows, ok_by)
+    _add_health(table, run)
+    table = table.join(server_metrics.per_tier(run))
+    waiting.add_wait(table)
+    concurrency.add_effective(table, run)
+    _add_flags(table)
+    return table.reset_index()
+
+
+def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.DataFrame) -> None:
+    """Attempts sent / ok / failed, 429s, 503s, hints, retries, outcomes, open-loop drops."""
     is_429 = (rows["error"] == "rate_limited").to_numpy() | (rows["status"] == 429).to_numpy()
-    table["sent"] = by.size().reindex(table.index).fillna(0).astype(int)
+    table["sent"] = rows.groupby("tier").size().reindex(table.index).fillna(0).astype(int)
     table["ok"] = rows["ok"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0).astype(int)
     table["failed"] = table["sent"] - table["ok"]
     table["n_429"] = _count(rows, is_429, table.index)
@@ -67,13 +81,21 @@ def tier_table(run: Run) -> pd.DataFrame:
     sent = table["sent"].where(table["sent"] > 0)
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
-    window = table["measure_s"].where(table["measure_s"] > 0)
+
+
+def _add_rates(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
+    """Per second of the measure window, never of a window shorter than the longest measured request."""
+    longest_s = rows["e2e_ms"].groupby(rows["tier"]).max().reindex(table.index).fillna(0.0) / 1000.0
+    window = np.maximum(table["measure_s"], longest_s)
+    window = window.where(window > 0)
+    table["rate_window_s"] = window
     table["rps"] = table["sent"] / window
     table["ok_rps"] = table["ok"] / window
-    ok = rows[rows["ok"]]
-    ok_by = ok.groupby("tier")
     table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
-    _add_latency(table, ok_by)
+
+
+def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
+    """In flight (Little), queueing delay, the TTFT parts, model mismatches, generator lag."""
     table["e2e_mean_ms"] = ok_by["e2e_ms"].mean().reindex(table.index)
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     table["ttft_mean_ms"] = ok_by["ttft_ms"].mean().reindex(table.index)
@@ -85,16 +107,19 @@ def tier_table(run: Run) -> pd.DataFrame:
     table["connect_ms"] = ok_by["connect_ms"].mean().reindex(table.index)
     headers = ok_by["headers_ms"].mean().reindex(table.index)
     table["gateway_queue_ms"] = (headers - table["connect_ms"].fillna(0)).clip(lower=0)
-    table["after_headers_ms"] = (ok_by["ttft_ms"].mean().reindex(table.index) - headers).clip(lower=0)
+    table["after_headers_ms"] = (table["ttft_mean_ms"] - headers).clip(lower=0)
+    ok = rows[rows["ok"]]
     returned = ok["model_returned"].astype(str)
     requested = ok["model_requested"].astype(str)
     mismatch = ((returned != "") & (requested != "") & (returned != requested)).to_numpy()
     table["model_mismatch"] = _count(ok, mismatch, table.index)
+    by = rows.groupby("tier")
     table["loop_lag_p99_ms"] = by["loop_lag_ms"].quantile(0.99).reindex(table.index)
     table["schedule_lag_p99_ms"] = by["schedule_lag_ms"].quantile(0.99).reindex(table.index)
-    _add_health(table, run)
-    table = table.join(server_metrics.per_tier(run))
-    waiting.add_wait(table)
+
+
+def _add_flags(table: pd.DataFrame) -> None:
+    """too_few (p99 is noise), overloaded (the generator lagged), judged (counts for knee and capacity)."""
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
     table["overloaded"] = (
         (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
@@ -102,7 +127,7 @@ def tier_table(run: Run) -> pd.DataFrame:
         | (table["health_lag_ms"] > LOOP_LAG_LIMIT_MS)
         | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
     )
-    return table.reset_index()
+    table["judged"] = ~table["short"].astype(bool)
 
 
 def error_kinds(run: Run) -> pd.DataFrame:
@@ -159,7 +184,7 @@ def _add_latency(table: pd.DataFrame, ok_by) -> None:
     table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
 
 
-SHED_ERRORS = ("rate_limited", "stream_error")
+SHED_ERRORS = ("rate_limited", "stream_error", "retry_after_too_long")
 """error kinds that are the server refusing work (plus any HTTP 429 or 503 status)"""
 
 

@@ -102,3 +102,21 @@ def locust_line(t: Totals) -> str:
     return (head + f", {locust - failed} more than the {failed} failed rows of samples.csv. {source}; here "
             "samples.csv lacks rows Locust counted: the run was killed before the last rows were written, or "
             "failures outside the LLM user (not attempts) were reported to Locust.")
+
+
+def recorded(run: Run, judged_tiers) -> str:
+    """What samples.csv holds when no attempt of a judged tier was measured ('' when some was): the count,
+    where they were sent, and the failures by kind, for the saturation verdict's first row."""
+    samples = run.samples
+    judged = samples["measured"].to_numpy() & samples["tier"].isin(list(judged_tiers)).to_numpy()
+    if judged.any() or samples.empty:
+        return ""
+    place = where_sent(run).replace({"measured": "measured in tiers too short to judge", "warm-up": "in warm-up"})
+    where = ", ".join(f"{n} {w}" for w, n in place.value_counts().items())
+    kinds = samples["error"].astype(str)
+    failed = kinds[kinds != ""]
+    text = f"{len(samples)} attempts were recorded ({where}), none in a tier that can be judged"
+    if len(failed) == len(samples):
+        by_kind = ", ".join(f"{n} x {kind_label(k)}" for k, n in failed.value_counts().items())
+        return text + f", and all {len(samples)} failed ({by_kind})"
+    return text + f"; {len(failed)} of them failed"

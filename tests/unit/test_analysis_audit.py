@@ -20,8 +20,8 @@ from analysis.loader import load_run
 from analysis.queueing import not_identifiable
 from analysis.report import answer_items
 from analysis.shape import kind_from_loads, shape_kind
-from analysis.synthetic import SAMPLE_COLUMNS
 from analysis.watch import watch, watch_text
+from llmload.contract import SAMPLE_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T0 = 1_767_225_600.0

@@ -40,7 +40,54 @@ def test_partial_run_says_what_is_missing(tmp_path):
     assert "no end_s" in notes and "ended_unix" in notes and "health.csv missing" in notes
     last = run.tiers.iloc[-1]
     assert not last["complete"]
-    assert last["end_s"] == pytest.approx(run.samples["ts_start_s"].max(), abs=1e-3)
+    done = run.samples["ts_start_s"] + run.samples["e2e_ms"].fillna(0) / 1000  # the last completion, not send
+    assert last["end_s"] == pytest.approx(done.max(), abs=1e-3)
+    assert last["end_s"] > run.samples["ts_start_s"].max() + 0.1
+
+
+def cut_file(tmp_path: Path, keep: int = 0) -> tuple[Path, pd.DataFrame]:
+    """A copy of knee16 whose samples.csv ends in half a row (a killed writer)."""
+    run_dir = copy_fixture(tmp_path, "knee16")
+    text = (run_dir / "samples.csv").read_text()
+    lines = text.rstrip("\n").split("\n")
+    last = lines[-1]
+    cut = last[: last.index(",", len(last) // 3)]  # cut mid-row, after the ttft column
+    (run_dir / "samples.csv").write_text("\n".join(lines[:-1] + [cut]))
+    return run_dir, pd.read_csv(FIXTURES / "knee16" / "samples.csv", keep_default_na=False)
+
+
+def test_a_half_written_last_row_is_dropped_not_counted_as_a_success(tmp_path):
+    run_dir, whole = cut_file(tmp_path)
+    run = load_run(run_dir)
+    assert len(run.samples) == len(whole) - 1
+    assert run.samples["request_id"].iloc[-1] == whole["request_id"].iloc[-2]
+    assert any("partial row" in n and "dropped" in n for n in run.notes)
+    assert int(run.samples["ok"].sum()) == int((whole["error"] == "").sum()) - 1
+
+
+def test_a_malformed_middle_row_is_named_and_the_rest_read(tmp_path):
+    run_dir = copy_fixture(tmp_path, "knee16")
+    lines = (run_dir / "samples.csv").read_text().split("\n")
+    lines[100] = lines[100][:40]
+    lines[200] = lines[200] + ",extra"
+    (run_dir / "samples.csv").write_text("\n".join(lines))
+    run = load_run(run_dir)
+    total = len(lines) - 2  # header, trailing newline
+    assert len(run.samples) == total - 2
+    note = next(n for n in run.notes if "malformed" in n)
+    assert "2 malformed row(s) (line 101, 201" in note and f"other {total - 2} rows were read" in note
+
+
+def test_many_malformed_rows_are_an_error_that_says_so(tmp_path):
+    run_dir = copy_fixture(tmp_path, "knee16")
+    lines = (run_dir / "samples.csv").read_text().split("\n")
+    bad = len(lines) // 50
+    for i in range(1, bad + 1):
+        lines[i * 10] = "1,2,3"
+    (run_dir / "samples.csv").write_text("\n".join(lines))
+    with pytest.raises(RunError) as err:
+        load_run(run_dir)
+    assert f"{bad} of {len(lines) - 2} rows are malformed" in str(err.value) and "more than 1%" in str(err.value)
 
 
 def test_extra_columns_ignored_and_optional_columns_may_be_missing(tmp_path):

@@ -1,0 +1,81 @@
+"""The answer at the top of a report: one line per question, in the order a planner reads them.
+
+How it works: each line is a sentence computed elsewhere (knees, capacity, saturation, queueing
+model, rate limit, replica plan, scenarios, run totals); this module only orders them and adds
+the "Stopped early" line first when the run was cut (`ending.py`). The capacity table gives the
+capacity under every stock profile.
+"""
+
+from __future__ import annotations
+
+from analysis import capacity as cap_mod
+from analysis import ending, queueing, ratelimit, text, totals
+from analysis.analyze import Analysis
+from analysis.document import Table
+from analysis.shape import NAMES
+
+PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
+                  "default": "the default; choose with --slo"}
+
+
+def capacity_sentence(a: Analysis) -> str:
+    source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
+    if not a.climbs:
+        return cap_mod.phase_verdict(a.table, a.profile) + source
+    return _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ") + source
+
+
+def answer_items(a: Analysis) -> list[tuple[str, str]]:
+    stopped = ending.sentence(a)
+    items = [("Stopped early:", stopped)] if stopped else []
+    if a.climbs:
+        items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
+    else:
+        items += [(f"{a.kind.capitalize()}:", f"a {NAMES[a.kind]} run has no knee; its phases are compared "
+                  "instead. " + " ".join(a.phase_sentences))]
+    items += [
+        ("Capacity:", capacity_sentence(a)),
+        ("Saturation:", a.saturation.sentence),
+        ("Queueing model:", " ".join(filter(None, (_strip(queueing.describe(a.fit, a.fit_note), "Fitted model: "),
+                                                   a.agreement)))),
+    ]
+    quota = ratelimit.quota_sentence(a.table)
+    if quota:
+        items.append(("Rate limit:", quota))
+    lower = a.capacity.status == "beyond"
+    if a.plan is not None:
+        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
+    elif a.climbs and a.capacity.status in ("within", "beyond"):
+        usable = 1 - cap_mod.DEFAULT_HEADROOM
+        at_least = "at least " if lower else ""
+        items.append(("Per replica:", f"plan on {at_least}{a.capacity.ok_rps * usable:.1f} req/s "
+                      f"({at_least}{a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
+                      f"deployment, {cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity"
+                      + ("; a lower bound, since nothing broke in the tested range" if lower else "")
+                      + " (add --target-rps N to the report command for the replica count)."))
+    if a.scenario_table is not None and len(a.scenario_table):
+        items.append(("Scenarios:", a.scenario_sentence))
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        items.append(("Failures in the run:", " ".join(totals.reconcile_lines(a.totals))))
+    if a.warnings:
+        items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
+    return items
+
+
+def _strip(sentence: str, prefix: str) -> str:
+    return sentence[len(prefix):] if sentence.startswith(prefix) else sentence
+
+
+def capacity_table(a: Analysis) -> Table:
+    """Capacity under every stock profile (climbing runs only)."""
+    rows = []
+    for cap in a.all_capacities:
+        limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
+        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}", "below": "below lowest tier",
+                 "none": "-"}[cap.status]
+        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.out_tok_s, 0),
+                     cap.limited_by))
+    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "out tok/s",
+                  "limited by"), tuple(rows), numeric_from=1,
+                 note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
+                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers.")

@@ -1,0 +1,66 @@
+"""Load that was really applied: the effective concurrency of each tier.
+
+How it works: every attempt occupies its user from its send (`ts_start_s`) to its end (+ e2e,
+else + headers for a fast refusal; `windows.completions`). The effective concurrency of a
+tier is the time all attempts spent in flight inside the tier's measure window, divided by
+the window: the mean number of requests in flight. Attempts sent before the window and
+still running in it count for the part inside it.
+*Active users* are the distinct users (worker + user id) with an attempt in flight at some
+point of the window. A user that sleeps through the window (parked in a long Retry-After
+wait, the users of a lost worker still counted in the target) is not active. A user that
+backs off for a second between 429s still is: a shedding server with short retry hints
+keeps its users sending, and its load is applied, only refused.
+A closed-loop tier with fewer than UNDER_APPLIED x its target users active is
+*under-applied*: its `load` becomes the active user count (so knee and capacity are not
+credited with load that was not applied), `load_target` keeps the asked user count, and a
+note gives both figures.
+Open loop already shows the request rate really sent (`rps` against the target).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.loader import Run
+from analysis.windows import completions
+
+UNDER_APPLIED = 0.9
+"""a closed-loop tier with fewer active users than this share of its target is under-applied"""
+
+
+def effective(run: Run) -> pd.DataFrame:
+    """Per tier (index): `concurrency` (mean requests in flight) and `active_users`."""
+    samples = run.samples
+    start = samples["ts_start_s"].to_numpy()
+    done = completions(samples)
+    who = samples["worker"].astype(str) + "/" + samples["user"].astype(str)
+    out = {}
+    for tier in run.tiers.itertuples():
+        lo, hi = tier.measure_start_s, tier.end_s
+        overlap = np.minimum(done, hi) - np.maximum(start, lo)
+        busy = np.clip(overlap, 0.0, None).sum()
+        inside = (start < hi) & (done >= lo)
+        out[tier.tier] = (busy / tier.measure_s if tier.measure_s > 0 else np.nan, who[inside].nunique())
+    return pd.DataFrame.from_dict(out, orient="index", columns=["concurrency", "active_users"], dtype=float)
+
+
+def add_effective(table: pd.DataFrame, run: Run) -> None:
+    """Add `concurrency`, `active_users`, `load_target`, `under_applied`; an under-applied tier's `load` is
+    its active user count."""
+    table[["concurrency", "active_users"]] = effective(run).reindex(table.index)
+    table["load_target"] = table["load"]
+    closed = run.load_unit == "users"
+    under = closed & (table["sent"] > 0) & (table["active_users"] < UNDER_APPLIED * table["load"])
+    table["under_applied"] = under
+    table.loc[under, "load"] = table.loc[under, "active_users"]
+
+
+def notes(table: pd.DataFrame) -> list[str]:
+    out = []
+    for row in table[table["under_applied"]].itertuples():
+        out.append(f"Tier {row.tier}: only {row.active_users:g} of {row.load_target:g} users sent requests in "
+                   f"its measure window ({row.concurrency:.1f} in flight on average); the others slept (a long "
+                   "Retry-After wait, or a lost worker). Knee and capacity use the load really applied, "
+                   f"{row.active_users:g} users.")
+    return out
