@@ -9,8 +9,9 @@ run (samples.csv, tiers.csv or run.json) is never mixed into: the run goes to `<
 (`-3`, ...) and a log line says so. `check_writable` runs at init, before anything starts,
 so an unwritable folder is one line and exit code 2, not a run that drops every row.
 
-run.json is written when the test starts and rewritten with `ended_unix` when the process
-quits. Options come from `options.redacted` (the API key appears only as "***"); `shape` is
+run.json is written when the test starts (`"end": null`) and rewritten with `ended_unix` and
+`end` (how the run ended, run/ending.py) when the process quits, or when a web UI run stops;
+a killed run keeps `"end": null`. Options come from `options.redacted` (the API key appears only as "***"); `shape` is
 taken from the environment (`environment.llmload_shape_info`, set by the shape) when present.
 """
 
@@ -115,7 +116,7 @@ def without_userinfo(url: str) -> str:
 
 
 def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
-             ended_unix: float | None, workers: int) -> dict:
+             ended_unix: float | None, workers: int, end: dict | None = None) -> dict:
     parsed = environment.parsed_options
     return {
         "run_id": run_id,
@@ -125,6 +126,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "transport": getattr(parsed, "transport", "") or "",
         "started_unix": round(started_unix, 3),
         "ended_unix": round(ended_unix, 3) if ended_unix is not None else None,
+        "end": end,
         "options": redacted(parsed),
         "versions": versions(),
         "workers": workers,

@@ -8,10 +8,11 @@
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json; read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher.
-- test_stop: flush the rows, release the run folder (the next run gets its own).
+- test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
+  records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
   in-flight requests finish within --stop-timeout and their rows land), then close the files
-  and rewrite run.json with `ended_unix`.
+  and rewrite run.json with `ended_unix` and `end`; an interrupted run gets a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import files, stop
+from llmload.run import ending, files, stop
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_precise_buckets
@@ -51,7 +53,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         raise SystemExit(2) from None
 
 
-def write_run_json(environment: Any, ended_unix: float | None = None) -> None:
+def write_run_json(environment: Any, ended_unix: float | None = None, end: dict | None = None) -> None:
     ctx = context_for(environment)
     if ctx.sink.run_dir is None or ctx.started_unix is None:
         return
@@ -59,7 +61,7 @@ def write_run_json(environment: Any, ended_unix: float | None = None) -> None:
     # the most workers seen during the run (at quit they have already disconnected)
     workers = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
     info = files.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
-                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers)
+                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers, end=end)
     files.write_run_json(ctx.sink.run_dir, info)
 
 
@@ -78,6 +80,10 @@ def _open_run_files(environment: Any) -> bool:
 def _on_test_start(environment: Any, **_kw: Any) -> None:
     ctx = context_for(environment)
     ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
+    ending.reset(environment)
+    environment.llmload_run_end = None
+    if ctx.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
+        ending.watch_signals(environment)
     if ctx.sink.writes_files and not _open_run_files(environment):
         return
     if not isinstance(environment.runner, MasterRunner):
@@ -102,6 +108,10 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
     ctx = context_for(environment)
     ctx.sink.flush()
+    if ctx.sink.writes_files and not getattr(environment.parsed_options, "headless", False):
+        # a web UI run: the process may live on for more runs, so its end is recorded now
+        environment.llmload_run_end = ending.end_of_run(environment, ctx.started_unix)
+        write_run_json(environment, end=environment.llmload_run_end)
     files.release_run_dir(environment)
     if ctx.model_mismatches:
         logger.warning("llmload: %d answers named another model than requested", ctx.model_mismatches)
@@ -117,7 +127,11 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
     if ctx.health is not None:
         ctx.health.stop()
     ctx.sink.stop()
-    write_run_json(environment, ended_unix=time.time())
+    end = getattr(environment, "llmload_run_end", None)
+    if end is None and ctx.sink.writes_files:
+        end = ending.end_of_run(environment, ctx.started_unix)
+        ending.apply_exit_code(environment, end)
+    write_run_json(environment, ended_unix=time.time(), end=end)
     ctx.sink.close_files()
 
 
