@@ -2,9 +2,10 @@
 
 How it works: every load-generating process (the local runner, or each worker, whose rows the
 master writes) appends a row per second to `<run dir>/health.csv` (run/health.py). The page
-reads the file's last TAIL_BYTES: per worker, the newest row and the worst loop lag of the
-rows read. A generator is flagged when its loop lag or CPU passes the same limits the report
-uses (analysis/tiers.py): then its timestamps, and the tier's TTFT, cannot be trusted.
+reads the file's last TAIL_BYTES (~15 min of one generator): per worker its newest row and a
+warning when, over the last RECENT_S, its loop lag or CPU passed the limits the report uses
+(analysis/tiers.py); per tier, the same check over the tier's rows. A flagged tier's
+timestamps, so its TTFT, cannot be trusted.
 The UI process's own loop lag (series.Sampler) is shown beside them.
 """
 
@@ -21,6 +22,8 @@ CPU_LIMIT_PERCENT = 90.0
 TAIL_BYTES = 64 * 1024
 STALE_S = 10.0
 """a worker whose newest row is older than this is shown as silent"""
+RECENT_S = 10.0
+"""a generator's current warning looks at its rows of the last RECENT_S"""
 
 
 def _float(value: str | None) -> float | None:
@@ -49,27 +52,51 @@ def tail_rows(path: Path, tail_bytes: int = TAIL_BYTES) -> list[dict]:
     return list(csv.DictReader(io.StringIO("\n".join([header, *lines]))))
 
 
-def generator_health(run_dir: Path | None, now_s: float | None = None) -> list[dict]:
-    """One entry per generator: newest lag and CPU, worst lag seen in the tail, and a warning."""
-    if run_dir is None:
-        return []
+def read_health(run_dir: Path | None) -> list[dict]:
+    return tail_rows(Path(run_dir) / "health.csv") if run_dir is not None else []
+
+
+def limits_warning(lag_ms: float | None, cpu_percent: float | None) -> str:
+    """'' or what passed the report's limits."""
+    warnings = []
+    if lag_ms is not None and lag_ms > LOOP_LAG_LIMIT_MS:
+        warnings.append(f"loop lag {lag_ms:.0f} ms > {LOOP_LAG_LIMIT_MS:.0f} ms")
+    if cpu_percent is not None and cpu_percent > CPU_LIMIT_PERCENT:
+        warnings.append(f"CPU {cpu_percent:.0f}% > {CPU_LIMIT_PERCENT:.0f}%")
+    return "; ".join(warnings)
+
+
+def _worst(rows: list[dict]) -> tuple[float | None, float | None]:
+    lags = [v for v in (_float(r.get("loop_lag_ms_max")) for r in rows) if v is not None]
+    cpus = [v for v in (_float(r.get("cpu_percent")) for r in rows) if v is not None]
+    return (max(lags) if lags else None), (max(cpus) if cpus else None)
+
+
+def generator_health(rows: list[dict], now_s: float | None = None) -> list[dict]:
+    """Per generator: its newest lag and CPU, and a warning from its rows of the last RECENT_S."""
     now_s = time.time() if now_s is None else now_s
-    newest: dict[str, dict] = {}
-    worst: dict[str, float] = {}
-    for row in tail_rows(Path(run_dir) / "health.csv"):
-        worker = row.get("worker") or "?"
-        newest[worker] = row
-        worst[worker] = max(worst.get(worker, 0.0), _float(row.get("loop_lag_ms_max")) or 0.0)
+    by_worker: dict[str, list[dict]] = {}
+    for row in rows:
+        by_worker.setdefault(row.get("worker") or "?", []).append(row)
     out = []
-    for worker, row in sorted(newest.items()):
-        lag, cpu, ts = _float(row.get("loop_lag_ms_max")), _float(row.get("cpu_percent")), _float(row.get("ts_s"))
-        warnings = []
-        if worst[worker] > LOOP_LAG_LIMIT_MS:
-            warnings.append(f"loop lag {worst[worker]:.0f} ms > {LOOP_LAG_LIMIT_MS:.0f} ms")
-        if cpu is not None and cpu > CPU_LIMIT_PERCENT:
-            warnings.append(f"CPU {cpu:.0f}% > {CPU_LIMIT_PERCENT:.0f}%")
+    for worker, mine in sorted(by_worker.items()):
+        newest, ts = mine[-1], _float(mine[-1].get("ts_s"))
+        recent = [r for r in mine if (_float(r.get("ts_s")) or 0.0) >= now_s - RECENT_S]
+        warning = limits_warning(*_worst(recent))
         if ts is not None and now_s - ts > STALE_S:
-            warnings.append(f"silent for {now_s - ts:.0f} s")
-        out.append({"worker": worker, "loop_lag_ms": lag, "worst_lag_ms": worst[worker], "cpu_percent": cpu,
-                    "warning": "; ".join(warnings)})
+            warning = "; ".join(filter(None, [warning, f"silent for {now_s - ts:.0f} s"]))
+        out.append({"worker": worker, "loop_lag_ms": _float(newest.get("loop_lag_ms_max")),
+                    "cpu_percent": _float(newest.get("cpu_percent")), "warning": warning})
     return out
+
+
+def tier_health(rows: list[dict], start_s: float, end_s: float | None) -> str:
+    """'' or, per generator, what passed the limits between start_s and end_s (None: up to now)."""
+    by_worker: dict[str, list[dict]] = {}
+    for row in rows:
+        ts = _float(row.get("ts_s"))
+        if ts is not None and ts >= start_s and (end_s is None or ts <= end_s):
+            by_worker.setdefault(row.get("worker") or "?", []).append(row)
+    warnings = [f"{worker}: {text}" for worker, mine in sorted(by_worker.items())
+                if (text := limits_warning(*_worst(mine)))]
+    return "; ".join(warnings)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from llmload.webui.health import generator_health
+from llmload.webui.health import generator_health, read_health, tier_health
 from llmload.webui.rows import target_text, tier_load
 from llmload.webui.verdicts import SLO_TTFT_P95_MS, knee, saturation, slo_verdict
 
@@ -33,7 +34,7 @@ def _r(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def tier_entries(tab: Any, now_s: float) -> list[dict]:
+def tier_entries(tab: Any, now_s: float, health_rows: list[dict]) -> list[dict]:
     figs, profile = tab.tier_figures(now_s), tab.slo_profile()
     entries = []
     for fig in figs:
@@ -46,6 +47,7 @@ def tier_entries(tab: Any, now_s: float) -> list[dict]:
             "ttft_p50": w.ttft_ms(0.5), "ttft_p95": w.ttft_ms(0.95), "ttft_p99": w.ttft_ms(0.99),
             "slo": verdict.kind, "slo_text": verdict.text,
             "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
+            "health": tier_health(health_rows, rec.warm_s or rec.tier.start_s, rec.end_s),
         })
     return entries
 
@@ -54,17 +56,17 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
     now_s = time.time() if now_s is None else now_s
     figs = tab.tier_figures(now_s)
     runner, profile, run_dir = tab.environment.runner, tab.slo_profile(), tab.run_dir()
-    estimate, sat = knee(figs), saturation(figs)
+    estimate, sat, health_rows = knee(figs), saturation(figs), read_health(run_dir)
     return {
         "now_s": now_s, "state": runner.state if runner is not None else "missing",
         "run_dir": str(run_dir) if run_dir is not None else None,
         "slo_profile": profile, "slo_ttft_p95_ms": SLO_TTFT_P95_MS[profile],
         "generation": tab.sampler.generation,
         "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
-        "tiers": tier_entries(tab, now_s),
+        "tiers": tier_entries(tab, now_s, health_rows),
         "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
         "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
-        "health": generator_health(run_dir, now_s), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
+        "health": generator_health(health_rows, now_s), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
     }
 
@@ -88,6 +90,7 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
     from markupsafe import escape
 
     app, guard = web_ui.app, web_ui.auth_required_if_enabled
+    one_report = threading.Lock()  # gevent-patched in Locust: clicks queue up, one analysis at a time
 
     def charts() -> Any:
         return Response((STATIC / "charts.html").read_text(encoding="utf-8"), mimetype="text/html")
@@ -108,7 +111,8 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
         run_dir = tab.run_dir()
         if run_dir is None or not (run_dir / "samples.csv").exists():
             return Response("<p>No run has written samples.csv yet.</p>", mimetype="text/html", status=404)
-        ok, text = run_report(run_dir)
+        with one_report:
+            ok, text = run_report(run_dir)
         if ok:
             return Response(text, mimetype="text/html")
         return Response(f"<h1>Report so far: the analysis failed</h1><pre>{escape(text)}</pre>",

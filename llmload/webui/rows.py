@@ -34,7 +34,8 @@ COLUMNS = (
     ("rate_limited", "429s"),
     ("other_errors", "Other errors"),
     ("slo", "SLO (p95 TTFT)"),
-    ("verdict", "Verdict"),
+    ("verdict", "Knee"),
+    ("generator", "Generator"),
 )
 
 
@@ -111,7 +112,7 @@ def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, requ
         "ttft_p99_ms": _ms(percentile_ms(ttft_counts, 0.99)),
         "out_tps": round(output_tokens / seconds, 1) if seconds > 0 else MISSING,
         "rate_limited": rate_limited, "other_errors": max(0, failures - rate_limited),
-        "slo": MISSING, "verdict": "",
+        "slo": MISSING, "verdict": "", "generator": MISSING,
     }
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from llmload.run.timeline import timeline_for
 from llmload.run.window import snapshot
 from llmload.webui import honest
+from llmload.webui.health import read_health, tier_health
 from llmload.webui.rows import TierFigures, figures_row, run_rows, tier_figures
 from llmload.webui.series import ACTIVE_STATES, Sampler
 from llmload.webui.verdicts import knee, slo_profile_name, slo_verdict
@@ -67,12 +68,14 @@ class LLMTab:
         now_s = time.time() if now_s is None else now_s
         figs = self.tier_figures(now_s)
         if figs:
-            profile, estimate = self.slo_profile(), knee(figs)
+            profile, estimate, health_rows = self.slo_profile(), knee(figs), read_health(self.run_dir())
             rows = []
             for fig in figs:
                 row = figures_row(fig)
                 row["slo"] = slo_verdict(fig, profile).text
                 row["verdict"] = "knee" if estimate.tier == fig.record.tier.tier else ""
+                warning = tier_health(health_rows, fig.record.warm_s or fig.record.tier.start_s, fig.record.end_s)
+                row["generator"] = f"UNTRUSTWORTHY: {warning}" if warning else "ok"
                 rows.append(row)
             return rows
         stats = self.environment.stats

@@ -147,6 +147,11 @@ def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     assert str(run_dir) in charts.locator("#run-dir").inner_text()
     screenshot(charts, tmp_path, "charts-done.png")
 
+    page.get_by_role("tab", name="LLM").click()
+    tab = page.locator("table").first
+    wait_for(lambda: "knee" in tab.inner_text() and "FAIL p95" in tab.inner_text(), 10, "knee, FAIL in the LLM tab", ui)
+    screenshot(page, tmp_path, "llm-tab.png")
+
     with charts.expect_popup(timeout=60_000) as popup:
         charts.click("#link-report")
     report = popup.value

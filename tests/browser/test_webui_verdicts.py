@@ -153,12 +153,18 @@ def test_generator_health_from_the_tail_of_health_csv(tmp_path):
     lines += [f"{100 + i},w1,{80 if i == 3 else 2},1,{95 if i == 9 else 20},4,4" for i in range(10)]
     lines += ["109,w2,3,1,30,4,4", "110,w2,4,1,3"]  # the last line is half written
     (tmp_path / "health.csv").write_text("\n".join(lines))
-    rows = {r["worker"]: r for r in health.generator_health(tmp_path, now_s=111.0)}
-    assert rows["w1"]["warning"] == "loop lag 80 ms > 50 ms; CPU 95% > 90%"
-    assert (rows["w2"]["loop_lag_ms"], rows["w2"]["warning"]) == (3.0, "")
-    assert health.generator_health(tmp_path, now_s=200.0)[1]["warning"].startswith("silent for")
+    rows = health.read_health(tmp_path)
+    now = {r["worker"]: r for r in health.generator_health(rows, now_s=111.0)}
+    assert now["w1"]["warning"] == "loop lag 80 ms > 50 ms; CPU 95% > 90%"
+    assert (now["w2"]["loop_lag_ms"], now["w2"]["warning"]) == (3.0, "")
+    later = {r["worker"]: r for r in health.generator_health(rows, now_s=116.0)}  # the lag spike left the window
+    assert later["w1"]["warning"] == "CPU 95% > 90%"
+    assert health.generator_health(rows, now_s=200.0)[1]["warning"] == "silent for 91 s"
+    assert health.tier_health(rows, 100.0, 105.0) == "w1: loop lag 80 ms > 50 ms"
+    assert health.tier_health(rows, 104.0, 108.0) == ""
+    assert health.tier_health(rows, 104.0, None) == "w1: CPU 95% > 90%"
     assert health.tail_rows(tmp_path / "health.csv", tail_bytes=40)[-1]["worker"] == "w2"
-    assert health.generator_health(None) == []
+    assert health.read_health(None) == []
 
 
 def test_base_path_of_locusts_blueprint():

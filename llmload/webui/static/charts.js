@@ -136,7 +136,8 @@ function verdicts(data) {
   set("health", health.join("<br>"));
   document.querySelector("#slo-table tbody").innerHTML = data.tiers.map(t => `<tr data-tier="${t.tier}">` +
     `<td>${t.tier}</td><td>${esc(t.target)}</td><td>${esc(t.phase)}</td><td>${t.requests}</td><td>${t.ttft_p95 ?? "-"}</td>` +
-    `<td>${t.rps ?? "-"}</td><td class="slo ${t.slo}">${esc(t.slo_text)}</td></tr>`).join("");
+    `<td>${t.rps ?? "-"}</td><td class="slo ${t.slo}">${esc(t.slo_text)}</td>` +
+    `<td class="gen">${t.health ? `<span class="warn">UNTRUSTWORTHY: ${esc(t.health)}</span>` : "ok"}</td></tr>`).join("");
 }
 
 function draw(data) {
