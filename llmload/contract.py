@@ -21,6 +21,10 @@ SAMPLE_COLUMNS = (
 HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight")
 """health.csv: one row per generator process per second"""
 
+SERVER_METRICS_COLUMNS = ("ts_s", "name", "value")
+"""server_metrics.csv: one row per kept sample of each scrape of the target's /metrics (ts_s unix,
+name with its labels as the server wrote them, value)"""
+
 TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
 """tiers.csv: one row per tier of a load shape"""
 

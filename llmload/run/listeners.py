@@ -5,7 +5,8 @@
   writes files a check of the numbers (`--max-tokens 0`, a timeout <= 0, ...) and that the run
   folder is writable: one line and exit code 2 otherwise, before anything starts (this
   listener is registered before the embedded server's, so no server starts either).
-- test_start: claim the run folder, open samples.csv / health.csv, write run.json; read and
+- test_start: claim the run folder, open samples.csv / health.csv, write run.json, start the
+  server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher.
 - test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
@@ -25,7 +26,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, stop
+from llmload.run import ending, files, server_metrics, stop
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_precise_buckets
@@ -84,8 +85,10 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     environment.llmload_run_end = None
     if ctx.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
         ending.watch_signals(environment)
-    if ctx.sink.writes_files and not _open_run_files(environment):
-        return
+    if ctx.sink.writes_files:
+        if not _open_run_files(environment):
+            return
+        environment.llmload_server_metrics = server_metrics.start(environment, ctx.sink.run_dir)
     if not isinstance(environment.runner, MasterRunner):
         ctx.opts = None
         ctx.guard = RunGuard()
@@ -108,6 +111,10 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
     ctx = context_for(environment)
     ctx.sink.flush()
+    scraper = getattr(environment, "llmload_server_metrics", None)
+    if scraper is not None:
+        scraper.stop()
+        environment.llmload_server_metrics = None
     if ctx.sink.writes_files and not getattr(environment.parsed_options, "headless", False):
         # a web UI run: the process may live on for more runs, so its end is recorded now
         environment.llmload_run_end = ending.end_of_run(environment, ctx.started_unix)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 from llmload.client.request import Timeouts
@@ -63,6 +64,9 @@ def add_options(parser) -> None:
     parser.add_argument("--failure-backoff", choices=("on", "off"), default="on", include_in_web_ui=True,
                         help="after 3 consecutive failures (not connect/401/429) a user pauses 0.1 s doubling "
                              "to 5 s with jitter before its next request (on, default)")
+    parser.add_argument("--server-metrics", default="auto", include_in_web_ui=True,
+                        help="the target's Prometheus metrics, scraped every second into server_metrics.csv: "
+                             "auto (try <host>/metrics once, off if it is not there), off, or a URL")
     parser.add_argument("--insecure", action="store_true", default=False, include_in_web_ui=True,
                         help="DANGEROUS: do not verify the server's TLS certificate (the API key can then "
                              "be sent to an impostor); only for a self-signed lab endpoint you trust")
@@ -133,9 +137,21 @@ def check_values(parsed) -> None:
         if math.isnan(number) or math.isinf(number) or number < low or (exclusive and number <= low):
             need = f"> {low}" if exclusive else f">= {low}"
             raise OptionError(f"{flag} must be {need}, got {value!r}")
+    check_server_metrics(getattr(parsed, "server_metrics", None) if parsed is not None else None)
     on_429 = getattr(parsed, "on_429", None) if parsed is not None else None
     if on_429 not in (None, "", *ON_429_MODES):
         raise OptionError(f"--on-429 must be one of {', '.join(ON_429_MODES)}, got {on_429!r}")
+
+
+def check_server_metrics(setting: Any) -> None:
+    """OptionError unless --server-metrics is auto, off or an http(s) URL (run/server_metrics.py)."""
+    value = str(setting or "auto").strip()
+    if value.lower() in ("auto", "off"):
+        return
+    url = urlparse(value)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise OptionError(f"--server-metrics must be auto, off or an http(s) URL like "
+                          f"http://127.0.0.1:8000/metrics, got {value!r}")
 
 
 def read_options(environment) -> RunOptions:

@@ -1,0 +1,154 @@
+"""`--server-metrics`: the target's own Prometheus metrics, scraped beside the load.
+
+How it works: on the process that writes the run's files (local runner or master), at test
+start, `start(environment, run_dir)` resolves the setting:
+- `auto` (default): `<origin of --host>/metrics` (the API key sent as on the API, same origin).
+  The first scrape decides: no answer, an answer that is not Prometheus text, or one without
+  any engine family (prometheus.KEPT_PREFIXES) turns scraping off with one info line.
+- a URL: scraped as given (no API key: another origin may not be trusted with it); failures
+  are counted, never fatal.
+- `off`: nothing.
+One greenlet sends one GET every `INTERVAL_S` (1 s, on a fixed cadence) with a `TIMEOUT_S`
+timeout; the kept samples go to `server_metrics.csv` (`ts_s` unix time of the answer, `name`
+with labels, `value`), created at the first kept sample. Errors are counted and summed up in
+one warning at the end. It never raises into the run and costs the load one short request per
+second; big pages are cheap (only kept families are parsed).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import gevent
+
+from llmload.contract import SERVER_METRICS_COLUMNS
+from llmload.run import prometheus
+from llmload.run.csvlog import CsvLog
+from llmload.run.files import without_userinfo
+
+logger = logging.getLogger("llmload")
+
+INTERVAL_S = 1.0
+TIMEOUT_S = 1.0
+MAX_BYTES = 4 * 1024 * 1024
+"""a /metrics page is read up to this size"""
+FILE_NAME = "server_metrics.csv"
+PROMETHEUS_TYPES = ("text/plain", "application/openmetrics-text")
+
+Fetch = Callable[[str], tuple[int, str, str]]
+"""url -> (HTTP status, content-type, body text); raises OSError / urllib errors on failure"""
+
+
+def metrics_url(setting: str, host: str) -> tuple[str | None, bool]:
+    """(URL to scrape or None, whether it was guessed from --host) for a --server-metrics value."""
+    value = (setting or "auto").strip()
+    if value.lower() == "off":
+        return None, False
+    if value.lower() == "auto":
+        parts = urlsplit((host or "").strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return None, True
+        return urlunsplit((parts.scheme, parts.netloc, "/metrics", "", "")), True
+    return value, False
+
+
+def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float = TIMEOUT_S) -> Fetch:
+    """A Fetch over urllib (cooperative under gevent's patching)."""
+    context = ssl._create_unverified_context() if insecure else None
+
+    def fetch(url: str) -> tuple[int, str, str]:
+        request = urllib.request.Request(url, headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as resp:
+            body = resp.read(MAX_BYTES)
+            return resp.status, resp.headers.get("content-type", ""), body.decode("utf-8", "replace")
+
+    return fetch
+
+
+class Scraper:
+    """Scrapes one URL into the run folder's server_metrics.csv (module docstring)."""
+
+    def __init__(self, url: str, run_dir: Path, fetch: Fetch, auto: bool, clock: Callable[[], float] = time.time):
+        self.url, self.run_dir, self.fetch, self.auto, self.clock = url, Path(run_dir), fetch, auto, clock
+        self.shown_url = without_userinfo(url)
+        self.scrapes = 0
+        self.errors = 0
+        self.last_error = ""
+        self.rows = 0
+        self.off = False
+        self.log: CsvLog | None = None
+        self._greenlet: gevent.Greenlet | None = None
+
+    def scrape_once(self) -> list[tuple[str, float]] | None:
+        """One GET; the kept samples written, or None on an error (counted, never raised)."""
+        self.scrapes += 1
+        try:
+            status, content_type, text = self.fetch(self.url)
+            if status != 200:
+                raise ValueError(f"HTTP {status}")
+            if content_type and not content_type.lower().startswith(PROMETHEUS_TYPES):
+                raise ValueError(f"not Prometheus text (content-type: {content_type[:60]})")
+        except (Exception, gevent.Timeout) as exc:  # any failure of the side channel is counted, not raised
+            self.errors += 1
+            self.last_error = (str(getattr(exc, "reason", None) or exc) or type(exc).__name__)[:120]
+            return None
+        now_s = round(self.clock(), 3)
+        samples = prometheus.kept_samples(text)
+        if samples:
+            if self.log is None:
+                self.log = CsvLog(self.run_dir / FILE_NAME, SERVER_METRICS_COLUMNS)
+            for name, value in samples:
+                self.log.write({"ts_s": now_s, "name": name, "value": repr(value)})
+            self.rows += len(samples)
+        return samples
+
+    def _run(self) -> None:
+        first = self.scrape_once()
+        if self.auto and not first:
+            why = self.last_error if first is None else "no vllm:/llamacpp:/sglang:/tgi_/llmload: metrics"
+            logger.info("llmload: server metrics off (%s: %s); give --server-metrics URL to insist",
+                        self.shown_url, why)
+            self.off = True
+            return
+        logger.info("llmload: scraping server metrics from %s every %g s into %s", self.shown_url, INTERVAL_S,
+                    FILE_NAME)
+        next_s = time.monotonic() + INTERVAL_S
+        while True:
+            gevent.sleep(max(0.0, next_s - time.monotonic()))
+            next_s = max(next_s + INTERVAL_S, time.monotonic())
+            self.scrape_once()
+            if self.log is not None:
+                self.log.flush()
+
+    def start(self) -> Scraper:
+        self._greenlet = gevent.spawn(self._run)
+        return self
+
+    def stop(self) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill(block=True, timeout=2.0)
+            self._greenlet = None
+        if self.log is not None:
+            self.log.close()
+        if self.errors and not self.off:
+            logger.warning("llmload: %d of %d server-metrics scrapes of %s failed (last: %s)", self.errors,
+                           self.scrapes, self.shown_url, self.last_error)
+
+
+def start(environment: Any, run_dir: Path) -> Scraper | None:
+    """test_start on the process that writes files: start scraping per --server-metrics (or not)."""
+    parsed = environment.parsed_options
+    url, auto = metrics_url(getattr(parsed, "server_metrics", "auto"), environment.host or "")
+    if url is None:
+        return None
+    api_key = str(getattr(parsed, "api_key", "") or "")
+    headers = {"Authorization": f"Bearer {api_key}"} if auto and api_key else {}
+    fetch = url_fetch(headers, insecure=bool(getattr(parsed, "insecure", False)))
+    return Scraper(url, run_dir, fetch, auto).start()
