@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from locust import constant
+
+from llmload.users import ChatUser
+from tests.helpers import run_locally
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -94,3 +98,18 @@ def test_killed_run_leaves_end_empty(tmp_path):
     proc.kill()
     finish(proc)
     assert end_of(run_dir) is None
+
+
+class Chat(ChatUser):
+    scenario = "ui"
+    prompt_tokens = 8
+    wait_time = constant(0.05)
+
+
+def test_web_ui_stop_is_recorded_when_the_run_stops(tmp_path, embedded_server):
+    """A runner without --headless (as the web UI runs it): the end is written at the stop, not at quit."""
+    server = embedded_server("--preset", "exact", truth_log=False)
+    run_dir = tmp_path / "run"
+    env = run_locally(Chat, server.url, run_dir, ["--max-tokens", "2"], users=1, seconds=1.0)
+    assert end_of(run_dir) == {"reason": "stopped from the web UI", "planned": False, "detail": ""}
+    assert env.process_exit_code is None

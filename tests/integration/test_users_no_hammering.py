@@ -3,6 +3,7 @@ impossible numbers start nothing, a wrong --model stops early quoting the server
 429s make a user pause (--failure-backoff, --on-429), and a Retry-After above --max-retry-wait-s
 is a `retry_after_too_long` failure instead of a sleep."""
 
+import json
 import os
 import subprocess
 import sys
@@ -62,6 +63,8 @@ def test_wrong_model_stops_early_quoting_the_server(tmp_path, caplog, embedded_s
                      "'The model `gpt-nope` does not exist.'; check --model and the request options"]
     assert env.process_exit_code == 2 and env.runner.state == "stopped"
     assert {r["error_detail"] for r in rows} == {"The model `gpt-nope` does not exist."}
+    end = json.loads((tmp_path / "run" / "run.json").read_text())["end"]
+    assert end == {"reason": f"fatal: {lines[0]}", "planned": False, "detail": ""}
 
 
 @pytest.mark.parametrize(("backoff", "lowest", "highest"), [("on", 6, 20), ("off", 60, 100000)])
