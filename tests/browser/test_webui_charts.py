@@ -79,6 +79,10 @@ def start_step_run(page, ui, run_dir: Path) -> None:
         page.fill("input[name=userCount]", "1")
         page.fill("input[name=spawnRate]", "10")
     page.get_by_text("Custom parameters").click()
+    names = [n for n in page.locator("form [name]").evaluate_all("els => els.map(e => e.name)")
+             if n in ("model", "apiKey", "maxTokens", "tiers", "rateTiers", "spikeUsers", "sloProfile", "runDir")]
+    assert names == ["model", "apiKey", "maxTokens", "tiers", "sloProfile", "runDir"], "form not grouped: " + str(names)
+    assert "[Load shape]" in page.get_by_text("Tiers (").first.inner_text()
     page.fill("input[name=runDir]", str(run_dir))
     page.fill("input[name=maxTokens]", "24")
     page.click("button[type=submit]")
@@ -122,6 +126,9 @@ def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     header, llm = check_header_rps(page, ui)
     assert abs(header - llm) <= 0.1 * llm, f"header RPS {header} vs LLM requests/s {llm}"
     screenshot(page, tmp_path, "locust-statistics.png")
+    page.get_by_role("tab", name="Charts").click()
+    page.wait_for_timeout(500)
+    screenshot(page, tmp_path, "locust-charts.png")
 
     def knee_state():
         d = get_json(data_url)
