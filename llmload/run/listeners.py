@@ -136,7 +136,8 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
     ctx.sink.stop()
     end = getattr(environment, "llmload_run_end", None)
     if end is None and ctx.sink.writes_files:
-        end = ending.end_of_run(environment, ctx.started_unix)
+        # once: Locust 2.47 can run its shutdown (and so `quitting`) twice on a SIGTERM without a shape
+        end = environment.llmload_run_end = ending.end_of_run(environment, ctx.started_unix)
         ending.apply_exit_code(environment, end)
     write_run_json(environment, ended_unix=time.time(), end=end)
     ctx.sink.close_files()
