@@ -22,6 +22,7 @@ from typing import Any
 
 from llmload.webui.health import generator_health, read_health, tier_health
 from llmload.webui.rows import target_text, tier_load
+from llmload.webui.series import ACTIVE_STATES
 from llmload.webui.verdicts import SLO_TTFT_P95_MS, knee, saturation, slo_verdict
 
 STATIC = Path(__file__).with_name("static")
@@ -52,6 +53,15 @@ def tier_entries(tab: Any, now_s: float, health_rows: list[dict]) -> list[dict]:
     return entries
 
 
+def current_health(rows: list[dict], now_s: float, runner: Any) -> list[dict]:
+    """Each generator's figures; its warning (last 10 s) only while a run is active (after it,
+    ramp-down and shutdown lag says nothing about a tier: the tiers carry their own verdict)."""
+    entries = generator_health(rows, now_s)
+    if runner is None or runner.state not in ACTIVE_STATES:
+        entries = [{**entry, "warning": ""} for entry in entries]
+    return entries
+
+
 def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
     now_s = time.time() if now_s is None else now_s
     figs = tab.tier_figures(now_s)
@@ -66,7 +76,7 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "tiers": tier_entries(tab, now_s, health_rows),
         "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
         "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
-        "health": generator_health(health_rows, now_s), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
+        "health": current_health(health_rows, now_s, runner), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
     }
 

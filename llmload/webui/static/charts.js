@@ -131,7 +131,7 @@ function verdicts(data) {
   set("slo-profile", esc(data.slo_profile) + (data.slo_ttft_p95_ms ? ` (p95 TTFT &le; ${data.slo_ttft_p95_ms} ms,` :
     " (no TTFT bound,") + " 429s and errors &le; 1 %)");
   const health = data.health.map(h => `${esc(h.worker)}: loop lag ${h.loop_lag_ms ?? "-"} ms, CPU ${h.cpu_percent ?? "-"}%` +
-    (h.warning ? ` <span class="warn">UNTRUSTWORTHY: ${esc(h.warning)}</span>` : ""));
+    (h.warning ? ` <span class="warn">last 10 s: ${esc(h.warning)}</span>` : ""));
   health.push(`UI process: loop lag ${data.ui_loop_lag_ms} ms`);
   set("health", health.join("<br>"));
   document.querySelector("#slo-table tbody").innerHTML = data.tiers.map(t => `<tr data-tier="${t.tier}">` +

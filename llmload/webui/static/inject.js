@@ -21,9 +21,12 @@
       if (resp.ok) {
         const d = await resp.json();
         const slo = d.tiers.length ? d.tiers[d.tiers.length - 1].slo_text : "-";
+        const sick = d.health.filter(h => h.warning).map(h => `${esc(h.worker)}: ${esc(h.warning)}`);
+        const generators = !d.health.length ? "" : sick.length ?
+          ` · <b style="color:#ffb74d">generators (last 10 s): ${sick.join("; ")}</b>` : " · generators ok";
         document.getElementById("llmload-status").innerHTML =
           (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") + `${esc(d.knee.text)} · ` +
-          `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}`;
+          `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}` + generators;
       }
     } catch (e) { /* the next poll tries again */ }
     setTimeout(poll, 2000);
