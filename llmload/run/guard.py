@@ -128,7 +128,7 @@ class RunGuard:
             self.reached = True
         exc = result.exception
         if result.status == 200:
-            if getattr(exc, "not_sse", False):
+            if exc is not None and getattr(exc, "not_sse", False):
                 self.not_sse += 1
                 if not self.event_stream_seen and self.successes == 0 and self.not_sse >= NOT_SSE_LIMIT:
                     return (f"{self.base_url} does not stream: HTTP 200 answers are {exc.detail}, not "
@@ -138,7 +138,7 @@ class RunGuard:
         if result.status == 401 and self.successes == 0:
             return (f"HTTP 401 from {self.base_url}: the API key was refused; "
                     "set --api-key or OPENAI_API_KEY")
-        if failed_to_connect(result) and not self.reached:
+        if exc is not None and failed_to_connect(result) and not self.reached:
             self.connect_failures += 1
             if self.first_connect_failure_s is None:
                 self.first_connect_failure_s = now_s
@@ -158,6 +158,6 @@ class RunGuard:
         self.same_4xx = result.status
         if self.attempts < SAME_4XX_LIMIT and (self.attempts < SAME_4XX_MIN or since_first_s < SAME_4XX_WINDOW_S):
             return None
-        message = result.exception.detail or "(no message in the answer)"
+        message = (result.exception.detail if result.exception else "") or "(no message in the answer)"
         return (f"the first {self.attempts} requests all failed with HTTP {result.status} from {self.base_url}: "
                 f"{message!r}; check --model and the request options")

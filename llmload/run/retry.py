@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from llmload.client.errors import RetryAfterTooLong
+from llmload.client.errors import RateLimited, RetryAfterTooLong
 from llmload.client.request import StreamResult
 
 BACKOFF_BASE_S = 0.5
@@ -61,7 +61,7 @@ def mark_too_long(result: StreamResult, policy: RetryPolicy) -> StreamResult:
     """A 429 whose hint exceeds --max-retry-wait-s becomes a `retry_after_too_long` failure
     (unless 429s are ignored); the hint and its source stay on the row."""
     exc = result.exception
-    if (policy.on_429 != "ignore" and result.error == "rate_limited" and exc.retry_after_s is not None
+    if (isinstance(exc, RateLimited) and policy.on_429 != "ignore" and exc.retry_after_s is not None
             and exc.retry_after_s > policy.max_retry_wait_s):
         result.exception = RetryAfterTooLong(exc.retry_after_s, policy.max_retry_wait_s, exc.detail,
                                              exc.retry_after_source)
