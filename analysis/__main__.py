@@ -149,11 +149,22 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_breach and len(result.breaches) else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from analysis import check, slo
+
+    objective = slo.objective(args.slo or "chat", args.slo_file)
+    result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least)
+    print(check.render(result))
+    if args.junit:
+        Path(args.junit).write_text(check.junit(result))
+    return check.EXIT[result.status]
+
+
 HELP = {"report": "write report.md, report.html and plots/ into the run folder",
         "tiers": "print the per-tier tables", "knee": "print the knee rule and its evidence",
         "plots": "write the figures as PNG"}
 COMMANDS = {"report": cmd_report, "tiers": cmd_tiers, "knee": cmd_knee, "plots": cmd_plots,
-            "compare": cmd_compare, "watch": cmd_watch}
+            "compare": cmd_compare, "watch": cmd_watch, "check": cmd_check}
 
 
 def _slo_options(parser: argparse.ArgumentParser) -> None:
@@ -183,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="same load levels side by side")
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
     _slo_options(p)
+    p = sub.add_parser("check", help="the SLO gate: exit 0 pass, 1 fail, 2 cannot judge")
+    p.add_argument("run_dir")
+    p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
+    p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
+    where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
+    p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")
     p.add_argument("--slo", choices=sorted(cap_mod.PROFILES), help="take the threshold from this profile")

@@ -1,0 +1,151 @@
+"""`python -m analysis check RUN_DIR --slo NAME`: the SLO gate, with exit codes CI can act on.
+
+How it works: the run is loaded and tabulated (`tiers.tier_table`, goodput from `goodput.py`);
+only tiers that can be judged count (not cut too short, `windows.py`). Which tier is judged:
+- `--at-load N`: the tier whose target (or applied) load is N; none -> cannot judge;
+- `--capacity-at-least N`: tiers in load order; the capacity is the highest load up to which
+  every tier meets every criterion; pass when it is >= N; the criteria are shown at the first
+  tier that broke one (or at the capacity tier when none broke);
+- neither: the highest-load tier that has requests.
+Each criterion is PASS, FAIL or CANNOT JUDGE (too few successes for its percentile:
+`goodput.samples_needed`; a tier with no success at all fails its latency criteria once 20
+attempts were sent). Exit code: 0 every criterion passed, 1 one failed, 2 nothing failed but
+something could not be judged (or the folder is not a run). `--junit PATH` writes the
+verdicts as a JUnit XML test suite, one test case per criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import pandas as pd
+
+from analysis import goodput, tiers
+from analysis.loader import load_run
+from analysis.slo import LATENCY, Criterion, Objective
+from analysis.text import load_with_unit
+
+PASS, FAIL, CANNOT = "PASS", "FAIL", "CANNOT JUDGE"
+EXIT = {PASS: 0, FAIL: 1, CANNOT: 2}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    criterion: Criterion
+    status: str
+    value: float
+    tier: int | None
+    load: str
+    why: str = ""
+
+    def line(self) -> str:
+        c = self.criterion
+        shown = c.unit_text(self.value) if not math.isnan(self.value) else "-"
+        rel = ">=" if c.at_least else "<="
+        where = f"tier {self.tier} ({self.load})" if self.tier is not None else "no tier"
+        tail = f"  [{self.why}]" if self.why else ""
+        return f"{self.status:<12}  {c.label:<28} {shown:>12}  {rel} {c.unit_text(c.limit):<12} {where}{tail}"
+
+
+def judge_tier(row: pd.Series, measured: pd.DataFrame, obj: Objective, unit: str) -> list[Verdict]:
+    out = []
+    load = load_with_unit(row["load"], unit)
+    for c in obj.criteria:
+        value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
+        need = goodput.samples_needed(c)
+        if c.metric in LATENCY and row["ok"] == 0 and row["sent"] >= 20:
+            out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))
+        elif (c.metric in LATENCY and row["ok"] < need) or row["sent"] < 20:
+            have = int(row["ok"] if c.metric in LATENCY else row["sent"])
+            what = "successes" if c.metric in LATENCY else "requests"
+            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, f"{have} {what}, need {need}"))
+        else:
+            ok = value >= c.limit if c.at_least else value <= c.limit
+            out.append(Verdict(c, PASS if ok else FAIL, value, int(row["tier"]), load))
+    return out
+
+
+def status_of(verdicts: list[Verdict]) -> str:
+    states = {v.status for v in verdicts}
+    return FAIL if FAIL in states else CANNOT if CANNOT in states else PASS
+
+
+@dataclass(frozen=True)
+class Check:
+    objective: Objective
+    verdicts: tuple[Verdict, ...]
+    status: str
+    headline: str
+
+
+def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
+              capacity_at_least: float | None = None) -> Check:
+    run = load_run(run_dir)
+    table = tiers.tier_table(run)
+    measured = tiers.measured(run)
+    goodput.add_goodput(table, measured, obj)
+    rows = table[table["judged"] & (table["sent"] > 0)].sort_values("load", kind="stable")
+    unit = run.load_unit
+    if rows.empty:
+        return Check(obj, (), CANNOT, f"cannot judge {run.name}: no tier with measured requests")
+    if capacity_at_least is not None:
+        return _capacity(rows, measured, obj, unit, capacity_at_least)
+    if at_load is not None:
+        hit = rows[(rows["load_target"] == at_load) | (rows["load"] == at_load)]
+        if hit.empty:
+            tested = ", ".join(f"{v:g}" for v in rows["load_target"])
+            return Check(obj, (), CANNOT, f"cannot judge: no tier at {load_with_unit(at_load, unit)} "
+                                          f"(tested: {tested} {unit})")
+        row = hit.iloc[-1]
+    else:
+        row = rows.iloc[-1]
+    verdicts = judge_tier(row, measured, obj, unit)
+    status = status_of(verdicts)
+    return Check(obj, tuple(verdicts), status, f"SLO {obj.name} at tier {int(row['tier'])} "
+                 f"({load_with_unit(row['load'], unit)}): {status}")
+
+
+def _capacity(rows: pd.DataFrame, measured: pd.DataFrame, obj: Objective, unit: str, need: float) -> Check:
+    capacity, shown = None, []
+    for _, row in rows.iterrows():
+        shown = judge_tier(row, measured, obj, unit)
+        if status_of(shown) != PASS:
+            break
+        capacity = float(row["load"])
+    reached = capacity is not None and capacity >= need
+    status = PASS if reached else CANNOT if status_of(shown) == CANNOT else FAIL
+    have = load_with_unit(capacity, unit) if capacity is not None else "below the lowest tested load"
+    return Check(obj, tuple(shown), status, f"SLO {obj.name} capacity: {have} (required: at least "
+                 f"{load_with_unit(need, unit)}): {status}")
+
+
+def render(check: Check) -> str:
+    lines = [check.headline]
+    lines += [v.line() for v in check.verdicts]
+    if check.objective.source:
+        lines.append(f"objective {check.objective.name}: {check.objective.source}")
+    return "\n".join(lines)
+
+
+def junit(check: Check) -> str:
+    """The verdicts as a JUnit XML test suite (one test case per criterion)."""
+    fails = sum(v.status == FAIL for v in check.verdicts)
+    skipped = sum(v.status == CANNOT for v in check.verdicts)
+    cases = []
+    for v in check.verdicts:
+        name = quoteattr(f"{v.criterion.label} at tier {v.tier}")
+        body = ""
+        if v.status == FAIL:
+            body = f"<failure message={quoteattr(v.line())}/>"
+        elif v.status == CANNOT:
+            body = f"<skipped message={quoteattr(v.line())}/>"
+        cases.append(f'  <testcase classname={quoteattr("slo." + check.objective.name)} name={name}>{body}'
+                     "</testcase>")
+    if not check.verdicts:
+        cases.append(f'  <testcase classname="slo" name="run"><error message={quoteattr(check.headline)}/>'
+                     "</testcase>")
+    head = (f'<testsuite name={quoteattr("llmload SLO " + check.objective.name)} tests="{max(len(cases), 1)}" '
+            f'failures="{fails}" errors="{0 if check.verdicts else 1}" skipped="{skipped}">')
+    return "\n".join(['<?xml version="1.0" encoding="utf-8"?>', head, *cases, "</testsuite>"]) + "\n"
