@@ -1,6 +1,6 @@
 """llmload analysis: per-request samples -> per-tier figures, knee, capacity, report.
 
-Entry point: `python -m analysis report|tiers|knee|plots|compare|watch RUN_DIR ...`.
+Entry point: `python -m analysis report|check|tiers|knee|plots|compare|watch RUN_DIR ...`.
 Pure pandas/numpy/matplotlib; this package never imports locust or gevent (importing
 locust monkey-patches the whole process), and `tests/unit/test_analysis_imports.py` proves it.
 
@@ -12,5 +12,8 @@ bootstrap CI), `tiers` (the per-tier table), `waiting` (did a tier's requests wa
 `headers` (header mode), `ratelimit` (retry hints, quota), `health` (busy vs starved
 generator), `server_metrics` (the target's Prometheus metrics per tier),
 `checklist` (the provider acceptance checklist), `plots` (one function per figure),
-`report` (report.md / report.html), `compare`, `watch`, `text` (CLI tables).
+`report` (report.md / report.html), `answer` (the answer lines), `compare`, `watch`, `text` (CLI
+tables), `csvrows` (cut or malformed samples.csv rows), `windows` (tier windows of partial runs),
+`concurrency` (load really applied), `ending` (how the run ended), `slo` (objectives), `goodput`,
+`check` (the SLO gate).
 """

@@ -7,6 +7,7 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
   compare A B [...]  same load levels side by side; which run holds more load under the SLO
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
+  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
 A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
 """
 
