@@ -8,19 +8,23 @@ It registers (as listeners: importing starts nothing) the run options and sample
 (`run.listeners.install`), `--host embedded` / no host -> the embedded server
 (`run.embedded.install`), the LLM tab of the web UI (`webui.install`) and, unless
 `shape_flags=False`, the load-shape flags (`shaping.flags.add_shape_arguments`) a scenario's
-shape reads. Each part is marked on the Events object, so calling it twice is harmless.
+shape reads, and `--check-slo` (`run.gate`: the SLO gate that sets the exit code of a headless
+run). Each part is marked on the Events object, so calling it twice is harmless.
 """
 
 from __future__ import annotations
 
 from llmload import webui
-from llmload.run import embedded, listeners
+from llmload.run import embedded, gate, listeners
 from llmload.run.once import first_time
 from llmload.shaping.flags import add_shape_arguments
 
 
 def install(events, *, shape_flags: bool = True) -> None:
     """Register everything llmload offers on a Locust `events` object (idempotent)."""
+    # the SLO gate first: Locust fires `quitting` in reverse registration order, so its check runs
+    # after the run listeners closed samples.csv and wrote run.json
+    gate.install(events)
     listeners.install(events)
     embedded.install(events)
     webui.install(events)
