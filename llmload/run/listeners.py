@@ -29,7 +29,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from llmload.run import ending, files, server_metrics, stop
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
-from llmload.run.locust_compat import use_precise_buckets
+from llmload.run.locust_compat import use_cached_default_args, use_precise_buckets
 from llmload.run.once import first_time
 from llmload.run.options import OptionError, add_options, check_values, read_options
 from llmload.run.stop import stop_run
@@ -39,6 +39,7 @@ logger = logging.getLogger("llmload")
 
 def _on_init(environment: Any, **_kw: Any) -> None:
     use_precise_buckets()
+    use_cached_default_args()  # a worker's spawn messages: see locust_compat
     context_for(environment)
     stop.listen(environment)
     runner = environment.runner

@@ -30,6 +30,38 @@ def use_precise_buckets() -> None:
     locust.stats.bucket_response_time = precise_bucket_response_time
 
 
+# --- a worker's spawn message: Locust's default options built once, not once per option --------
+_default_args: dict | None = None
+
+
+def cached_default_args_dict() -> dict:
+    """Locust's own options and defaults (`locust.argument_parser.default_args_dict`), built once.
+
+    Locust 2.47's `WorkerRunner.handle_message("spawn")` keeps the master's custom options with
+    `{k: v for k, v in parsed_options.items() if k not in argument_parser.default_args_dict()}`:
+    the condition builds a whole argument parser (~5 ms) once per option, ~150 options with
+    llmload's: a 0.5-2.5 s stop of the worker's event loop at every spawn message (every tier
+    change), long enough for the master to mark the worker missing. The result depends only on
+    Locust's own arguments, so it is computed once per process (a copy is returned)."""
+    global _default_args
+    if _default_args is None:
+        from locust import argument_parser
+
+        original = getattr(argument_parser, "_llmload_original_default_args_dict", argument_parser.default_args_dict)
+        _default_args = original()
+    return dict(_default_args)
+
+
+def use_cached_default_args() -> None:
+    """Replace `locust.argument_parser.default_args_dict` (looked up at call time by runners.py)
+    with the cached one (every process; it matters on workers)."""
+    from locust import argument_parser
+
+    if argument_parser.default_args_dict is not cached_default_args_dict:
+        argument_parser._llmload_original_default_args_dict = argument_parser.default_args_dict
+        argument_parser.default_args_dict = cached_default_args_dict
+
+
 # --- the --csv writer greenlet Locust leaves behind ---------------------------------------------
 def kill_csv_writer_greenlet(**_kw: Any) -> None:
     """`quit` listener: end Locust's --csv writer greenlet before Locust closes its files.
