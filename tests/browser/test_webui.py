@@ -67,10 +67,18 @@ def request_counts(ui) -> dict:
     return {(s["method"], s["name"]): s["num_requests"] for s in stats_json(ui)["stats"]}
 
 
+def open_custom_parameters(page) -> None:
+    """Expand the start form's Custom parameters (a second click would collapse them again)."""
+    summary = page.get_by_role("button", name="Custom parameters")
+    if summary.get_attribute("aria-expanded") != "true":
+        summary.click()
+    page.locator("input[name=runDir]").wait_for(state="visible")
+
+
 def fill_start_form(page, users: int, spawn_rate: float, fields: dict[str, str]) -> None:
     page.fill("input[name=userCount]", str(users))
     page.fill("input[name=spawnRate]", str(spawn_rate))
-    page.get_by_text("Custom parameters").click()
+    open_custom_parameters(page)
     for name, value in fields.items():
         page.fill(f"input[name={name}]", value)
 
@@ -132,7 +140,7 @@ def test_start_form_has_llmload_options_and_the_api_key_stays_secret(page, locus
     with EmbeddedServer(["--preset", "demo", "--api-key", typed_key]) as server:  # only the typed key works
         ui = locust_ui(CHAT_FILE, "--host", server.url, env={"OPENAI_API_KEY": env_key})
         page.goto(ui.url)
-        page.get_by_text("Custom parameters").click()
+        open_custom_parameters(page)
         for name in LLM_OPTION_FIELDS:
             assert page.locator(f"[name={name}]").count() == 1, f"start form lacks the {name!r} field"
         api_key = page.locator("input[name=apiKey]")

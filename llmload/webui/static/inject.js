@@ -1,11 +1,13 @@
 // Added to Locust's page by llmload: a bar with the run folder, the verdicts so far and links to
 // the LLM charts, the run's CSVs and the report so far. Polls data.json (without the series).
+// z-index 1200: above Locust's app bar (MUI 1100), below its dialogs (MUI modal 1300), so the
+// "New" / "Edit" forms are never covered.
 "use strict";
 (function () {
   const base = document.currentScript.src.replace(/static\/inject\.js.*$/, "");
   const bar = document.createElement("div");
   bar.id = "llmload-bar";
-  bar.style.cssText = "position:fixed;left:0;right:0;bottom:0;z-index:2000;padding:5px 12px;font:13px system-ui," +
+  bar.style.cssText = "position:fixed;left:0;right:0;bottom:0;z-index:1200;padding:5px 12px;font:13px system-ui," +
     "sans-serif;background:#1d2430;color:#e8ecf3;display:flex;gap:16px;flex-wrap:wrap;align-items:center";
   const link = (href, label, id) => `<a id="${id}" href="${base}${href}" target="_blank" rel="noopener" ` +
     `style="color:#8ab4ff">${label}</a>`;
@@ -27,6 +29,7 @@
         document.getElementById("llmload-status").innerHTML =
           (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") + `${esc(d.knee.text)} · ` +
           `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}` + generators;
+        document.body.style.paddingBottom = (bar.offsetHeight + 8) + "px";  // never hide the page's end
       }
     } catch (e) { /* the next poll tries again */ }
     setTimeout(poll, 2000);
