@@ -105,7 +105,7 @@ function kneeChart(data) {
 function errorChart(data) {
   const svg = document.getElementById("chart-errors");
   const tiers = data.tiers, kinds = [...new Set(tiers.flatMap(t => Object.keys(t.errors)))].sort();
-  const ymax = niceMax(Math.max(4, ...tiers.map(t => Object.values(t.errors).reduce((a, b) => a + b, 0))));
+  const ymax = 4 * Math.ceil(Math.max(4, ...tiers.map(t => Object.values(t.errors).reduce((a, b) => a + b, 0))) / 4);
   const f = frame(svg, 0, Math.max(1, tiers.length), ymax, () => "", "failures", []);
   const bw = (f.W - M.l - M.r) / Math.max(1, tiers.length);
   tiers.forEach((t, i) => {
