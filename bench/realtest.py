@@ -331,11 +331,29 @@ def evaluate(variant: str, run_dir: Path) -> dict:
             bool(srv) and all(v is not None for v in srv),
         "no 'nan' in report.md, report output or knee output": not NAN.search(report_md + report + knee),
     }
+    client, server = status_counts(run_dir)
+    result["status_counts"] = {"samples.csv": client, "engine access log": server}
+    checks["samples.csv statuses match the engine's access log"] = bool(server) and client == server
     if variant == "queued":
         checks["shed requests counted (503 or in-stream errors)"] = sum(
             (t.get("n_503") or 0) + (t.get("n_stream_error") or 0) for t in tiers) > 0
     result["checks"] = checks
     return result
+
+
+ACCESS = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
+
+
+def status_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """HTTP statuses per samples.csv and per the engine's own access log (uvicorn lines in vllm.log)."""
+    client: dict[str, int] = {}
+    with open(run_dir / "samples.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            client[row["status"]] = client.get(row["status"], 0) + 1
+    server: dict[str, int] = {}
+    for code in ACCESS.findall((run_dir / "vllm.log").read_text(errors="replace")):
+        server[code] = server.get(code, 0) + 1
+    return dict(sorted(client.items())), dict(sorted(server.items()))
 
 
 def previous_results(exclude: set[str]) -> list[dict]:
@@ -372,8 +390,10 @@ def run_variant(variant: str, python: Path, model: Path, args: argparse.Namespac
             scraper = Scraper(engine.url("/metrics"), run_dir / "server_metrics.csv")
             scraper.start()
         started = time.monotonic()
+        load_before = os.getloadavg()[0]
         code = run_load(engine, run_dir, args.tier_seconds, args.warmup_seconds, own_metrics)
         load_s = time.monotonic() - started
+        load_after = os.getloadavg()[0]
         log(f"load run ended with exit code {code} after {load_s:.0f} s")
     finally:
         if scraper is not None:
@@ -383,6 +403,7 @@ def run_variant(variant: str, python: Path, model: Path, args: argparse.Namespac
     result = evaluate(variant, run_dir)
     result.update(engine_cmd=" ".join(engine.cmd[1:]).replace(str(model), "<model>"),
                   startup_s=round(startup_s, 1), load_s=round(load_s, 1), locust_exit=code,
+                  machine_load_1min=[round(load_before, 2), round(load_after, 2)],
                   metrics_by="llmload --server-metrics" if own_metrics else "realtest scraper (1 s)")
     return result
 
