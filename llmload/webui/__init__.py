@@ -47,8 +47,8 @@ def _on_render(tab: LLMTab, secrets: Secrets):
     def receiver(app: Any, template: Any = None, context: dict | None = None, **kw: Any) -> None:
         """before_render_template: scrub secrets, arrange the form, give reloaded Charts LLM history."""
         secrets.scrub(app, template, context, **kw)
-        args = (context or {}).get("template_args")
-        if not isinstance(args, dict):
+        args = context.get("template_args") if context is not None else None
+        if context is None or not isinstance(args, dict):
             return
         if isinstance(args.get("extra_options"), dict):
             args = {**args, "extra_options": form.arrange(args["extra_options"], form.page_shapes(tab.environment))}
@@ -73,7 +73,7 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
 
     prefix = base_path(web_ui)
     tab = environment.llmload_webui = LLMTab(environment, script_url=f"{prefix}/llmload/static/inject.js")
-    secrets = tab.secrets = Secrets(environment.host or getattr(environment.parsed_options, "host", ""))
+    secrets = Secrets(environment.host or getattr(environment.parsed_options, "host", ""))
     _add_tab(web_ui.template_args)
     keep_key_order(web_ui.app)
     web_ui.app.after_request(tab.after_request)

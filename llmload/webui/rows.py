@@ -149,6 +149,8 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
         counts: Counter[int] = Counter()
         for c in ttft.values():
             counts.update(c)
-        rows.append(_row("run", "all", target, "whole run", seconds, *(
-            sum(r[k] for r in per.values()) for k in ("requests", "failures", "limited", "tokens")), dict(counts)))
+        requests, failures, limited, tokens = (sum(r[k] for r in per.values())
+                                               for k in ("requests", "failures", "limited", "tokens"))
+        rows.append(_row("run", "all", target, "whole run", seconds, requests, failures, limited, tokens,
+                         dict(counts)))
     return rows

@@ -41,8 +41,8 @@ class Secrets:
 
     def scrub(self, _app: Any, template: Any = None, context: dict | None = None, **_kw: Any) -> None:
         """before_render_template receiver: blank the default values of secret options."""
-        args = (context or {}).get("template_args")
-        if not isinstance(args, dict) or not isinstance(args.get("extra_options"), dict):
+        args = context.get("template_args") if context is not None else None
+        if context is None or not isinstance(args, dict) or not isinstance(args.get("extra_options"), dict):
             return
         options = {}
         for name, option in args["extra_options"].items():
