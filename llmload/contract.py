@@ -15,8 +15,19 @@ SAMPLE_COLUMNS = (
     "tokens_source", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tpot_ms", "out_tps",
     "model_requested", "model_returned", "retry_of", "retry_after_s", "schedule_lag_ms", "loop_lag_ms",
     "retry_after_source", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
+    "finish_reason", "streamed", "reasoning_tokens", "max_tokens", "prompt_tokens_target", "turn", "prompt_repeat",
 )
-"""samples.csv: one row per request attempt"""
+"""samples.csv: one row per request attempt. `finish_reason` as the server said it ('' when none);
+`streamed` 1, or 0 for a non-streamed answer (its ttft_ms is the whole answer's time, = e2e_ms);
+`reasoning_tokens` from usage.completion_tokens_details; `max_tokens` asked ('' for embeddings);
+`prompt_tokens_target` the input length the workload asked for ('' for fixed prompts); `turn`
+1..N of a multi-turn session ('' without sessions); `prompt_repeat` 1 when the prompt is an exact
+repeat of an earlier one of the same user, 0 when first seen ('' without --repeat-ratio)"""
+
+SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error",
+                       "error_detail", "tokens_source", "model_requested", "model_returned", "retry_of",
+                       "retry_after_source", "finish_reason")
+"""samples.csv columns holding text (every other column is a number or empty)"""
 
 HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight")
 """health.csv: one row per generator process per second"""
@@ -25,7 +36,13 @@ SERVER_METRICS_COLUMNS = ("ts_s", "name", "value")
 """server_metrics.csv: one row per kept sample of each scrape of the target's /metrics (ts_s unix,
 name with its labels as the server wrote them, value)"""
 
-TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
+TIERS_APPLIED_COLUMNS = ("users_min", "users_mean", "users_max", "workers_min", "workers_max")
+"""tiers.csv: the load really applied over the tier's measure window (start_s + warmup_s .. end_s), sampled
+every 0.25 s on the master / local process: users running (a lost worker's users count 0 from when
+Locust marks it missing) and workers connected; empty when not sampled"""
+
+TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped",
+                 *TIERS_APPLIED_COLUMNS)
 """tiers.csv: one row per tier of a load shape"""
 
 PHASES = ("warmup", "measure", "after")

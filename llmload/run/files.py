@@ -116,7 +116,9 @@ def without_userinfo(url: str) -> str:
 
 
 def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
-             ended_unix: float | None, workers: int, end: dict | None = None) -> dict:
+             ended_unix: float | None, workers: int, end: dict | None = None,
+             worker_book: dict | None = None) -> dict:
+    """run.json's content; `worker_book` (run/workers.py) adds `worker_nodes` and `tier_reach`."""
     parsed = environment.parsed_options
     return {
         "run_id": run_id,
@@ -132,6 +134,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "workers": workers,
         "shape": getattr(environment, "llmload_shape_info", None) or {},
         "slo_profile": getattr(parsed, "slo_profile", "") or "",
+        **(worker_book or {}),
     }
 
 

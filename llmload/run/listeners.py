@@ -1,7 +1,9 @@
 """The Locust listeners every llmload run has: `install(events)` registers them (once).
 
 - init_command_line_parser: the run options (options.py).
-- init: 1 ms response-time buckets (every process), the RunContext, and on the process that
+- init: 1 ms response-time buckets and Locust's defaults built once (every process), the RunContext,
+  the worker book (run/workers.py: a worker answers clock probes; the master keeps the workers'
+  joins and losses, rewriting run.json at each), and on the process that
   writes files a check of the numbers (`--max-tokens 0`, a timeout <= 0, ...) and that the run
   folder is writable: one line and exit code 2 otherwise, before anything starts (this
   listener is registered before the embedded server's, so no server starts either).
@@ -26,7 +28,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, server_metrics, stop
+from llmload.run import ending, files, server_metrics, stop, workers
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_cached_default_args, use_precise_buckets
@@ -43,7 +45,13 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     context_for(environment)
     stop.listen(environment)
     runner = environment.runner
-    if isinstance(runner, WorkerRunner) or environment.parsed_options is None:
+    if isinstance(runner, WorkerRunner):
+        workers.attach_worker(runner)
+        return
+    book = workers.book_for(environment)
+    if book is not None:  # a worker joined or was lost: run.json says so at once
+        book.on_change = lambda: write_run_json(environment)
+    if environment.parsed_options is None:
         return
     given = getattr(environment.parsed_options, "run_dir", "") or ""
     try:
@@ -61,9 +69,11 @@ def write_run_json(environment: Any, ended_unix: float | None = None, end: dict 
         return
     runner = environment.runner
     # the most workers seen during the run (at quit they have already disconnected)
-    workers = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
+    count = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
+    book = workers.book_for(environment)
     info = files.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
-                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=workers, end=end)
+                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=count, end=end,
+                          worker_book=book.to_json() if book is not None else None)
     files.write_run_json(ctx.sink.run_dir, info)
 
 
@@ -106,6 +116,9 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 
             shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure)
         ctx.start_health()
+    book = workers.book_for(environment)
+    if book is not None:
+        book.start()
     ctx.sink.start()
 
 
@@ -134,6 +147,9 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         runner.stop()
     if ctx.health is not None:
         ctx.health.stop()
+    book = workers.book_for(environment)
+    if book is not None:
+        book.stop()
     ctx.sink.stop()
     end = getattr(environment, "llmload_run_end", None)
     if end is None and ctx.sink.writes_files:

@@ -119,6 +119,33 @@ def connected_workers(runner: Any) -> list[str]:
     return sorted(node.id for node in clients.ready + clients.spawning + clients.running)
 
 
+def worker_nodes(runner: Any) -> list[tuple[str, str, int]]:
+    """(id, state, users) of every worker a master knows, missing ones included: Locust keeps a
+    worker whose heartbeats stopped for ~3 s in `clients` with state "missing" (its users set to
+    0) and deletes it after 60 s more; a worker that quit or stopped is deleted at once."""
+    return [(node.id, node.state, node.user_count) for node in list(runner.clients.values())]
+
+
+def worker_index(runner: Any, client_id: str) -> int:
+    """The master's 0-based index of a worker (the worker's own `worker_index`: w0, w1, ...)."""
+    return runner.get_worker_index(client_id)
+
+
+def observe_worker_messages(runner: Any, seen: Any) -> None:
+    """Worker: call `seen(msg, unix_s)` on every message from the master as it is taken off the
+    socket, before Locust handles it (`WorkerRunner.worker` calls `self.handle_message(msg)`,
+    looked up on the instance)."""
+    import time
+
+    handle = runner.handle_message
+
+    def observed(msg: Any) -> None:
+        seen(msg, time.time())
+        handle(msg)
+
+    runner.handle_message = observed
+
+
 def has_message_handler(runner: Any, name: str) -> bool:
     return name in runner.custom_messages
 

@@ -11,7 +11,8 @@ How it works: a `RowSink` exists in every process.
   `ship_interval_s` (1 s) as a `llmload_rows` message; the master's handler writes them. The
   outbox is also shipped at test stop and at the drain (drain.py), so ramp-down rows arrive.
 So one samples.csv exists per run however many workers there are, flushed at least every
-`ship_interval_s` + 1 s.
+`ship_interval_s` + 1 s. A worker whose clock is more than 50 ms off the master's (run/workers.py)
+has its rows' times moved onto the master's clock here, before the tier is stamped.
 """
 
 from __future__ import annotations
@@ -162,6 +163,11 @@ class RowSink:
         for row in samples:
             row.setdefault("worker", msg.node_id)
         health = list(msg.data.get("health", ()))
+        book = getattr(environment, "llmload_workers", None)  # run/workers.py
+        if book is not None:
+            book.seen(msg.node_id)
+            _to_master_clock(samples, "ts_start_s", book)
+            _to_master_clock(health, "ts_s", book)
         if self.samples is None and self.run_dir is not None:
             self._write_late("samples", samples)
             self._write_late("health", health)
@@ -170,3 +176,11 @@ class RowSink:
             self.add_sample(row)
         for row in health:
             self.add_health(row)
+
+
+def _to_master_clock(rows: list[dict], column: str, book: Any) -> None:
+    """Move a skewed worker's times onto the master's clock (run/workers.py: only beyond 50 ms)."""
+    for row in rows:
+        offset_s = book.offset_s(str(row.get("worker", "")))
+        if offset_s and row.get(column) not in (None, ""):
+            row[column] = round(float(row[column]) - offset_s, 6)

@@ -42,7 +42,7 @@ from locust import LoadTestShape
 from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
-from llmload.run import files, locust_compat
+from llmload.run import files, locust_compat, workers
 from llmload.run.timeline import Tier, Timeline, timeline_for
 from llmload.run.window import StatsSnapshot, diff, snapshot
 from llmload.shaping.early_stop import knee_reason
@@ -187,7 +187,8 @@ class PlanShape(LoadTestShape):
         plan = self.build_plan(options)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
-        run = ShapeRun(plan=plan, options=options, writer=TiersCsv(path), unix_offset_s=self._wall() - now)
+        writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
+        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - now)
         run_time_s = getattr(parsed, "run_time", None)
         if run_time_s:
             run.run_time_s, run.deadline = float(run_time_s), now + float(run_time_s)

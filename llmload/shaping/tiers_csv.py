@@ -4,18 +4,21 @@ How it works: the file is tiny, so the writer keeps every row in memory and rewr
 file (temporary file + `os.replace`, flushed to disk) whenever a tier begins or ends. A run
 killed in the middle of a tier therefore leaves a complete, readable file whose last `end_s` is
 empty. Columns (unix seconds): tier, start_s, end_s, target_users, target_rps, warmup_s, then
-`dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats).
+`dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats), then
+the load really applied over the measure window when the tier ends (`users_min`, `users_mean`,
+`users_max`, `workers_min`, `workers_max`: run/applied.py, given as `applied(start_s, end_s)`).
 """
 
 from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from pathlib import Path
 
+from llmload.contract import TIERS_APPLIED_COLUMNS
+from llmload.contract import TIERS_COLUMNS as COLUMNS
 from llmload.run.timeline import Tier
-
-COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped")
 
 
 def _cell(value: object, column: str) -> str:
@@ -27,8 +30,9 @@ def _cell(value: object, column: str) -> str:
 
 
 class TiersCsv:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, applied: Callable[[float, float], dict] | None = None) -> None:
         self.path = Path(path)
+        self.applied = applied
         self.rows: list[dict[str, object]] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -43,6 +47,7 @@ class TiersCsv:
                 "target_rps": tier.target_rps,
                 "warmup_s": tier.warmup_s,
                 "dropped": None,
+                **dict.fromkeys(TIERS_APPLIED_COLUMNS),
             }
         )
         self._write()
@@ -53,6 +58,9 @@ class TiersCsv:
             return
         self.rows[-1]["end_s"] = end_s
         self.rows[-1]["dropped"] = dropped
+        if self.applied is not None:
+            row = self.rows[-1]
+            row.update(self.applied(float(row["start_s"]) + float(row["warmup_s"]), end_s))  # type: ignore[arg-type]
         self._write()
 
     def _write(self) -> None:
