@@ -304,9 +304,10 @@ def evaluate(variant: str, run_dir: Path) -> dict:
             "wait_ms", "queue_len", "inflight", "srv_waiting_mean", "srv_waiting_max", "srv_running_mean",
             "srv_queue_time_ms", "srv_kv_cache_pct")
     tiers = [{c: _num(row.get(c)) for c in cols if c in table.columns} for _, row in table.iterrows()]
-    verdict_lines = [line for line in (report + "\n" + knee).splitlines()
-                     if line.startswith(("Compute saturation:", "Queueing onset:", "Fitted model:", "Headers:",
-                                         "Saturation:", "Capacity", "Knee"))]
+    verdict_lines = list(dict.fromkeys(  # the report's answer lines, then what `knee` adds (no repeats)
+        line for line in (report + "\n" + knee).splitlines()
+        if line.startswith(("Compute saturation:", "Queueing onset:", "Queueing model:", "Fitted model:", "Headers:",
+                            "Saturation:", "Capacity", "Knee", "Failures in the run:"))))
     report_md = (run_dir / "report.md").read_text() if (run_dir / "report.md").exists() else ""
     srv = [t.get("srv_waiting_mean") for t in tiers]
     result = {
