@@ -29,8 +29,12 @@ SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "
                        "retry_after_source", "finish_reason")
 """samples.csv columns holding text (every other column is a number or empty)"""
 
-HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight")
-"""health.csv: one row per generator process per second"""
+HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight",
+                  "lag_cpu_ms", "machine_cpu_percent", "host", "pid")
+"""health.csv: one row per generator process per second. Why the loop was late (run/health.py):
+`lag_cpu_ms` CPU ms the process used during the window's latest wake-up (about loop_lag_ms_max:
+busy, its own code held the loop; near 0: starved or blocked), `machine_cpu_percent` the whole
+machine's CPU over the window (0-100, all cores: high = starved by other processes), `host`, `pid`"""
 
 SERVER_METRICS_COLUMNS = ("ts_s", "name", "value")
 """server_metrics.csv: one row per kept sample of each scrape of the target's /metrics (ts_s unix,

@@ -11,6 +11,14 @@ Every second the window's lag max / p50, the process CPU % (psutil), the user co
 the requests in flight become one health row (health.csv, per worker). `loop_lag_ms`
 (for sample rows) is the larger of the last full second's max and the current window's.
 
+Why the loop was late, per row: `lag_cpu_ms` is the CPU time this process used during the
+window's latest wake-up (the sleep that ended `loop_lag_ms_max` late), `machine_cpu_percent`
+the whole machine's CPU over the window (all cores, 0-100), `host` and `pid` name the process.
+A late wake-up that used about as much CPU as it was late is *busy* (this process's own Python
+code held the loop: too many streams for one core, or a slow task); one that used little CPU
+while the machine was busy is *starved* (other processes had the cores); little CPU on an idle
+machine is *blocked* (a blocking call: DNS, disk, a non-gevent library).
+
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
 loop every ~10 s at a few hundred streams, during which every arriving chunk waits (it
@@ -24,6 +32,8 @@ freed by reference counting as usual, only cyclic garbage alive at that instant 
 from __future__ import annotations
 
 import gc
+import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -32,14 +42,21 @@ import psutil
 
 from llmload.client.timing import percentile
 
+HOST = socket.gethostname()
+
 
 class LagWindow:
-    """Lateness samples (ms) of one reporting window."""
+    """Lateness samples (ms) of one reporting window, and the CPU used during the latest one."""
 
     def __init__(self) -> None:
         self.lags_ms: list[float] = []
+        self.max_ms = 0.0
+        self.worst_cpu_ms = 0.0
+        """CPU time (ms) the process used during the window's latest wake-up"""
 
-    def add(self, lag_ms: float) -> None:
+    def add(self, lag_ms: float, cpu_ms: float = 0.0) -> None:
+        if not self.lags_ms or lag_ms > self.max_ms:
+            self.max_ms, self.worst_cpu_ms = lag_ms, cpu_ms
         self.lags_ms.append(lag_ms)
 
     def summary(self) -> tuple[float | None, float | None]:
@@ -48,10 +65,6 @@ class LagWindow:
             return None, None
         ordered = sorted(self.lags_ms)
         return ordered[-1], percentile(ordered, 50)
-
-    @property
-    def max_ms(self) -> float:
-        return max(self.lags_ms) if self.lags_ms else 0.0
 
 
 class HealthMonitor:
@@ -69,6 +82,7 @@ class HealthMonitor:
         self._process = psutil.Process()
         self._users_last_report = -1
         self._users_frozen = -1
+        self.window_worst_cpu_ms = 0.0
 
     @property
     def loop_lag_ms(self) -> float:
@@ -77,6 +91,7 @@ class HealthMonitor:
     def start(self) -> None:
         if self._greenlet is None or self._greenlet.dead:
             self._process.cpu_percent(None)  # prime: the next call measures from here
+            psutil.cpu_percent(None)
             self._greenlet = gevent.spawn(self._run)
 
     def stop(self) -> None:
@@ -85,14 +100,14 @@ class HealthMonitor:
             self._greenlet = None
 
     def _run(self) -> None:
-        clock = time.perf_counter
+        clock, cpu_clock = time.perf_counter, time.process_time
         interval = self.interval_s
         window_start = clock()
         while True:
-            before = clock()
+            before, cpu_before = clock(), cpu_clock()
             gevent.sleep(interval)
             now = clock()
-            self.window.add(max(0.0, (now - before - interval) * 1000.0))
+            self.window.add(max(0.0, (now - before - interval) * 1000.0), (cpu_clock() - cpu_before) * 1000.0)
             if now - window_start >= self.report_s:
                 self._report()
                 window_start = now
@@ -109,10 +124,13 @@ class HealthMonitor:
         self._freeze_when_steady(users)
         lag_max, lag_p50 = self.window.summary()
         self.last_max_ms = lag_max or 0.0
+        self.window_worst_cpu_ms = self.window.worst_cpu_ms
         self.window = LagWindow()
         self.emit({
             "ts_s": round(time.time(), 3), "worker": self.worker,
             "loop_lag_ms_max": round(lag_max, 3) if lag_max is not None else "",
             "loop_lag_ms_p50": round(lag_p50, 3) if lag_p50 is not None else "",
             "cpu_percent": self._process.cpu_percent(None), "users": users, "inflight": self.inflight(),
+            "lag_cpu_ms": round(self.window_worst_cpu_ms, 3), "machine_cpu_percent": psutil.cpu_percent(None),
+            "host": HOST, "pid": os.getpid(),
         })
