@@ -16,7 +16,7 @@ RUN ?= $(shell ls -td reports/*/ 2>/dev/null | head -1)
 LOCUST := PYTHONPATH=. $(BIN)/locust
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast bench mock ui run master worker report lint clean
+.PHONY: help setup demo test test-fast bench soak mock ui run master worker report lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ test-fast: $(STAMP) ## unit tests only (no sockets)
 
 bench: $(STAMP) ## run the benchmarks; results go to bench/results/
 	$(BIN)/python -m bench
+
+soak: $(STAMP) ## 10-minute soak on the embedded server: generator and report memory -> bench/results/soak.json
+	$(BIN)/python -m bench.soak --seconds 600
 
 mock: $(STAMP) ## run the embedded simulated server in the foreground (PRESET=demo PORT=8400)
 	$(BIN)/python -m llmload.server --preset $(PRESET) --port $(PORT)
