@@ -13,6 +13,12 @@ A scenario is a few lines (see `llmload.scenario.install` for what the one call 
         scenario = "chat-short"          # the event name in Locust's tables
         prompt_tokens = 64
 
+Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`;
+docs/workloads.md): each user gets a seeded `PromptSource` (llmload/workload/) that hands it the
+next prompt, max_tokens and scenario label (a grid cell's label), unless the scenario overrides
+`prompt()`. Request knobs (`--extra-body`, `--header`, `--stream`, `--output-len-mode`) have
+class-attribute twins: `extra_body`, `headers`, `stream`, `output_len_mode`.
+
 How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which
 a scenario may override), the transport (`--transport fast|openai`) streams it into a
 StreamResult, `record()` fires the LLM/TTFT/ITL events and hands one sample row to the sink.
@@ -33,6 +39,7 @@ the run's stop.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import random
@@ -52,6 +59,9 @@ from llmload.run.options import OptionError, read_options
 from llmload.run.retry import NextStep, mark_too_long, next_step
 from llmload.run.samples import sample_row
 from llmload.run.stop import stop_run
+from llmload.workload.dataset import DatasetError
+from llmload.workload.sizing import SizingError
+from llmload.workload.source import PromptSource
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +82,13 @@ class LLMUser(User):
     max_tokens: int | None = None
     """None: --max-tokens"""
     extra_body: dict | None = None
-    """extra JSON fields of every request (temperature, seed, ...)"""
+    """extra JSON fields of every request (temperature, seed, ...), merged over --extra-body"""
+    headers: dict | None = None
+    """extra request headers of this class, merged over --header"""
+    stream: bool | None = None
+    """None: --stream / --no-stream"""
+    output_len_mode: str | None = None
+    """usage | ignore-eos | min-tokens; None: --output-len-mode"""
 
     def on_start(self) -> None:
         self.ctx = context_for(self.environment)
@@ -86,13 +102,33 @@ class LLMUser(User):
                 stop_run(self.environment, str(exc))
         self.user_index = self.ctx.next_user_index()
         self.user_id = f"{self.ctx.worker}-{self.user_index}"
+        if self.opts is not None and self.headers:
+            self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
         self.transport = make_transport(self.opts, self.user_index) if self.opts is not None else None
         self.label = self.scenario or type(self).__name__
         self.rng = random.Random()
+        self.source = self._prompt_source() if self.opts is not None else None
         self._request_seq = itertools.count(1)
         self._connect_backoff_s = 0.0
         self._rate_limited_streak = 0
         self._failures = FailureBackoff()
+
+    def _prompt_source(self) -> PromptSource | None:
+        """The user's seeded workload (None: no workload option given, or prompt() overridden)."""
+        spec = self.opts.workload
+        if not spec.active or type(self).prompt is not LLMUser.prompt:
+            return None
+        endpoint = self.endpoint or self.opts.endpoint
+        try:
+            items = self.ctx.dataset_items(spec.dataset) if spec.dataset else None
+            sizer = self.ctx.prompt_sizer(self.opts, self.transport, endpoint) if spec.needs_sizer else None
+        except (DatasetError, SizingError) as exc:
+            self.ctx.guard.halted = str(exc)
+            stop_run(self.environment, str(exc))
+            return None
+        return PromptSource(spec, base_label=self.label, user_index=self.user_index,
+                            worker_index=self.ctx.worker_index, items=items, sizer=sizer,
+                            prompt_words=self.prompt_tokens or self.opts.prompt_tokens, chat=endpoint == "chat")
 
     def on_stop(self) -> None:
         transport = getattr(self, "transport", None)
@@ -130,10 +166,17 @@ class LLMUser(User):
 
     def stream_completion(self) -> None:
         """One unit of work of the user; override to build messages, chain turns, etc."""
-        self.ask()
+        if self.source is None:
+            self.ask()
+            return
+        item = self.source.next()
+        result = self.ask(Prompt(item.prompt, item.approx_tokens or 0), messages=item.messages,
+                          max_tokens=item.max_tokens, label=item.label, workload=item.columns)
+        self.source.answered(result.text if result.ok else "")
 
     def ask(self, prompt: Prompt | None = None, *, messages: list[dict] | None = None,
-            max_tokens: int | None = None, schedule_lag_ms: float | None = None) -> StreamResult:
+            max_tokens: int | None = None, schedule_lag_ms: float | None = None, label: str | None = None,
+            workload: dict | None = None) -> StreamResult:
         """Stream one completion (with up to --retries retries); returns the last attempt.
 
         Before it returns, a closed-loop user pauses as run/retry.py (--on-429) and the failure
@@ -151,7 +194,9 @@ class LLMUser(User):
                 max_tokens=max_tokens or self.max_tokens or self.opts.max_tokens,
                 request_id=f"{self.ctx.token}-{self.user_id}-{next(self._request_seq)}",
                 input_tokens_estimate=prompt.approx_tokens, retry_of=retry_of, messages=messages,
-                extra_body=self.extra_body,
+                extra_body={**(self.opts.extra_body or {}), **(self.extra_body or {})} or None,
+                stream=self.opts.stream if self.stream is None else self.stream,
+                output_len_mode=self.output_len_mode or self.opts.output_len_mode,
             )
             self.ctx.inflight += 1
             try:
@@ -159,7 +204,7 @@ class LLMUser(User):
             finally:
                 self.ctx.inflight -= 1
             result = mark_too_long(result, self.opts.retry_policy)
-            self.record(result, schedule_lag_ms)
+            self.record(result, schedule_lag_ms, label, workload)
             step = self._next_step(result, attempt, budget_end_s)
             if not step.retry or self.ctx.guard.halted:
                 if step.pause_s > 0 and not self.ctx.guard.halted and (closed_loop or failed_to_connect(result)):
@@ -189,13 +234,15 @@ class LLMUser(User):
             return step
         return NextStep(False, max(step.pause_s, self._failures.pause_s(result, self.rng)))
 
-    def record(self, result: StreamResult, schedule_lag_ms: float | None = None) -> None:
+    def record(self, result: StreamResult, schedule_lag_ms: float | None = None, label: str | None = None,
+               workload: dict | None = None) -> None:
         """Fire the events of one attempt, write its sample row, stop the run on a fatal condition."""
         ctx = self.ctx
-        fire_events(self.environment.events.request, self.label, result)
+        label = label or self.label
+        fire_events(self.environment.events.request, label, result)
         ctx.sink.add_sample(sample_row(
-            result, worker=ctx.worker, user=self.user_id, scenario=self.label, users_now=ctx.users_now(),
-            schedule_lag_ms=schedule_lag_ms, loop_lag_ms=ctx.loop_lag_ms,
+            result, worker=ctx.worker, user=self.user_id, scenario=label, users_now=ctx.users_now(),
+            schedule_lag_ms=schedule_lag_ms, loop_lag_ms=ctx.loop_lag_ms, workload=workload,
         ))
         if result.ok and result.model_returned and result.model_returned != result.model_requested:
             ctx.model_mismatches += 1
@@ -219,3 +266,11 @@ class CompletionsUser(LLMUser):
 
     abstract = True
     endpoint = "completions"
+
+
+class EmbeddingsUser(LLMUser):
+    """Sends /v1/embeddings requests back to back (abstract): latency, and input tokens/s from
+    samples.csv (`input_tokens` / `e2e_ms`). Never streamed; no TTFT/ITL events."""
+
+    abstract = True
+    endpoint = "embeddings"

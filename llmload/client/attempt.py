@@ -19,6 +19,8 @@ transport cancels it when the first token arrives). A transport does only the wi
 `finish` is the shared tail: the failure, connection facts (`conn_reused`, `connect_ms`),
 timing figures and token counts (`StreamBuilder.fill`), t0 on the monotonic clock and
 `elapsed_ms` (t0 -> the end of the attempt, or -> the read that delivered a malformed chunk).
+A non-streamed request (`--no-stream`, embeddings) has no first token to wait for: only
+its `total` cap is armed, and `answer(raw)` folds the whole body, timed when it was read.
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ class Attempt:
         self.limits = limits
         self.timing = StreamTiming(clock)
         self.builder = StreamBuilder(self.timing)
+        streamed = req.streamed
         self.result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=transport,
-                                   ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of)
+                                   ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of,
+                                   streamed=streamed,
+                                   max_tokens=req.max_tokens if req.endpoint != "embeddings" else None)
         self.total = gevent.Timeout(limits.request_timeout_s)
         self.first = gevent.Timeout(limits.first_token_timeout_s)
         self.exc: LLMError | None = None
@@ -55,7 +60,13 @@ class Attempt:
 
     def arm(self) -> None:
         self.total.start()
-        self.first.start()
+        if self.result.streamed:
+            self.first.start()
+
+    def answer(self, raw: bytes) -> None:
+        """A non-streamed answer's whole body, read just now."""
+        self.builder.feed_answer(self.clock(), raw, embeddings=self.req.endpoint == "embeddings")
+        self.exc = self.builder.failure()
 
     def disarm(self) -> None:
         self.total.close()

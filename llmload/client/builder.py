@@ -6,9 +6,16 @@ read times kept). The builder parses (`sse.parse_line`) after the stamp, keeps t
 points in a `StreamTiming`, the text, usage, model and finish reason, and stops at `[DONE]`
 or an in-stream error. `fill()` puts timing figures and token counts into the result:
 server usage first, else the client count (`tokens.count_tokens`).
+
+A non-streamed answer (or an embeddings answer) is one JSON body: `feed_answer(t, raw)`
+folds it as a single chunk read at `t`, the time the whole body was in, so its TTFT is
+its end-to-end time (the row says `streamed=0`). An embeddings answer generates nothing:
+its output tokens are 0 and its input tokens come from `usage.prompt_tokens`.
 """
 
 from __future__ import annotations
+
+import json
 
 from llmload.client import sse
 from llmload.client.errors import LLMError, StreamBroken, StreamError
@@ -60,6 +67,31 @@ class StreamBuilder:
             self.finish_reason = chunk.finish_reason
         return False
 
+    def feed_answer(self, t: float, raw: bytes, embeddings: bool = False) -> None:
+        """A whole non-streamed JSON answer read by time `t`; MalformedChunk when it is not a JSON object."""
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            raise sse.MalformedChunk(f"answer is not JSON: {raw[:80]!r}") from exc
+        if not isinstance(obj, dict):
+            raise sse.MalformedChunk(f"answer is not a JSON object: {raw[:80]!r}")
+        self.saw_done = True
+        chunk = sse.answer_from_obj(obj)
+        if chunk.error is not None:
+            self.error_event = chunk.error
+            return
+        if embeddings:
+            self.timing.chunk(t, False, False)
+            usage = chunk.usage
+            self.usage = dict(usage, completion_tokens=0) if isinstance(usage, dict) else None
+            self.model = chunk.model or ""
+            return
+        self.timing.chunk(t, bool(chunk.content), bool(chunk.reasoning))
+        self.parts += [text for text in (chunk.content, chunk.reasoning) if text]
+        self.usage = chunk.usage or None
+        self.model = chunk.model or ""
+        self.finish_reason = chunk.finish_reason or ""
+
     def failure(self) -> LLMError | None:
         """The failure the stream's content implies (error event, or no [DONE]/finish)."""
         if self.error_event is not None:
@@ -88,6 +120,9 @@ class StreamBuilder:
         result.input_tokens = prompt if isinstance(prompt, int) else input_tokens_estimate
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         result.cached_tokens = cached if isinstance(cached, int) else None
+        completion_details = usage.get("completion_tokens_details")
+        if isinstance(completion_details, dict) and isinstance(completion_details.get("reasoning_tokens"), int):
+            result.reasoning_tokens = completion_details["reasoning_tokens"]
         result.model_returned = self.model
         result.finish_reason = self.finish_reason
         result.text = text

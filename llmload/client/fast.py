@@ -20,6 +20,9 @@ a connection reports `conn_reused=0` and its TCP (+TLS) connect time, else `conn
 TLS is verified unless `insecure=True` (--insecure). Reads have no per-read timeout: the
 attempt's two caps (attempt.py) bound every read, and a per-read timer would cost ~5 µs per
 chunk. After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
+A non-streamed answer (`--no-stream`, embeddings) is read whole and timed when it is in.
+Request knobs: `headers` are sent on every request, `query` is appended to every path, and
+`api_key_header` (e.g. Azure's `api-key`) carries the key instead of `Authorization: Bearer`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from llmload.client.errors import (
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
 
-PATHS = {"chat": "/chat/completions", "completions": "/completions"}
+PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
 BLOCK_SIZE = 16384
 """bytes per socket read"""
 
@@ -75,7 +78,8 @@ class FastTransport:
     name = "fast"
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
-                 clock: Callable[[], float] = time.perf_counter, insecure: bool = False) -> None:
+                 clock: Callable[[], float] = time.perf_counter, insecure: bool = False,
+                 headers: dict[str, str] | None = None, query: str = "", api_key_header: str = "") -> None:
         url = urlparse(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"host must look like http://HOST:PORT[/v1], got {base_url!r}")
@@ -87,7 +91,12 @@ class FastTransport:
         self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
-            self.headers["Authorization"] = f"Bearer {api_key}"
+            if api_key_header:
+                self.headers[api_key_header] = api_key
+            else:
+                self.headers["Authorization"] = f"Bearer {api_key}"
+        self.headers.update(headers or {})
+        self.query = f"?{query}" if query else ""
         self._connect_s: float | None = None
         self._connecting = False
         self.client = self._new_client()
@@ -176,6 +185,25 @@ class FastTransport:
                 sse.feed_blocks(pending, feed)
                 return
 
+    def _read_response(self, resp, req: StreamRequest, attempt: Attempt, pending: list[tuple[float, bytes]]) -> None:
+        """Status and headers are in: read the error body, the whole answer, or the stream."""
+        attempt.result.status = status = resp.status_code
+        content_type = str(resp.get("content-type") or "")
+        lower = {k.lower(): v for k, v in resp.items()}
+        attempt.note_headers(lower)
+        if status != 200:
+            raw = resp.read(65536)
+            attempt.exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
+        elif not req.streamed:
+            attempt.answer(resp.read())
+        elif not is_event_stream(content_type):
+            attempt.exc = not_sse_error(content_type)  # the connection is closed on release (body unread)
+        else:
+            self._read_stream(resp, attempt, pending)
+            attempt.exc = attempt.builder.failure()
+            if attempt.exc is None and not resp.message_complete:
+                resp.read()  # drain the terminating chunk so the connection is kept
+
     def stream(self, req: StreamRequest) -> StreamResult:
         body = json.dumps(req.body()).encode()
         headers = dict(self.headers)
@@ -189,22 +217,10 @@ class FastTransport:
         attempt.arm()
         try:
             timing.start()
-            resp = self.client.request("POST", self.prefix + PATHS[req.endpoint], body=body, headers=headers)
+            resp = self.client.request("POST", self.prefix + PATHS[req.endpoint] + self.query, body=body,
+                                       headers=headers)
             timing.headers()
-            attempt.result.status = status = resp.status_code
-            content_type = str(resp.get("content-type") or "")
-            lower = {k.lower(): v for k, v in resp.items()}
-            attempt.note_headers(lower)
-            if status != 200:
-                raw = resp.read(65536)
-                attempt.exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
-            elif not is_event_stream(content_type):
-                attempt.exc = not_sse_error(content_type)  # the connection is closed on release (body unread)
-            else:
-                self._read_stream(resp, attempt, pending)
-                attempt.exc = attempt.builder.failure()
-                if attempt.exc is None and not resp.message_complete:
-                    resp.read()  # drain the terminating chunk so the connection is kept
+            self._read_response(resp, req, attempt, pending)
         except gevent.Timeout as t_exc:
             attempt.exc = attempt.cap_error(t_exc)
         except MalformedChunk as m_exc:

@@ -1,4 +1,10 @@
-"""What one attempt sends (`StreamRequest`), its caps (`Timeouts`) and its outcome (`StreamResult`)."""
+"""What one attempt sends (`StreamRequest`), its caps (`Timeouts`) and its outcome (`StreamResult`).
+
+`StreamRequest.body()` is the JSON both transports send: chat (`messages`), completions
+(`prompt`) or embeddings (`input`); streamed (`stream: true` + `include_usage`) or not.
+The output-length mode adds vLLM's sampling extras: `ignore-eos` -> `"ignore_eos": true`,
+`min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins).
+"""
 
 from __future__ import annotations
 
@@ -33,17 +39,37 @@ class StreamRequest:
     """chat only: full message list (system prompt, history); default one user message"""
     extra_body: dict | None = None
     """merged into the JSON body (temperature, seed, ignore_eos, ...)"""
+    stream: bool = True
+    """False: one JSON answer (TTFT is then the whole answer's time); embeddings are never streamed"""
+    output_len_mode: str = "usage"
+    """usage (ask max_tokens only) | ignore-eos | min-tokens (see OUTPUT_LEN_MODES)"""
+
+    @property
+    def streamed(self) -> bool:
+        return self.stream and self.endpoint != "embeddings"
 
     def body(self) -> dict:
-        body: dict = {"model": self.model, "max_tokens": self.max_tokens, "stream": True,
-                      "stream_options": {"include_usage": True}}
-        if self.endpoint == "chat":
-            body["messages"] = self.messages or [{"role": "user", "content": self.prompt}]
+        if self.endpoint == "embeddings":
+            body: dict = {"model": self.model, "input": self.prompt, "encoding_format": "float"}
         else:
-            body["prompt"] = self.prompt
+            body = {"model": self.model, "max_tokens": self.max_tokens, "stream": self.stream}
+            if self.stream:
+                body["stream_options"] = {"include_usage": True}
+            if self.endpoint == "chat":
+                body["messages"] = self.messages or [{"role": "user", "content": self.prompt}]
+            else:
+                body["prompt"] = self.prompt
+            if self.output_len_mode == "ignore-eos":
+                body["ignore_eos"] = True
+            elif self.output_len_mode == "min-tokens":
+                body["min_tokens"] = self.max_tokens
         if self.extra_body:
             body.update(self.extra_body)
         return body
+
+
+OUTPUT_LEN_MODES = ("usage", "ignore-eos", "min-tokens")
+"""how a fixed output length is asked for: max_tokens only, + ignore_eos, + min_tokens = max_tokens"""
 
 
 @dataclass(slots=True)
@@ -75,6 +101,12 @@ class StreamResult:
     ratelimit_remaining_requests: int | None = None
     ratelimit_remaining_tokens: int | None = None
     """`x-ratelimit-remaining-*` of the answer, when the server sends them"""
+    streamed: bool = True
+    """False: a non-streamed answer, whose ttft_ms is the whole answer's time (= e2e_ms)"""
+    reasoning_tokens: int | None = None
+    """usage.completion_tokens_details.reasoning_tokens, when the server sends it"""
+    max_tokens: int | None = None
+    """the max_tokens asked (None for embeddings)"""
 
     @property
     def ok(self) -> bool:

@@ -27,6 +27,12 @@ Connection facts come from httpcore2's `trace` extension, installed by an httpx2
 hook and keyed by the request's X-Request-Id: a `connection.connect_tcp` event means the
 attempt opened a new connection (connect_ms = TCP connect + TLS handshake); none means
 the pooled connection was reused.
+
+Non-streamed requests (`--no-stream`) and embeddings go through the same
+`with_streaming_response` call with `stream=False` (embeddings: `embeddings.create`); the
+whole body is read and timed when it is in. Request knobs: `headers` and `query` become the
+client's `default_headers` / `default_query`; with `api_key_header` the key goes in that
+header and the SDK's `Authorization` header is omitted.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 import gevent
 import httpx2
@@ -55,7 +61,7 @@ from llmload.client.errors import (
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
 
-_SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt")
+_SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt", "input", "encoding_format")
 
 USERS_PER_CLIENT = 32
 """users sharing one SDK client (see the module docstring: httpcore2's pool scan)"""
@@ -103,10 +109,12 @@ class ConnectTracer:
 
 
 def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 0,
-                  clock: Callable[[], float] = time.perf_counter,
-                  insecure: bool = False) -> tuple[openai.OpenAI, ConnectTracer]:
-    """The SDK client of pool shard `shard` for this base URL / key (each built once)."""
-    key = (base_url, api_key, timeouts, shard, insecure)
+                  clock: Callable[[], float] = time.perf_counter, insecure: bool = False,
+                  headers: dict[str, str] | None = None, query: str = "",
+                  api_key_header: str = "") -> tuple[openai.OpenAI, ConnectTracer]:
+    """The SDK client of pool shard `shard` for this base URL / key / knobs (each built once)."""
+    key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query,
+           api_key_header)
     if key not in _clients:
         logging.getLogger("httpx2").setLevel(logging.WARNING)
         tracer = ConnectTracer(clock)
@@ -116,8 +124,12 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
             event_hooks={"request": [tracer.on_request]},
             verify=not insecure,
         )
+        default_headers: dict = dict(headers or {})
+        if api_key_header:
+            default_headers[api_key_header] = api_key  # and each request omits Authorization (stream())
         client = openai.OpenAI(base_url=base_url, api_key=api_key or "no-key", max_retries=0,
-                               http_client=http_client)
+                               http_client=http_client, default_headers=default_headers or None,
+                               default_query=dict(parse_qsl(query)) or None)
         # The SDK's platform headers are lru-cached but computed on first use with a blocking
         # `uname -p` subprocess: under gevent every user's first request would miss the cache
         # at once and fork one subprocess each. Fill the cache now, before users start.
@@ -131,48 +143,64 @@ class OpenAITransport:
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
                  clock: Callable[[], float] = time.perf_counter, user_index: int = 0,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, headers: dict[str, str] | None = None, query: str = "",
+                 api_key_header: str = "") -> None:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
         url = urlparse(base_url)
         self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
         shard = user_index // USERS_PER_CLIENT
-        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure)
+        self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure,
+                                                 headers, query, api_key_header)
+        self.auth_omitted: dict = {"Authorization": openai.omit} if api_key_header else {}
+        """the SDK accepts a missing Authorization only when a request omits it explicitly"""
 
     def close(self) -> None:
         """The client is shared by the process's users: nothing to close per user."""
 
+    def _read_stream(self, resp, attempt: Attempt) -> None:
+        """Raw SSE lines stamped as they arrive, to [DONE] (then drained: the connection is kept)."""
+        clock, feed = self.clock, attempt.builder.feed
+        times, waiting_first = attempt.timing.text_times, True
+        lines = resp.iter_lines()
+        for line in lines:
+            t = clock()
+            if feed(t, line.encode()):
+                break
+            if waiting_first and times:
+                attempt.first.cancel()
+                waiting_first = False
+        if attempt.builder.saw_done:
+            for _ in lines:  # read to the end of the HTTP message: the connection is kept
+                pass
+        attempt.exc = attempt.builder.failure()
+
     def stream(self, req: StreamRequest) -> StreamResult:
         clock, body = self.clock, req.body()
         kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
-        api = self.client.chat.completions if req.endpoint == "chat" else self.client.completions
+        if req.endpoint == "chat":
+            api = self.client.chat.completions
+        else:  # touching client.embeddings imports its module (once): only when used
+            api = self.client.completions if req.endpoint == "completions" else self.client.embeddings
         attempt = Attempt(req, self.name, self.timeouts, clock)
         timing = attempt.timing
         attempt.arm()
         try:
             timing.start()
             with api.with_streaming_response.create(
-                **kwargs, extra_headers={"X-Request-Id": req.request_id}, extra_body=body or None
+                **kwargs, extra_headers={"X-Request-Id": req.request_id, **self.auth_omitted},
+                extra_body=body or None
             ) as resp:
                 timing.headers()
                 attempt.result.status = resp.status_code
                 attempt.note_headers({k.lower(): v for k, v in resp.headers.items()})
                 content_type = resp.headers.get("content-type")
-                if not is_event_stream(content_type):
+                if not req.streamed:
+                    attempt.answer(resp.read())
+                elif not is_event_stream(content_type):
                     raise not_sse_error(content_type)
-                feed, times, waiting_first = attempt.builder.feed, timing.text_times, True
-                lines = resp.iter_lines()
-                for line in lines:
-                    t = clock()
-                    if feed(t, line.encode()):
-                        break
-                    if waiting_first and times:
-                        attempt.first.cancel()
-                        waiting_first = False
-                if attempt.builder.saw_done:
-                    for _ in lines:  # read to the end of the HTTP message: the connection is kept
-                        pass
-                attempt.exc = attempt.builder.failure()
+                else:
+                    self._read_stream(resp, attempt)
         except gevent.Timeout as t_exc:
             attempt.exc = attempt.cap_error(t_exc)
         except openai.APIStatusError as s_exc:

@@ -14,7 +14,11 @@ A `Chunk` folds both wire shapes: chat (`choices[0].delta.content`, reasoning te
 may carry several tokens, the finish reason, usage (often in a last chunk whose `choices`
 is empty) and an in-stream error (`data: {"error": {...}}`, sent by engines whose admission
 fails after the 200 status went out). Role-only and empty deltas give a chunk with no
-text: they are not tokens. CRLF and LF line ends are both accepted. Each `data:` line is
+text: they are not tokens. A tool call is generated output too: a delta whose only payload
+is `tool_calls` gives the call's argument fragments (or its function name, for the chunk
+that opens the call) as the chunk's text; it is looked at only when the delta has no answer
+or reasoning text, so text chunks cost nothing more. `answer_from_obj` folds a non-streamed
+answer (`choices[0].message`, or `text`) the same way. CRLF and LF line ends are both accepted. Each `data:` line is
 one event (OpenAI-compatible servers never split a JSON chunk over several `data:` lines).
 """
 
@@ -111,9 +115,59 @@ def chunk_from_obj(obj: dict) -> Chunk:
             raise MalformedChunk(f"choices[0] is not an object: {choice!r:.80}")
         chunk.finish_reason = choice.get("finish_reason")
         delta = choice.get("delta")
-        if isinstance(delta, dict):
-            chunk.content = delta.get("content") or ""
-            chunk.reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+        if isinstance(delta, dict):  # inlined _fold_message: this runs once per chunk
+            content = delta.get("content") or ""
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+            if not content and not reasoning:
+                calls = delta.get("tool_calls")
+                if calls:
+                    content = tool_call_text(calls)
+            chunk.content = content
+            chunk.reasoning = reasoning
+        else:
+            chunk.content = choice.get("text") or ""
+    return chunk
+
+
+def _fold_message(chunk: Chunk, message: dict) -> None:
+    """A delta (or a whole message) -> chunk.content / chunk.reasoning."""
+    content = message.get("content") or ""
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+    if not content and not reasoning:
+        calls = message.get("tool_calls")
+        if calls:
+            content = tool_call_text(calls)
+    chunk.content = content
+    chunk.reasoning = reasoning
+
+
+def tool_call_text(calls: object) -> str:
+    """The generated text of `tool_calls` entries: argument fragments, else the function names."""
+    if not isinstance(calls, list):
+        return ""
+    arguments, names = [], []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            arguments.append(function.get("arguments") or "")
+            names.append(function.get("name") or "")
+    return "".join(arguments) or "".join(names)
+
+
+def answer_from_obj(obj: dict) -> Chunk:
+    """A non-streamed answer object (chat `message` or completions `text`) folded into one Chunk."""
+    chunk = Chunk(model=obj.get("model"), usage=obj.get("usage"))
+    error = obj.get("error")
+    if error is not None:
+        chunk.error = error if isinstance(error, dict) else {"message": str(error)}
+        return chunk
+    choices = obj.get("choices")
+    if choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        chunk.finish_reason = choice.get("finish_reason")
+        message = choice.get("message")
+        if isinstance(message, dict):
+            _fold_message(chunk, message)
         else:
             chunk.content = choice.get("text") or ""
     return chunk

@@ -7,8 +7,9 @@ start form (the API key as a masked secret field); Locust copies the form values
 into `environment.parsed_options` when a run starts, so users read them in `on_start`,
 never at import or init. `--stop-timeout` gets a default long enough for in-flight
 streams to finish and be recorded at ramp-down / test end (Locust's default 0 kills them).
-`check_values` rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...) with one
-line naming the flag and the value; the init listener runs it before anything starts.
+`check_values` rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request
+knobs (run/knobs.py) and workload options (workload/spec.py) with one line naming the flag and
+the value; the init listener runs it before anything starts.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from llmload.client.request import Timeouts
+from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
+from llmload.run import knobs
 from llmload.run.retry import DEFAULT_MAX_RETRY_WAIT_S, ON_429_MODES, RetryPolicy
+from llmload.workload.spec import WorkloadError, WorkloadSpec, add_workload_options, parse_spec
 
 DEFAULT_STOP_TIMEOUT_S = 60
 TRANSPORTS = ("fast", "openai")
@@ -75,6 +78,8 @@ def add_options(parser) -> None:
     parser.add_argument("--slo-profile", choices=("", *SLO_PROFILES), default="", include_in_web_ui=True,
                         help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, "
                              "batch); recorded in run.json, used by the report (default: chat)")
+    knobs.add_knob_options(parser)
+    add_workload_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
 
 
@@ -95,6 +100,20 @@ class RunOptions:
     """--retries, --on-429, --max-retry-wait-s"""
     failure_backoff: bool = True
     """--failure-backoff on|off"""
+    extra_body: dict | None = None
+    """--extra-body, merged into every body (a user class's own extra_body wins)"""
+    headers: dict = field(default_factory=dict)
+    """--header Name: value"""
+    query: str = ""
+    """--query, joined: a=1&b=2"""
+    api_key_header: str = ""
+    """--api-key-header: the header carrying the key instead of Authorization: Bearer"""
+    stream: bool = True
+    """--stream / --no-stream"""
+    output_len_mode: str = "usage"
+    """--output-len-mode"""
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    """--dataset, --input-tokens, ... (workload/spec.py)"""
 
 
 class OptionError(ValueError):
@@ -141,6 +160,34 @@ def check_values(parsed) -> None:
     on_429 = getattr(parsed, "on_429", None) if parsed is not None else None
     if on_429 not in (None, "", *ON_429_MODES):
         raise OptionError(f"--on-429 must be one of {', '.join(ON_429_MODES)}, got {on_429!r}")
+    read_knobs(parsed)
+
+
+def read_knobs(parsed) -> dict:
+    """The request knobs and the workload spec as RunOptions fields (OptionError: one line)."""
+    mode = str(_get(parsed, "output_len_mode", "usage"))
+    if mode not in OUTPUT_LEN_MODES:
+        raise OptionError(f"--output-len-mode must be one of {', '.join(OUTPUT_LEN_MODES)}, got {mode!r}")
+    stream = _get(parsed, "stream", True)
+    try:
+        return {
+            "extra_body": knobs.parse_extra_body(_get(parsed, "extra_body", None)),
+            "headers": knobs.parse_headers(_get(parsed, "header", None)),
+            "query": knobs.parse_query(_get(parsed, "query", None)),
+            "api_key_header": knobs.check_header_name(_get(parsed, "api_key_header", "")),
+            "stream": stream if isinstance(stream, bool) else str(stream).lower() not in ("false", "0", "off"),
+            "output_len_mode": mode, "workload": _checked_spec(parsed),
+        }
+    except (knobs.KnobError, WorkloadError) as exc:
+        raise OptionError(str(exc)) from None
+
+
+def _checked_spec(parsed) -> WorkloadSpec:
+    spec = parse_spec(parsed)
+    for flag, path in (("--dataset", spec.dataset), ("--tokenizer", spec.tokenizer)):
+        if path and not os.path.exists(path):
+            raise WorkloadError(f"{flag} {path}: no such file")
+    return spec
 
 
 def check_server_metrics(setting: Any) -> None:
@@ -179,6 +226,7 @@ def read_options(environment) -> RunOptions:
                 max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", DEFAULT_MAX_RETRY_WAIT_S)),
             ),
             failure_backoff=str(_get(parsed, "failure_backoff", "on")).lower() not in ("off", "false", "0"),
+            **read_knobs(parsed),
         )
     except OptionError:
         raise
@@ -195,8 +243,15 @@ def redacted(parsed) -> dict:
     """All parsed options as a JSON-able dict, secrets replaced by '***'."""
     out = {}
     for key, value in sorted(vars(parsed).items() if parsed is not None else []):
-        if key in SECRET_OPTIONS or any(word in key.lower() for word in ("api_key", "password", "secret")):
+        if key == "api_key_header":
+            out[key] = value
+        elif key in SECRET_OPTIONS or any(word in key.lower() for word in ("api_key", "password", "secret")):
             out[key] = "***" if value else ""
+        elif key == "header":
+            out[key] = knobs.masked_headers(value)
+        elif isinstance(value, dict):  # set by the run, e.g. prompt_token_sizing
+            out[key] = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+                        for k, v in value.items()}
         elif isinstance(value, (str, int, float, bool, type(None))):
             out[key] = value
         elif isinstance(value, (list, tuple)):

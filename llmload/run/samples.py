@@ -20,11 +20,13 @@ def _num(value, digits: int = 3):
 
 
 def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, users_now: int,
-               schedule_lag_ms: float | None = None, loop_lag_ms: float | None = None) -> dict:
-    """One samples.csv row (tier and phase are stamped by the sink from the run's tier timeline)."""
+               schedule_lag_ms: float | None = None, loop_lag_ms: float | None = None,
+               workload: dict | None = None) -> dict:
+    """One samples.csv row (tier and phase are stamped by the sink from the run's tier timeline);
+    `workload`: the prompt source's columns (prompt_tokens_target, turn, prompt_repeat)."""
     f = result.timing
     exc = result.exception
-    return {
+    row = {
         "ts_start_s": round(result.ts_start_s, 6), "request_id": result.request_id, "worker": worker,
         "user": user, "scenario": scenario, "endpoint": result.endpoint, "transport": result.transport,
         "users_now": users_now, "status": result.status, "error": result.error,
@@ -44,4 +46,10 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "retry_after_source": result.retry_after_source,
         "ratelimit_remaining_requests": _num(result.ratelimit_remaining_requests),
         "ratelimit_remaining_tokens": _num(result.ratelimit_remaining_tokens),
+        "finish_reason": result.finish_reason, "streamed": int(result.streamed),
+        "reasoning_tokens": _num(result.reasoning_tokens), "max_tokens": _num(result.max_tokens),
+        "prompt_tokens_target": "", "turn": "", "prompt_repeat": "",
     }
+    if workload:
+        row.update(workload)
+    return row

@@ -1,0 +1,111 @@
+"""Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`,
+`--stream/--no-stream`, `--output-len-mode`; parsing, and masking the secrets they may carry.
+
+Each parser raises `OptionError` with one line naming the flag. Headers whose name says they
+carry a credential (`SECRET_HEADER_WORDS`: authorization, api-key, token, secret, cookie, ...)
+are shown masked (`***` + the last 4 characters) in run.json and logs, like `--api-key`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+from urllib.parse import parse_qsl
+
+from llmload.client.request import OUTPUT_LEN_MODES
+
+SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "cookie", "password",
+                       "credential", "signature")
+
+
+class KnobError(ValueError):
+    """A request knob that cannot be read (one line)."""
+
+
+def add_knob_options(parser: Any) -> None:
+    add = parser.add_argument
+    add("--extra-body", default="", include_in_web_ui=True,
+        help='JSON object merged into every request body, e.g. \'{"temperature": 0, "ignore_eos": true}\'')
+    add("--header", action="append", default=None, include_in_web_ui=True,
+        help='extra request header "Name: value" (repeatable; credentials are masked in run.json)')
+    add("--api-key-header", default="", include_in_web_ui=True,
+        help="send the API key in this header (e.g. api-key for Azure) instead of Authorization: Bearer")
+    add("--query", action="append", default=None, include_in_web_ui=True,
+        help="query parameter NAME=VALUE on every request, e.g. api-version=2024-10-21 (repeatable)")
+    add("--stream", action=argparse.BooleanOptionalAction, default=True, include_in_web_ui=True,
+        help="stream answers (default); --no-stream: one JSON answer, its TTFT is the whole answer's time")
+    add("--output-len-mode", choices=OUTPUT_LEN_MODES, default="usage", include_in_web_ui=True,
+        help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
+             "min-tokens (+min_tokens = max_tokens)")
+
+
+def parse_extra_body(text: Any) -> dict | None:
+    if text is None or text == "" or text == {}:
+        return None
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(str(text))
+    except ValueError as exc:
+        raise KnobError(f"--extra-body is not valid JSON ({exc.msg} at character {exc.pos}): "
+                        f"{str(text)[:80]}") from None
+    if not isinstance(value, dict):
+        raise KnobError(f"--extra-body must be a JSON object {{...}}, got {str(text)[:80]}")
+    return value
+
+
+def _entries(value: Any) -> list[str]:
+    """A repeatable option: a list from the command line, one string (lines) from the web UI form."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()]
+    return [str(v) for v in value if str(v).strip()]
+
+
+def parse_headers(value: Any) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for entry in _entries(value):
+        name, sep, content = entry.partition(":")
+        name = name.strip()
+        if not sep or not name or any(c.isspace() for c in name):
+            raise KnobError(f'--header must look like "Name: value", got {entry[:80]!r}')
+        headers[name] = content.strip()
+    return headers
+
+
+def parse_query(value: Any) -> str:
+    """`--query a=1 --query b=2` -> `a=1&b=2` (each checked to be NAME=VALUE)."""
+    parts = []
+    for entry in _entries(value):
+        for part in entry.split("&"):
+            if not parse_qsl(part, keep_blank_values=True) or "=" not in part:
+                raise KnobError(f"--query must look like NAME=VALUE, got {entry[:80]!r}")
+            parts.append(part.strip())
+    return "&".join(parts)
+
+
+def check_header_name(value: Any) -> str:
+    name = str(value or "").strip()
+    if name and (":" in name or any(c.isspace() for c in name)):
+        raise KnobError(f"--api-key-header must be a header name like api-key, got {name!r}")
+    return name
+
+
+def is_secret_header(name: str) -> bool:
+    lower = name.lower()
+    return any(word in lower for word in SECRET_HEADER_WORDS)
+
+
+def mask(value: str) -> str:
+    return "***" + value[-4:] if len(value) > 8 else "***"
+
+
+def masked_headers(value: Any) -> list[str]:
+    """The --header entries as run.json shows them: credentials masked."""
+    out = []
+    for entry in _entries(value):
+        name, sep, content = entry.partition(":")
+        out.append(f"{name}:{' ' + mask(content.strip()) if is_secret_header(name) else content}" if sep else entry)
+    return out

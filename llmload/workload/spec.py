@@ -1,0 +1,123 @@
+"""The workload options of a run (`WorkloadSpec`), read once from the parsed command line.
+
+`parse_spec(parsed)` turns `--dataset`, `--dataset-sample`, `--seed`, `--tokenizer`,
+`--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns` and `--max-context` into a
+frozen spec, or raises `WorkloadError` with one line naming the flag. A spec with none of them
+set is inactive: users then keep their class attributes and `--prompt-tokens` word prompts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from llmload.workload.lengths import LengthError, Lengths, parse_lengths
+
+SAMPLE_MODES = ("random", "sequential")
+
+
+class WorkloadError(ValueError):
+    """A workload option that cannot work (one line)."""
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    dataset: str = ""
+    dataset_sample: str = "random"
+    seed: int = 0
+    seed_given: bool = False
+    """False: --seed not given, a random seed was drawn for this process"""
+    tokenizer: str = ""
+    input_tokens: Lengths | None = None
+    output_tokens: Lengths | None = None
+    repeat_ratio: float = 0.0
+    turns: int = 1
+    max_context: int | None = None
+    """prompt + max_tokens cap (prompt lengths beyond it are cut to fit)"""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.dataset or self.input_tokens or self.output_tokens or self.repeat_ratio
+                    or self.turns > 1 or self.seed_given)
+
+    @property
+    def needs_sizer(self) -> bool:
+        """Synthetic prompts sized in tokens: a tokenizer or the calibration probe is needed."""
+        return self.input_tokens is not None and not self.dataset
+
+
+def _value(parsed: Any, name: str) -> Any:
+    value = getattr(parsed, name, None) if parsed is not None else None
+    return None if value is None or value == "" else value
+
+
+def _number(parsed: Any, name: str, flag: str, kind: type, low: float, high: float | None = None) -> Any:
+    value = _value(parsed, name)
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"{flag} must be a number, got {value!r}") from None
+    if number < low or (high is not None and number > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise WorkloadError(f"{flag} must be {bound}, got {value!r}")
+    return number
+
+
+def _lengths(parsed: Any, name: str, flag: str) -> Lengths | None:
+    value = _value(parsed, name)
+    if value is None:
+        return None
+    try:
+        return parse_lengths(str(value), flag)
+    except LengthError as exc:
+        raise WorkloadError(str(exc)) from None
+
+
+def parse_spec(parsed: Any) -> WorkloadSpec:
+    """The run's WorkloadSpec (WorkloadError: one line naming the flag)."""
+    sample = str(_value(parsed, "dataset_sample") or "random")
+    if sample not in SAMPLE_MODES:
+        raise WorkloadError(f"--dataset-sample must be one of {', '.join(SAMPLE_MODES)}, got {sample!r}")
+    seed = _number(parsed, "seed", "--seed", int, 0)
+    turns = _number(parsed, "turns", "--turns", int, 1) or 1
+    repeat = _number(parsed, "repeat_ratio", "--repeat-ratio", float, 0.0, 1.0) or 0.0
+    if turns > 1 and repeat:
+        raise WorkloadError("--repeat-ratio and --turns do not mix (a session never repeats a turn)")
+    return WorkloadSpec(
+        dataset=str(_value(parsed, "dataset") or ""), dataset_sample=sample,
+        seed=seed if seed is not None else random.SystemRandom().randrange(2**31), seed_given=seed is not None,
+        tokenizer=str(_value(parsed, "tokenizer") or ""),
+        input_tokens=_lengths(parsed, "input_tokens", "--input-tokens"),
+        output_tokens=_lengths(parsed, "output_tokens", "--output-tokens"),
+        repeat_ratio=repeat, turns=turns, max_context=_number(parsed, "max_context", "--max-context", int, 2),
+    )
+
+
+def add_workload_options(parser: Any) -> None:
+    """The workload flags (registered by run/options.add_options; shown in the web UI form)."""
+    add = parser.add_argument
+    add("--dataset", default="", include_in_web_ui=True,
+        help="requests from a file: JSONL ({\"prompt\"} or {\"messages\"}, optional \"output_tokens\", \"id\") "
+             "or ShareGPT JSON; e.g. llmload/workload/data/chat.jsonl")
+    add("--dataset-sample", choices=SAMPLE_MODES, default="random", include_in_web_ui=True,
+        help="random (seeded draws) or sequential (each user walks the file in order)")
+    add("--seed", default="", include_in_web_ui=True,
+        help="seed of every prompt source: same seed -> same requests in the same order per user "
+             "(default: a fresh seed per run)")
+    add("--tokenizer", default="", include_in_web_ui=True,
+        help="local tokenizer.json (or a folder holding one) for prompts of exactly --input-tokens tokens; "
+             "without it one probe request calibrates words per token against usage.prompt_tokens")
+    add("--input-tokens", default="", include_in_web_ui=True,
+        help="prompt length in tokens: 512, uniform:128-2048, normal:512,128, or a grid 128,512,2048 "
+             "(each value its own scenario label)")
+    add("--output-tokens", default="", include_in_web_ui=True,
+        help="max_tokens per request, same forms as --input-tokens (overrides --max-tokens)")
+    add("--repeat-ratio", default="", include_in_web_ui=True,
+        help="share of requests (0..1) that repeat an earlier prompt of the same user exactly")
+    add("--turns", default="", include_in_web_ui=True,
+        help="multi-turn sessions of N turns: each turn appends the answer and a new question")
+    add("--max-context", default="", include_in_web_ui=True,
+        help="the model's context in tokens: prompt lengths are cut so prompt + max_tokens fit")
