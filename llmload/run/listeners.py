@@ -51,6 +51,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     book = workers.book_for(environment)
     if book is not None:  # a worker joined or was lost: run.json says so at once
         book.on_change = lambda: write_run_json(environment)
+        book.start()
     if environment.parsed_options is None:
         return
     given = getattr(environment.parsed_options, "run_dir", "") or ""
@@ -118,7 +119,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         ctx.start_health()
     book = workers.book_for(environment)
     if book is not None:
-        book.start()
+        book.begin_run()
     ctx.sink.start()
 
 

@@ -1,7 +1,7 @@
 """The workers of a run, as the master sees them: joins, losses, clock offsets, tier delivery.
 
 How it works (master; a local run only samples its user count):
-  * A greenlet polls the runner every `poll_s` (0.25 s). A worker id seen for the first time
+  * A greenlet polls the runner every `poll_s` (0.25 s) from init. A worker id seen for the first time
     has joined (`joined_unix`). Locust marks a worker "missing" when its heartbeats stopped for
     ~3 s (it keeps it 60 s more, users counted 0, and does not move them to the other workers):
     that worker is lost (`left_unix`, `how_left` "missing"; a warning names it and the tier).
@@ -22,7 +22,9 @@ How it works (master; a local run only samples its user count):
     target (`llmload_openloop`) as it takes it off the socket and tells the master
     (`llmload_seen`); the master stores, per tier and worker, `reach_ms` = that stamp on the
     master's clock minus the tier's start (tiers.csv start_s). The first message of each tier
-    counts. Over `REACH_WARN_MS` is a warning.
+    counts, per kind (an open-loop tier 1 has both: the one user per worker, then its rate). Its
+    error is the offset's (about rtt/2) plus a few ms of the shape's own stamping, so a message
+    read right away can show a few ms below 0. Over `REACH_WARN_MS` is a warning.
 run.json gets `worker_nodes` (one entry per worker) and `tier_reach` (one per tier and worker).
 """
 
@@ -87,7 +89,8 @@ class WorkerBook:
         self.wall = wall
         self.entries: dict[str, WorkerEntry] = {}
         self.applied = AppliedLoad()
-        self.reach: dict[tuple[int, str], dict] = {}
+        self.reach: dict[tuple[int, float, str, str], dict] = {}
+        """(tier, its start_s, worker, kind) -> run.json's tier_reach entry"""
         self.on_change: Callable[[], None] | None = None
         """called after a worker joined or was lost (listeners rewrite run.json)"""
         self._best_rtt: dict[str, float] = {}
@@ -101,12 +104,18 @@ class WorkerBook:
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
-        """Test start (local or master): a new run's series, then the poll."""
-        self.applied.reset()
-        self.reach = {}
-        self.entries = {k: e for k, e in self.entries.items() if e.left_unix is None}
+        """Start the poll (init: workers join before the test starts; idempotent)."""
         if self._greenlet is None or self._greenlet.dead:
             self._greenlet = gevent.spawn(self._poll_loop)
+
+    def begin_run(self) -> None:
+        """Test start: a new run's series (workers still connected stay)."""
+        self.applied.reset()
+        # the shape's first tick (and its tier 1) comes before test_start: keep what this run's tiers have
+        starts = {(t.tier, t.start_s) for t in timeline_for(self.environment).tiers()}
+        self.reach = {k: v for k, v in self.reach.items() if k[:2] in starts}
+        self.entries = {k: e for k, e in self.entries.items() if e.left_unix is None}
+        self.start()
 
     def stop(self) -> None:
         if self._greenlet is not None:
@@ -200,7 +209,9 @@ class WorkerBook:
             self._best_rtt[msg.node_id] = rtt_ms
             entry.clock_offset_ms, entry.clock_rtt_ms = offset_ms, rtt_ms
 
-    def _on_seen(self, environment: Any, msg: Any, **_kw: Any) -> None:
+    def _on_seen(self, environment: Any, msg: Any, retry: bool = True, **_kw: Any) -> None:
+        if msg.node_id not in self.entries:
+            self.poll()  # it joined since the last poll
         entry = self.entries.get(msg.node_id)
         if entry is None or not isinstance(msg.data, dict):
             return
@@ -211,11 +222,14 @@ class WorkerBook:
         anchor = msg.data.get("sent_unix")
         tier = msg.data.get("tier") or timeline.tier_at(float(anchor) if anchor else worker_unix)[0].tier
         start_s = next((t.start_s for t in timeline.tiers() if t.tier == tier), None)
-        if not tier or start_s is None or (tier, entry.worker) in self.reach:
+        if tier and start_s is None and retry:  # an open-loop target is sent just before its tier begins
+            gevent.spawn_later(0.5, self._on_seen, environment, msg, retry=False)
+            return
+        key = (tier, start_s, entry.worker, str(msg.data["kind"]))
+        if not tier or start_s is None or key in self.reach:
             return
         reach_ms = (worker_unix - start_s) * 1000.0
-        self.reach[(tier, entry.worker)] = {"tier": tier, "worker": entry.worker, "kind": msg.data["kind"],
-                                            "reach_ms": round(reach_ms, 1)}
+        self.reach[key] = {"tier": tier, "worker": entry.worker, "kind": key[3], "reach_ms": round(reach_ms, 1)}
         if reach_ms > REACH_WARN_MS:
             logger.warning("llmload: tier %d reached worker %s %.0f ms after it began", tier, entry.worker, reach_ms)
 

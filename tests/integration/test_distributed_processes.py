@@ -35,24 +35,26 @@ class Cluster:
     """One master and N workers (Popen objects, ended by PID however the test ends)."""
 
     def __init__(self, tmp_path: Path, load: list[str], workers: int = 2, bind: str = "127.0.0.1",
-                 worker_prefix: tuple[list[str], ...] = ()) -> None:
+                 host: str = "", worker_prefix: list[str] = (), locustfile: str = "scenarios/step_load.py") -> None:
+        """`host` "": the master starts the embedded server (truth log in tmp_path); `worker_prefix`
+        runs each worker under a command (`ip netns exec NAME`)."""
         self.run_dir, self.truth = tmp_path / "run", tmp_path / "truth.csv"
         self.port = free_port(bind)
-        self.logs = tmp_path
+        self.logs, self.locustfile = tmp_path, locustfile
+        target = ["--host", host] if host else [
+            "--host", "embedded", "--embedded-server-args", f"--preset exact --truth-log {self.truth}"]
         self.master = self._start("master", [
             "--master", "--headless", "--expect-workers", str(workers), "--master-bind-host", bind,
-            "--master-bind-port", str(self.port), "--host", "embedded",
-            "--embedded-server-args", f"--preset exact --truth-log {self.truth}",
+            "--master-bind-port", str(self.port), *target,
             "--run-dir", str(self.run_dir), "--csv", str(self.run_dir / "locust"), *load])
-        host = bind if bind != "0.0.0.0" else "127.0.0.1"
         self.workers = [
-            self._start(f"worker{i}", ["--worker", "--master-host", host, "--master-port", str(self.port)],
-                        prefix=worker_prefix[i] if worker_prefix else [])
+            self._start(f"worker{i}", ["--worker", "--master-host", bind, "--master-port", str(self.port)],
+                        prefix=worker_prefix)
             for i in range(workers)]
 
     def _start(self, name: str, args: list[str], prefix: list[str] = ()) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "w")
-        return subprocess.Popen([*prefix, sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", *args],
+        return subprocess.Popen([*prefix, sys.executable, "-m", "locust", "-f", self.locustfile, *args],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=ENV)
 
     def log(self, name: str = "master") -> str:
@@ -102,9 +104,9 @@ def test_master_and_two_worker_processes_agree_with_the_server(tmp_path):
     for node in nodes:  # one clock on loopback: the estimate is within its own error bound
         assert node["how_left"] == "quit" and node["left_unix"] >= info["ended_unix"] - 5
         assert node["clock_rtt_ms"] is not None and abs(node["clock_offset_ms"]) <= node["clock_rtt_ms"] / 2 + 1
-    reach = {(r["tier"], r["worker"]): r["reach_ms"] for r in info["tier_reach"]}
+    reach = {(r["tier"], r["worker"]): r["reach_ms"] for r in info["tier_reach"] if r["kind"] == "spawn"}
     assert set(reach) == {(t, w) for t in (1, 2, 3) for w in ("w0", "w1")}
-    assert all(0 <= ms < 500 for ms in reach.values()), reach
+    assert all(-20 < ms < 500 for ms in reach.values()), reach
     tiers = read_csv(cluster.run_dir / "tiers.csv")
     assert [(t["users_min"], t["users_max"], t["workers_min"]) for t in tiers] == [
         ("2", "2", "2"), ("4", "4", "2"), ("8", "8", "2")]

@@ -118,7 +118,8 @@ def test_tier_delivery_is_measured_on_the_masters_clock(book, caplog):
     timeline.begin_tier(Tier(tier=2, start_s=1010.0, warmup_s=0.0))
     seen = [{"kind": "spawn", "sent_unix": 1010.01, "worker_unix": 1010.08},
             {"kind": "spawn", "sent_unix": 1010.5, "worker_unix": 1010.6},  # a later step of the ramp
-            {"kind": "target", "tier": 1, "worker_unix": 1000.3}]
+            {"kind": "target", "tier": 1, "worker_unix": 1000.3},
+            {"kind": "target", "tier": 1, "worker_unix": 1000.9}]  # not the first of its kind
     for data in seen:
         book._on_seen(book.environment, SimpleNamespace(node_id="a", data=data))
     assert book.to_json()["tier_reach"] == [{"tier": 1, "worker": "w0", "kind": "target", "reach_ms": 250.0},
