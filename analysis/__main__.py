@@ -1,8 +1,8 @@
 """`python -m analysis COMMAND RUN_DIR ...`: the analysis command line.
 
 Commands (each a `cmd_*` function behind the COMMANDS dict):
-  report RUN_DIR     write report.md, report.html and plots/ into the run folder (the main one)
-  tiers RUN_DIR      print the per-tier tables
+  report RUN_DIR     write report.md, report.html, summary.json and plots/ into the run folder (the main one)
+  tiers RUN_DIR      print the per-tier tables (--format text|csv|json|md)
   knee RUN_DIR       print the knee rule, its evidence, the fitted model and saturation behaviour
   plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
   compare A B [...]  same load levels side by side; which run holds more load under the SLO
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from analysis import capacity as cap_mod
-from analysis import knees, queueing, text, totals
+from analysis import goodput, knees, queueing, text, totals
 from analysis.analyze import Target, analyze, choose_profile, profile_source
 from analysis.loader import RunError, load_run
 
@@ -27,7 +27,10 @@ from analysis.loader import RunError, load_run
 def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
     run = load_run(run_dir or args.run_dir)
     profile = choose_profile(run, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
-    return analyze(run, profile, target, profile_source(run, args.slo))
+    stall_ms = getattr(args, "stall_ms", 1000.0)
+    if stall_ms <= 0:
+        raise ValueError("--stall-ms must be positive")
+    return analyze(run, profile, target, profile_source(run, args.slo), stall_ms)
 
 
 def _target(args: argparse.Namespace) -> Target | None:
@@ -50,6 +53,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     md_path, html_path = write_report(a, build_figures(a), out_dir)
     print(f"report: {html_path}")
     print(f"        {md_path}")
+    print(f"        {out_dir / 'summary.json'}")
     for lead, sentence in answer_items(a):
         print(f"{lead} {sentence}")
     return 0
@@ -57,14 +61,23 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _stopped(a) -> None:
     from analysis.ending import sentence
+    from analysis.health import exclusion_sentence
 
     if sentence(a):
         print(f"Stopped early: {sentence(a)}")
+    if exclusion_sentence(a.table, a.run.load_unit):
+        print(f"Generator overloaded: {exclusion_sentence(a.table, a.run.load_unit)}")
 
 
 def cmd_tiers(args: argparse.Namespace) -> int:
     a = _analysis(args)
+    if args.format != "text":
+        from analysis.tierformat import render
+
+        sys.stdout.write(render(a, args.format))
+        return 0
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
+    print(f"goodput: {goodput.describe(a.objective)}")
     _stopped(a)
     parts = text.parts_rows(a.table, a.header_mode.labels)
     for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
@@ -185,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
         _slo_options(p)
         if name in ("report", "plots"):
             p.add_argument("--out", help="write here instead of the run folder")
+        if name in ("report", "tiers", "knee"):
+            p.add_argument("--stall-ms", type=float, default=1000.0,
+                           help="a request whose longest inter-token gap exceeds this stalled (default 1000)")
+        if name == "tiers":
+            p.add_argument("--format", choices=("text", "csv", "json", "md"), default="text",
+                           help="text (default): the tables; csv/json: every figure per tier; md: Markdown tables")
         if name == "report":
             group = p.add_mutually_exclusive_group()
             group.add_argument("--target-rps", type=float, help="replica plan for this many requests/s")

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import capacity as cap_mod
-from analysis import concurrency, headers, health, knees, queueing, saturation, scenarios, tiers, totals
+from analysis import concurrency, goodput, headers, health, knees, queueing, saturation, scenarios, tiers, totals
 from analysis import ending as ending_mod
 from analysis import knee as knee_mod
 from analysis import phases as phases_mod
 from analysis.checklist import checklist
 from analysis.loader import Run
 from analysis.shape import climbs, shape_kind
+from analysis.slo import Objective
 from analysis.text import load_with_unit
 
 LATE_MS = 10.0
@@ -74,6 +75,8 @@ class Analysis:
     """does the fitted model agree with the queueing onset (knees.model_agreement)"""
     ending: ending_mod.Ending | None = None
     """how the run ended; when it stopped early, which verdicts that makes unsafe"""
+    objective: Objective | None = None
+    """the profile's full objective (`goodput.objective_for`): what the goodput column counts"""
 
     @property
     def climbs(self) -> bool:
@@ -94,23 +97,36 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
     return cap_mod.profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
+def _capacities(run: Run, table: pd.DataFrame, profile: cap_mod.SloProfile
+                ) -> tuple[cap_mod.Capacity, tuple[cap_mod.Capacity, ...]]:
+    """Goodput per tier under the chosen profile (into `table`), and the capacity under every profile, each
+    with its own goodput at the capacity."""
+    rows = tiers.verdict_rows(run)
+    table["goodput_rps"] = goodput.goodput_rps(table, rows, goodput.objective_for(profile))
+    judged = table[table["judged"]]
+    capacity = cap_mod.capacity_under_slo(judged, profile)
+    caps = []
+    for name in cap_mod.PROFILES:
+        if name == profile.name:
+            caps.append(capacity)
+            continue
+        other = cap_mod.profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
+        own = goodput.goodput_rps(table, rows, goodput.objective_for(other))
+        caps.append(cap_mod.capacity_under_slo(judged.assign(goodput_rps=own[judged.index]), other))
+    return capacity, tuple(caps)
+
+
 def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
-            source: str | None = None) -> Analysis:
+            source: str | None = None, stall_ms: float = tiers.STALL_MS) -> Analysis:
     """`source`: where `profile` came from (see profile_source); guessed from run.json when None."""
     if source is None:
         source = "run.json" if str(run.info.get("slo_profile") or "") == profile.name else "default"
     kind = shape_kind(run)
-    table = tiers.tier_table(run)
-    judged = table[table["judged"]]  # tiers cut too short are shown but never judged
+    table = tiers.tier_table(run, stall_ms)
+    capacity, all_caps = _capacities(run, table, profile)
+    judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
     open_loop = run.load_unit == "req/s"
     knee = knee_mod.find_knee(judged, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
-    capacity = cap_mod.capacity_under_slo(judged, profile)
-    all_caps = tuple(
-        capacity if name == profile.name else
-        cap_mod.capacity_under_slo(judged, cap_mod.profile_from(name, None, profile.max_error_rate,
-                                                                profile.max_429_rate))
-        for name in cap_mod.PROFILES
-    )
     compute = knees.compute_saturation(judged, run.load_unit)
     onset = knees.queueing_onset(judged, run.load_unit)
     sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]))
@@ -125,7 +141,7 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown, knee=knee,
         fit=fit, profile=profile, capacity=capacity,
         all_capacities=all_caps, saturation=sat, plan=plan,
-        checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table, knee)),
+        checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
         kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
         scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
         phases=phase_frame,
@@ -133,10 +149,11 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         compute=compute, onset=onset, header_mode=headers.header_mode(judged),
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
+        objective=goodput.objective_for(profile),
     )
 
 
-def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
+def warnings(run: Run, table: pd.DataFrame) -> list[str]:
     out = []
     unit = run.load_unit
     for row in table.itertuples():
@@ -156,11 +173,6 @@ def warnings(run: Run, table: pd.DataFrame, knee: knee_mod.Knee) -> list[str]:
                        "to be stable. Hold the tier longer.")
         if row.overloaded:
             out.append(health.warning(where, row))
-    if knee.first_past_tier is not None:
-        suspect = table[table["tier"].isin([knee.knee_tier, knee.first_past_tier]) & table["overloaded"]]
-        if len(suspect):
-            out.append("The knee call rests on a tier where the generator lagged: re-run once it keeps up "
-                       "(see the advice above).")
     retries = int(table["retries"].sum())
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row, "

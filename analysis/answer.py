@@ -9,7 +9,7 @@ capacity under every stock profile.
 from __future__ import annotations
 
 from analysis import capacity as cap_mod
-from analysis import ending, queueing, ratelimit, text, totals
+from analysis import ending, health, queueing, ratelimit, text, totals
 from analysis.analyze import Analysis
 from analysis.document import Table
 from analysis.shape import NAMES
@@ -28,6 +28,9 @@ def capacity_sentence(a: Analysis) -> str:
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
     stopped = ending.sentence(a)
     items = [("Stopped early:", stopped)] if stopped else []
+    overloaded = health.exclusion_sentence(a.table, a.run.load_unit)
+    if overloaded:
+        items.append(("Generator overloaded:", overloaded))
     if a.climbs:
         items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
     else:
@@ -73,9 +76,11 @@ def capacity_table(a: Analysis) -> Table:
         limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
         shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}", "below": "below lowest tier",
                  "none": "-"}[cap.status]
-        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.out_tok_s, 0),
-                     cap.limited_by))
-    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "out tok/s",
-                  "limited by"), tuple(rows), numeric_from=1,
+        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.goodput_rps),
+                     text.num(cap.out_tok_s, 0), cap.limited_by))
+    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
+                  "out tok/s", "limited by"), tuple(rows), numeric_from=1,
                  note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers.")
+                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers. Goodput = requests/s "
+                      "that met every per-request criterion of the profile's objective (TTFT, TPOT, e2e limits: "
+                      "docs/gates.md), at the capacity.")

@@ -57,6 +57,9 @@ class Capacity:
     """what broke first, e.g. 'p95 TTFT 512 ms > 500 ms at tier 5'"""
     lowest_load: float = math.nan
     """status 'below': the lowest tested load, where the SLO already broke"""
+    goodput_rps: float = math.nan
+    """requests/s meeting every per-request criterion of the profile's objective, at the capacity
+    (interpolated like ok_rps; `goodput.py`); NaN when the table has no goodput column"""
 
 
 def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
@@ -85,11 +88,12 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
         fractions = [(_fraction(prev[col], row[col], limit), _at(text, row)) for text, col, limit in broken]
         frac, text = min(fractions)
         def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
-            return float(prev[col] + frac * (row[col] - prev[col]))
-        return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text)
+            return float(prev[col] + frac * (row[col] - prev[col])) if col in row else math.nan
+        return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text,
+                        goodput_rps=at("goodput_rps"))
     top = rows.iloc[-1]
     return Capacity(profile, "beyond", float(top["load"]), float(top["ok_rps"]), float(top["out_tok_s"]),
-                    "nothing broke in the tested range")
+                    "nothing broke in the tested range", goodput_rps=float(top.get("goodput_rps", math.nan)))
 
 
 def phase_verdict(table: pd.DataFrame, profile: SloProfile) -> str:
@@ -152,6 +156,8 @@ def describe(cap: Capacity, load_unit: str) -> str:
         lowest = f" of {load_with_unit(cap.lowest_load, load_unit)}" if cap.lowest_load == cap.lowest_load else ""
         return head + f"below the lowest tested load{lowest}: {cap.limited_by}."
     figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
+    if cap.goodput_rps == cap.goodput_rps:
+        figures += f", goodput {cap.goodput_rps:.1f} req/s"
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":
         return head + f"at least {cap.load:g} {unit} ({figures}); nothing broke in the tested range."

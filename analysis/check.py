@@ -1,7 +1,8 @@
 """`python -m analysis check RUN_DIR --slo NAME`: the SLO gate, with exit codes CI can act on.
 
 How it works: the run is loaded and tabulated (`tiers.tier_table`, goodput from `goodput.py`);
-only tiers that can be judged count (not cut too short, `windows.py`). Which tier is judged:
+only tiers that ran long enough count (not cut too short, `windows.py`); a tier where the load
+generator itself was overloaded (`tiers.py`) cannot be judged: its criteria say so. Which tier is judged:
 - `--at-load N`: the tier whose target (or applied) load is N; none -> cannot judge;
 - `--capacity-at-least N`: tiers in load order; the capacity is the highest load up to which
   every tier meets every criterion; pass when it is >= N; the criteria are shown at the first
@@ -55,7 +56,9 @@ def judge_tier(row: pd.Series, measured: pd.DataFrame, obj: Objective, unit: str
     for c in obj.criteria:
         value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
         need = goodput.samples_needed(c)
-        if c.metric in LATENCY and row["ok"] == 0 and row["sent"] >= 20:
+        if bool(row.get("overloaded", False)):
+            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, "the load generator was overloaded"))
+        elif c.metric in LATENCY and row["ok"] == 0 and row["sent"] >= 20:
             out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))
         elif (c.metric in LATENCY and row["ok"] < need) or row["sent"] < 20:
             have = int(row["ok"] if c.metric in LATENCY else row["sent"])
@@ -84,12 +87,17 @@ def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
               capacity_at_least: float | None = None) -> Check:
     run = load_run(run_dir)
     table = tiers.tier_table(run)
-    measured = tiers.measured(run)
+    measured = tiers.verdict_rows(run)
     goodput.add_goodput(table, measured, obj)
-    rows = table[table["judged"] & (table["sent"] > 0)].sort_values("load", kind="stable")
-    unit = run.load_unit
+    return judge(run.name, run.load_unit, table, measured, obj, at_load, capacity_at_least)
+
+
+def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame, obj: Objective,
+          at_load: float | None = None, capacity_at_least: float | None = None) -> Check:
+    """The gate on a tier table that already has the objective's goodput (`goodput.add_goodput`)."""
+    rows = table[~table["short"].astype(bool) & (table["sent"] > 0)].sort_values("load", kind="stable")
     if rows.empty:
-        return Check(obj, (), CANNOT, f"cannot judge {run.name}: no tier with measured requests")
+        return Check(obj, (), CANNOT, f"cannot judge {name}: no tier with measured requests")
     if capacity_at_least is not None:
         return _capacity(rows, measured, obj, unit, capacity_at_least)
     if at_load is not None:

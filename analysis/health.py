@@ -10,6 +10,10 @@ its CPU neared a core. Lag alone does not say why, and the fixes differ:
   container); more workers would not help: move the generator to a quieter machine or pin it
   to its own cores;
 - otherwise (CPU between the two, or not recorded): both are possible; the advice says so.
+An overloaded tier's latencies are the generator's as much as the server's, so it is left out of
+the knees, the capacity and the saturation verdict (`tiers.py` `judged`; shown, flagged) and the
+gate cannot judge it. When every tier was overloaded nothing is left out and the answer line says
+every verdict is unsafe (`exclusion_sentence`).
 """
 
 from __future__ import annotations
@@ -45,3 +49,20 @@ def warning(where: str, row) -> str:
     ) if value == value]
     return (f"{where}: the load generator lagged ({', '.join(figures)}); its latencies are not trustworthy: "
             f"{ADVICE[diagnosis(row.cpu_p95)]}.")
+
+
+def exclusion_sentence(table, unit: str) -> str:
+    """The 'Generator overloaded:' answer line ('' when the generator kept up in every judged tier)."""
+    from analysis.text import load_with_unit
+
+    hot = table[table["overloaded"] & ~table["short"].astype(bool) & (table["sent"] > 0)]
+    if hot.empty:
+        return ""
+    where = ", ".join(f"tier {r.tier} ({load_with_unit(r.load, unit)})" for r in hot.itertuples())
+    if bool(table["all_overloaded"].any()):
+        return (f"the load generator was overloaded in every tier ({where}): none could be left out, so the "
+                "knees, the capacity and the saturation verdict rest on latencies the generator distorted and are "
+                "unsafe. Re-run once it keeps up (see the warnings).")
+    return (f"{where} left out of the knees, the capacity and the saturation verdict: the load generator was "
+            "overloaded there, so its latencies are not trustworthy (shown in the tables, flagged; see the "
+            "warnings).")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import knees, server_metrics, text, totals
+from analysis import goodput, knees, server_metrics, summary, text, totals
 from analysis.analyze import Analysis
 from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc
@@ -84,8 +84,9 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = ("in flight = ok req/s x mean e2e of successful requests (Little's law); eff. conc. = time all attempts "
-            "spent in flight in the measure window / its length (mean requests in flight, failures included); "
+    note = (f"goodput = {goodput.describe(a.objective)}; in flight = ok req/s x mean e2e of successful "
+            "requests (Little's law); eff. conc. = time all attempts spent in flight in the measure window / its "
+            "length (mean requests in flight, failures included); "
             "'2 of 4' = only 2 of the 4 users sent requests in the window.")
     if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
@@ -216,13 +217,14 @@ def _tuple(pair):
 
 
 def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path) -> tuple[Path, Path]:
-    """Write report.md, report.html and plots/*.png into out_dir; return the two report paths."""
+    """Write report.md, report.html, summary.json and plots/*.png into out_dir; return the two report paths."""
     plot_dir = out_dir / "plots"
     write_pngs(figures, plot_dir)
     doc = blocks(a, figures)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(to_markdown(doc))
     html_path.write_text(to_html(doc, f"Load test report: {a.run.name}"))
+    (out_dir / "summary.json").write_text(summary.dumps(a))
     return md_path, html_path
 
 

@@ -34,13 +34,25 @@ LOOP_LAG_LIMIT_MS = 50.0
 SCHEDULE_LAG_LIMIT_MS = 50.0
 CPU_LIMIT_PERCENT = 90.0
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+STALL_MS = 1000.0
+"""a request whose longest inter-token gap (itl_max_ms) exceeds this stalled (`--stall-ms`)"""
 
 
 def measured(run: Run) -> pd.DataFrame:
     return run.samples[run.samples["measured"]]
 
 
-def tier_table(run: Run) -> pd.DataFrame:
+def verdict_rows(run: Run) -> pd.DataFrame:
+    """Measured rows with the latency verdicts use: open loop, TTFT and e2e count from the *intended* send
+    (schedule_lag_ms added: the coordinated-omission-corrected figure); closed loop, unchanged."""
+    rows = measured(run)
+    if run.load_unit != "req/s":
+        return rows
+    lag = rows["schedule_lag_ms"].fillna(0.0).clip(lower=0.0)
+    return rows.assign(ttft_ms=rows["ttft_ms"] + lag, e2e_ms=rows["e2e_ms"] + lag)
+
+
+def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     """One row per tier (in tier order) with the figures listed in the module docstring."""
     tiers = run.tiers.set_index("tier")
     rows = measured(run)
@@ -51,7 +63,12 @@ def tier_table(run: Run) -> pd.DataFrame:
     _add_counts(table, rows, run, tiers)
     ok_by = rows[rows["ok"]].groupby("tier")
     _add_rates(table, rows, ok_by)
-    _add_latency(table, ok_by)
+    judged_rows = verdict_rows(run)
+    _add_latency(table, judged_rows[judged_rows["ok"]].groupby("tier"))
+    _add_decode(table, ok_by, stall_ms)
+    if run.load_unit == "req/s":
+        _add_percentiles(table, ok_by, "ttft_ms", "ttft_sent", PERCENTILES.items())
+        _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
     _add_where_ttft_goes(table, rows, ok_by)
     _add_health(table, run)
     table = table.join(server_metrics.per_tier(run))
@@ -119,7 +136,9 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None
 
 
 def _add_flags(table: pd.DataFrame) -> None:
-    """too_few (p99 is noise), overloaded (the generator lagged), judged (counts for knee and capacity)."""
+    """too_few (p99 is noise), overloaded (the generator lagged), judged (counts for knee, capacity and
+    saturation: neither cut too short nor generator-overloaded, unless every tier with requests was overloaded:
+    then the overloaded tiers stay judged and `all_overloaded` makes every verdict unsafe)."""
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
     table["overloaded"] = (
         (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
@@ -127,7 +146,11 @@ def _add_flags(table: pd.DataFrame) -> None:
         | (table["health_lag_ms"] > LOOP_LAG_LIMIT_MS)
         | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
     )
-    table["judged"] = ~table["short"].astype(bool)
+    long_enough = ~table["short"].astype(bool)
+    trusted = long_enough & ~table["overloaded"]
+    table["all_overloaded"] = not bool((trusted & (table["sent"] > 0)).any()) and bool(
+        (long_enough & (table["sent"] > 0) & table["overloaded"]).any())
+    table["judged"] = long_enough if table["all_overloaded"].any() else trusted
 
 
 def error_kinds(run: Run) -> pd.DataFrame:
@@ -176,12 +199,21 @@ def _add_latency(table: pd.DataFrame, ok_by) -> None:
     _add_percentiles(table, ok_by, "e2e_ms", "e2e", PERCENTILES.items())
     table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
     table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
-    _add_percentiles(table, ok_by, "tpot_ms", "tpot", (("p50", 0.5), ("p99", 0.99)))
     table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
-    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
     ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
     table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
     table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+
+
+def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
+    """TPOT and per-request mean ITL percentiles (samples.csv keeps each request's mean/p50/p99/max gap, not
+    every gap, so no pooled gap distribution exists), and stalls: requests whose longest gap > stall_ms."""
+    _add_percentiles(table, ok_by, "tpot_ms", "tpot", PERCENTILES.items())
+    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
+    _add_percentiles(table, ok_by, "itl_mean_ms", "itl_mean", PERCENTILES.items())
+    stalled = ok_by["itl_max_ms"].agg(lambda s: int((s > stall_ms).sum()))
+    table["stalls"] = stalled.reindex(table.index).fillna(0).astype(int)
+    table["stall_ms"] = stall_ms
 
 
 SHED_ERRORS = ("rate_limited", "stream_error", "retry_after_too_long")

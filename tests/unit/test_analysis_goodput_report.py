@@ -1,0 +1,79 @@
+"""Goodput in the tier table and at the SLO capacity; generator-overloaded tiers left out of the verdicts."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.analyze import analyze, choose_profile, profile_source
+from analysis.loader import load_run
+from analysis.report import answer_items
+
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = FIXTURE_DIR / "runs"
+sys.path.insert(0, str(FIXTURE_DIR))
+
+import make_fixtures  # noqa: E402
+
+
+def run_of(name: str, slo: str | None = None, path: Path | None = None):
+    run = load_run(path or FIXTURES / name)
+    return analyze(run, choose_profile(run, slo), source=profile_source(run, slo))
+
+
+def test_goodput_column_counts_requests_meeting_every_criterion():
+    a = run_of("knee16")  # ide: TTFT <= 300 ms, TPOT <= 50 ms, e2e <= 2000 ms per request
+    rows = a.run.samples[a.run.samples["measured"] & a.run.samples["ok"]]
+    top = a.table.iloc[-1]
+    tier = rows[rows["tier"] == top["tier"]]
+    good = int(((tier["ttft_ms"] <= 300) & (tier["tpot_ms"] <= 50) & (tier["e2e_ms"] <= 2000)).sum())
+    assert 0 < good < top["ok"]  # some tier-6 requests miss 300 ms
+    assert top["goodput_rps"] == pytest.approx(good / top["rate_window_s"])
+    assert (a.table["goodput_rps"] <= a.table["ok_rps"] + 1e-9).all()
+    code, out = make_fixtures.run_cli(["tiers", "runs/knee16"])
+    assert code == 0 and "goodput req/s" in out
+    assert "goodput: requests/s each meeting TTFT <= 300 ms and TPOT <= 50.0 ms and e2e <= 2000 ms" in out
+
+
+def test_goodput_at_the_capacity_is_interpolated_per_profile():
+    a = run_of("knee16")
+    t = a.table.set_index("tier")
+    frac = (a.capacity.load - t.loc[5, "load"]) / (t.loc[6, "load"] - t.loc[5, "load"])
+    expected = t.loc[5, "goodput_rps"] + frac * (t.loc[6, "goodput_rps"] - t.loc[5, "goodput_rps"])
+    assert a.capacity.goodput_rps == pytest.approx(expected)
+    assert f"goodput {expected:.1f} req/s" in dict(answer_items(a))["Capacity:"]
+    voice = next(c for c in a.all_capacities if c.profile.name == "voice")
+    assert voice.goodput_rps < a.capacity.goodput_rps  # voice's 250 ms limit, its own goodput
+
+
+def test_overloaded_tier_is_left_out_of_knee_capacity_and_saturation():
+    a = run_of("noknee")  # tier 5 (16 users): generator loop lag 85 ms, CPU 98%
+    assert list(a.table["judged"]) == [True, True, True, True, False]
+    assert a.capacity.status == "beyond" and a.capacity.load == 8
+    assert a.saturation.tier == 4 and a.compute.status == "beyond"
+    line = dict(answer_items(a))["Generator overloaded:"]
+    assert line.startswith("tier 5 (16 users) left out of the knees, the capacity and the saturation verdict")
+
+
+def test_gate_cannot_judge_an_overloaded_tier():
+    code, out = make_fixtures.run_cli(["check", "runs/noknee", "--slo", "chat"])
+    assert code == 2
+    assert out.splitlines()[0] == "SLO chat at tier 5 (16 users): CANNOT JUDGE"
+    assert all("[the load generator was overloaded]" in line for line in out.splitlines()[1:-1])
+    assert make_fixtures.run_cli(["check", "runs/noknee", "--slo", "chat", "--at-load", "8"])[0] == 0
+
+
+def test_every_tier_overloaded_keeps_them_and_calls_every_verdict_unsafe(tmp_path):
+    run_dir = Path(shutil.copytree(FIXTURES / "noknee", tmp_path / "hot"))
+    health = pd.read_csv(run_dir / "health.csv")
+    health["cpu_percent"] = 97.0
+    health.to_csv(run_dir / "health.csv", index=False)
+    a = run_of("hot", path=run_dir)
+    assert a.table["overloaded"].all() and a.table["judged"].all()
+    assert a.capacity.load == 16
+    line = dict(answer_items(a))["Generator overloaded:"]
+    assert "overloaded in every tier" in line and "unsafe" in line

@@ -1,0 +1,128 @@
+"""summary.json (schema llmload.summary/1) on every fixture run, and `tiers --format csv|json|md`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import summary
+from analysis.analyze import analyze, choose_profile, profile_source
+from analysis.loader import load_run
+from analysis.summary_schema import SCHEMA
+
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+sys.path.insert(0, str(FIXTURE_DIR))
+
+import make_fixtures  # noqa: E402
+
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _type_ok(value, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, TYPES[name])
+
+
+def violations(value, schema: dict, where: str = "$") -> list[str]:
+    """A small JSON Schema checker for the keywords summary_schema uses (jsonschema is not installed here)."""
+    out = []
+    if "const" in schema and value != schema["const"]:
+        out.append(f"{where}: {value!r} != {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        out.append(f"{where}: {value!r} not in {schema['enum']}")
+    types = schema.get("type")
+    if types is not None and not any(_type_ok(value, t) for t in ([types] if isinstance(types, str) else types)):
+        return out + [f"{where}: {value!r} is not {types}"]
+    if isinstance(value, dict) and "properties" in schema:
+        out += [f"{where}: missing {k}" for k in schema.get("required", []) if k not in value]
+        if schema.get("additionalProperties") is False:
+            out += [f"{where}: unexpected {k}" for k in value if k not in schema["properties"]]
+        for key, sub in schema["properties"].items():
+            if key in value:
+                out += violations(value[key], sub, f"{where}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            out += violations(item, schema["items"], f"{where}[{i}]")
+    return out
+
+
+def summary_of(name: str) -> dict:
+    run = load_run(FIXTURE_DIR / "runs" / name)
+    a = analyze(run, choose_profile(run, None), source=profile_source(run, None))
+    return json.loads(summary.dumps(a))
+
+
+def test_the_checker_catches_what_the_schema_forbids():
+    good = summary_of("knee16")
+    assert violations(good, SCHEMA) == []
+    bad = json.loads(json.dumps(good))
+    bad["tiers"][0]["ttft_ms"]["p50"] = "fast"
+    bad["run"]["extra"] = 1
+    del bad["gate"]["status"]
+    found = violations(bad, SCHEMA)
+    assert len(found) == 3 and any("ttft_ms.p50" in f for f in found)
+
+
+@pytest.mark.parametrize("name", sorted(make_fixtures.FIXTURES))
+def test_summary_matches_its_schema_on_every_fixture(name):
+    text = summary.dumps(analyze(r := load_run(FIXTURE_DIR / "runs" / name), choose_profile(r, None)))
+    assert "NaN" not in text and "Infinity" not in text
+    data = json.loads(text)
+    assert violations(data, SCHEMA) == []
+    assert data["schema"] == "llmload.summary/1"
+
+
+def test_summary_figures_are_the_reports():
+    data = summary_of("knee16")
+    assert data["run"]["host"] == "http://127.0.0.1:8400/v1" and data["run"]["shape_kind"] == "step"
+    assert data["queueing_onset"]["load"] == 16 and data["queueing_onset"]["interval"] == {"low": 16, "high": 32}
+    assert data["compute_saturation"]["interval"] == {"low": 8.0, "high": 16.0}
+    assert data["saturation"]["branch"] == "queues" and data["saturation"]["rule"] == 4
+    chosen = [c for c in data["capacity"] if c["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["profile"] == "ide" and 16 < chosen[0]["load"] < 32
+    assert data["gate"]["objective"] == "ide" and data["gate"]["status"] == "FAIL"
+    assert data["tiers"][0]["ttft_ms"]["p999"] is None  # 37 successes: no p99.9, null not NaN
+    shed = summary_of("shed503")
+    assert shed["saturation"]["branch"] == "sheds" and shed["gate"]["exit_code"] == 1
+
+
+def test_summary_host_drops_credentials_and_query():
+    assert summary.safe_host("https://bob:s3cret@api.example.com:8443/v1?api-key=abc") == \
+        "https://api.example.com:8443/v1"
+    assert summary.safe_host("") is None
+
+
+def test_report_writes_summary_json(tmp_path):
+    import shutil
+
+    run_dir = Path(shutil.copytree(FIXTURE_DIR / "runs" / "partial", tmp_path / "partial"))
+    code, out = make_fixtures.run_cli(["report", str(run_dir), "--target-rps", "50"])
+    assert code == 0 and str(run_dir / "summary.json") in out
+    data = json.loads((run_dir / "summary.json").read_text())
+    assert violations(data, SCHEMA) == []
+    assert data["run"]["stopped_early"] is True and data["run"]["end"] is None
+    assert data["replicas"]["target"] == 50 and data["replicas"]["replicas"] >= 1
+
+
+def test_tiers_formats_agree():
+    code, js = make_fixtures.run_cli(["tiers", "runs/shed429", "--format", "json"])
+    records = json.loads(js)
+    assert code == 0 and [r["tier"] for r in records] == [1, 2, 3, 4, 5]
+    assert violations(records, {"type": "array", "items": SCHEMA["properties"]["tiers"]["items"]}) == []
+    _, text = make_fixtures.run_cli(["tiers", "runs/shed429", "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [int(r["n_429"]) for r in rows] == [r["n_429"] for r in records]
+    assert float(rows[4]["ttft_p95_ms"]) == pytest.approx(records[4]["ttft_ms"]["p95"])
+    assert rows[0]["ttft_p999_ms"] == "" and rows[0]["judged"] == "true"
+    _, md = make_fixtures.run_cli(["tiers", "runs/shed429", "--format", "md"])
+    assert md.startswith("### Load and outcomes\n\n| tier | load |") and "| 5 | 16 | 246 | 150 | 96 |" in md
+    assert make_fixtures.run_cli(["tiers", "runs/shed429"])[1].startswith("run shed429: load in users")
