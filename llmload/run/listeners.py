@@ -100,7 +100,9 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     if ctx.sink.writes_files:
         if not _open_run_files(environment):
             return
-        environment.llmload_server_metrics = server_metrics.start(environment, ctx.sink.run_dir)
+        run_dir = ctx.sink.run_dir
+        assert run_dir is not None  # _open_run_files opened it
+        environment.llmload_server_metrics = server_metrics.start(environment, run_dir)
     if not isinstance(environment.runner, MasterRunner):
         ctx.opts = None
         ctx.guard = RunGuard()

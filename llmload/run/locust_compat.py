@@ -58,7 +58,8 @@ def use_cached_default_args() -> None:
     from locust import argument_parser
 
     if argument_parser.default_args_dict is not cached_default_args_dict:
-        argument_parser._llmload_original_default_args_dict = argument_parser.default_args_dict
+        # kept on Locust's module so a second import of this one (tests) still finds the original
+        argument_parser._llmload_original_default_args_dict = argument_parser.default_args_dict  # type: ignore[attr-defined]
         argument_parser.default_args_dict = cached_default_args_dict
 
 

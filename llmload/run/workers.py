@@ -225,8 +225,10 @@ class WorkerBook:
         if tier and start_s is None and retry:  # an open-loop target is sent just before its tier begins
             gevent.spawn_later(0.5, self._on_seen, environment, msg, retry=False)
             return
-        key = (tier, start_s, entry.worker, str(msg.data["kind"]))
-        if not tier or start_s is None or key in self.reach:
+        if not tier or start_s is None:
+            return
+        key = (int(tier), float(start_s), entry.worker, str(msg.data["kind"]))
+        if key in self.reach:
             return
         reach_ms = (worker_unix - start_s) * 1000.0
         self.reach[key] = {"tier": tier, "worker": entry.worker, "kind": key[3], "reach_ms": round(reach_ms, 1)}
