@@ -62,6 +62,7 @@ from llmload.run.stop import stop_run
 from llmload.workload.dataset import DatasetError
 from llmload.workload.sizing import SizingError
 from llmload.workload.source import PromptSource
+from llmload.workload.spec import WorkloadSpec
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +114,13 @@ class LLMUser(User):
         self._rate_limited_streak = 0
         self._failures = FailureBackoff()
 
+    def workload_spec(self, spec: WorkloadSpec) -> WorkloadSpec:
+        """The workload of this user class; override to fix a grid or a sweep (the options' by default)."""
+        return spec
+
     def _prompt_source(self) -> PromptSource | None:
         """The user's seeded workload (None: no workload option given, or prompt() overridden)."""
-        spec = self.opts.workload
+        spec = self.workload_spec(self.opts.workload)
         if not spec.active or type(self).prompt is not LLMUser.prompt:
             return None
         endpoint = self.endpoint or self.opts.endpoint

@@ -90,3 +90,13 @@ def cell_label(base: str, cell: tuple[int | None, int | None]) -> str:
     inp, out = cell
     parts = [base] + ([f"in{inp}"] if inp is not None else []) + ([f"out{out}"] if out is not None else [])
     return "-".join(parts)
+
+
+def sweep_lengths(max_context: int | None, max_tokens: int, start: int = 128, stop: int = 32768) -> tuple[int, ...]:
+    """Doubling prompt lengths start..stop that fit `max_context` with `max_tokens` of answer."""
+    cap = stop if max_context is None else min(stop, max_context - max_tokens)
+    lengths, length = [], start
+    while length <= cap:
+        lengths.append(length)
+        length *= 2
+    return tuple(lengths) or (max(1, cap),)
