@@ -4,6 +4,7 @@ Layers, lowest first; a module may import its own package and lower layers only:
   contract        the file columns and event names (imports nothing of llmload)
   server          the embedded simulated server (contract at most)
   client          one request on the wire (no Locust)
+  workload        prompt sources: datasets, lengths, tokenizer-exact prompts, sessions (no Locust)
   run             per-process plumbing (client, server.launch)
   openloop        arrivals and the open-loop user (run, client)
   shaping         load shapes (openloop, run, client)
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["contract", "server", "client", "run", "openloop", "shaping", "public"]
+LAYERS = ["contract", "server", "client", "workload", "run", "openloop", "shaping", "public"]
 PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
 MAX_MODULE_LINES = 310
 MAX_FUNCTION_LINES = 60
@@ -75,9 +76,10 @@ def test_no_package_imports_a_higher_layer(path):
             assert LAYERS.index(target) <= LAYERS.index(own), f"{module_name(path)} ({own}) imports {name} ({target})"
 
 
-@pytest.mark.parametrize("path", [p for p in llmload_files() if "/client/" in str(p) or p.name == "contract.py"],
+@pytest.mark.parametrize("path", [p for p in llmload_files()
+                                  if "/client/" in str(p) or "/workload/" in str(p) or p.name == "contract.py"],
                          ids=lambda p: str(p.relative_to(ROOT)))
-def test_client_and_contract_import_no_locust(path):
+def test_client_workload_and_contract_import_no_locust(path):
     roots = {name.split(".")[0] for name in imports_of(path)}
     assert "locust" not in roots
 
