@@ -117,7 +117,8 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         if opts.transport == "openai":  # build the shared SDK client before any user starts
             from llmload.client.sdk import shared_client
 
-            shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure)
+            shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
+                          query=opts.query, api_key_header=opts.api_key_header)
         ctx.start_health()
     book = workers.book_for(environment)
     if book is not None:

@@ -150,6 +150,8 @@ def start(environment: Any, run_dir: Path) -> Scraper | None:
     if url is None:
         return None
     api_key = str(getattr(parsed, "api_key", "") or "")
-    headers = {"Authorization": f"Bearer {api_key}"} if auto and api_key else {}
+    key_header = str(getattr(parsed, "api_key_header", "") or "")  # Azure-style `api-key: KEY`, else Bearer
+    auth = {key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"}
+    headers = auth if auto and api_key else {}
     fetch = url_fetch(headers, insecure=bool(getattr(parsed, "insecure", False)))
     return Scraper(url, run_dir, fetch, auto).start()
