@@ -134,6 +134,15 @@ def _get(parsed, name: str, default):
     return default if value is None or value == "" else value
 
 
+def _api_key(parsed) -> str:
+    """--api-key as given. Its default is $OPENAI_API_KEY, read when the parser was built; a field the
+    web UI form sent back empty stays empty (the form's host may have changed: webui/secrets.py puts
+    the startup key back only for the startup host), so the environment is read only when the
+    options have no api_key at all (options parsed without llmload's, in tests)."""
+    value = getattr(parsed, "api_key", None) if parsed is not None else None
+    return os.environ.get("OPENAI_API_KEY", "") if value is None else str(value)
+
+
 NUMBER_RULES = (
     ("max_tokens", "--max-tokens", 1, False), ("prompt_tokens", "--prompt-tokens", 1, False),
     ("retries", "--retries", 0, False), ("connect_timeout_s", "--connect-timeout-s", 0, True),
@@ -208,7 +217,7 @@ def read_options(environment) -> RunOptions:
     try:
         opts = RunOptions(
             base_url=api_base_url(environment.host or _get(parsed, "host", "")),
-            api_key=str(_get(parsed, "api_key", os.environ.get("OPENAI_API_KEY", ""))),
+            api_key=_api_key(parsed),
             model=str(_get(parsed, "model", "llmload-sim")),
             max_tokens=int(_get(parsed, "max_tokens", 128)),
             prompt_tokens=int(_get(parsed, "prompt_tokens", 128)),

@@ -101,8 +101,6 @@ def test_a_host_changed_in_the_form_never_gets_the_startup_key(page, locust_ui):
     assert startup_key not in ui.log() and typed_key not in ui.log()
 
 
-@pytest.mark.xfail(strict=True, reason="run/options.py read_options: an api_key sent back empty falls back to "
-                   "$OPENAI_API_KEY, so a key from the environment still reaches a host changed in the UI")
 def test_a_host_changed_in_the_form_never_gets_the_environment_key(page, locust_ui):
     env_key = "sk-env-" + secrets.token_hex(8)
     with Listener() as listener:
