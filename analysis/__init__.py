@@ -15,5 +15,7 @@ generator), `server_metrics` (the target's Prometheus metrics per tier),
 `report` (report.md / report.html), `answer` (the answer lines), `compare`, `watch`, `text` (CLI
 tables), `csvrows` (cut or malformed samples.csv rows), `windows` (tier windows of partial runs),
 `concurrency` (load really applied), `ending` (how the run ended), `slo` (objectives), `goodput`,
-`check` (the SLO gate), `summary` + `summary_schema` (summary.json), `tierformat` (`tiers --format`).
+`check` (the SLO gate), `summary` + `summary_schema` (summary.json), `tierformat` (`tiers --format`),
+`splits` + `report_splits` (retries, decode and stalls, tokens, connections, open loop's intended send),
+`downgrade` (model field changes and decode drift at equal load).
 """

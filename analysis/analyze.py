@@ -175,8 +175,8 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
             out.append(health.warning(where, row))
     retries = int(table["retries"].sum())
     if retries:
-        out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row, "
-                   "never folded into the latency of the first attempt.")
+        out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "
+                   "tables, and 'Latency with and without retries' shows first attempt vs final outcome.")
     out.extend(concurrency.notes(table))
     slo = str(run.info.get("slo_profile") or "")
     if slo and slo not in cap_mod.PROFILES:

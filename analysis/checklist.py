@@ -22,6 +22,8 @@ QUESTIONS = (
     "Cache hit vs miss reported separately?",
     "At full load: does it queue or return 429 (with Retry-After)?",
     "Does the response's model field state the model that really ran?",
+    "Does billed usage match the output tokens received?",
+    "Does decode speed hold at equal load (no silent downgrade)?",
 )
 
 
@@ -30,10 +32,28 @@ def utc(ts: float) -> str:
 
 
 def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation) -> list[tuple[str, str]]:
+    from analysis import downgrade
+
     return list(zip(QUESTIONS, (
         _percentiles(table), _window(run, table), _split(breakdown, "prompt", "short", "long", run),
-        _split(breakdown, "cache", "hit", "miss", run), sat.sentence, _model(run),
+        _split(breakdown, "cache", "hit", "miss", run), sat.sentence, downgrade.model_changes(run),
+        _usage(run), downgrade.decode_drift(run, table),
     )))
+
+
+def _usage(run: Run) -> str:
+    from analysis.splits import token_table
+
+    frame = token_table(run)
+    if frame.empty:
+        return "Not answerable: no successful request had both the usage count and the client's count."
+    bad = frame[frame["mismatches"] > 0]
+    if bad.empty:
+        return f"Yes: usage matched the client's count on all {int(frame['compared'].sum())} requests compared."
+    where = ", ".join(f"tier {r.tier}: {r.mismatches} ({r.usage_above} above, {r.usage_below} below)"
+                      for r in bad.itertuples())
+    return (f"NO: {int(bad['mismatches'].sum())} of {int(frame['compared'].sum())} requests' usage differs from "
+            f"the tokens received ({where}): a billing problem to raise with the provider.")
 
 
 def _percentiles(table: pd.DataFrame) -> str:
@@ -74,20 +94,3 @@ def _split(breakdown: pd.DataFrame, split: str, a: str, b: str, run: Run) -> str
     name = part["split"].iloc[0]
     return (f"Yes ({name}): at tier {tier}, p95 TTFT {a} {rows.loc[a, 'ttft_p95_ms']:.0f} ms (n={rows.loc[a, 'n']}) "
             f"vs {b} {rows.loc[b, 'ttft_p95_ms']:.0f} ms (n={rows.loc[b, 'n']}); every tier is in the breakdown table.")
-
-
-def _model(run: Run) -> str:
-    ok = run.samples[run.samples["ok"] & run.samples["measured"]]
-    returned = ok["model_returned"].astype(str)
-    requested = ok["model_requested"].astype(str)
-    known = returned != ""
-    if not known.any():
-        return "Unknown: the responses carried no model field."
-    mismatch = known & (requested != "") & (returned != requested)
-    if not mismatch.any():
-        names = ", ".join(sorted(returned[known].unique()))
-        return f"Yes: all {int(known.sum())} responses named the requested model ({names})."
-    seen = returned[mismatch].value_counts()
-    top = ", ".join(f"{name} x{count}" for name, count in seen.items() if count)
-    return (f"NO: {int(mismatch.sum())} of {int(known.sum())} responses named another model ({top}): "
-            "possible silent downgrade.")

@@ -18,6 +18,7 @@ from analysis.analyze import Analysis
 from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+from analysis.report_splits import split_blocks
 from analysis.shape import NAMES
 
 __all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
@@ -94,7 +95,7 @@ def _tier_blocks(a: Analysis) -> list[Block]:
                  "drop % = dropped / (dropped + attempts sent in the whole tier).")
     out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3),
                         Table(*_tuple(text.outcome_rows(a.table, a.run.load_unit)), note=note)]
-    return out + _latency_blocks(a)
+    return out + _latency_blocks(a) + split_blocks(a)
 
 
 def _failure_blocks(a: Analysis) -> list[Block]:

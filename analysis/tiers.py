@@ -14,6 +14,9 @@ so a fast 429 never makes the latency look good. Per tier:
   (successful req/s x mean e2e of successful requests: a fast 429 neither occupies the
   server nor counts), queueing delay (TTFT p50 minus the lowest tier's TTFT p50; also on means),
   TTFT split into connect, headers-minus-connect (gateway + queue) and the rest (prefill);
+- TPOT and per-request mean ITL p50/p95/p99 and stalls (requests whose longest gap > --stall-ms);
+- open loop: TTFT/e2e percentiles from the intended send (`verdict_rows`: schedule_lag_ms added), which
+  every verdict uses, and the actual-send ones beside them (`ttft_sent_*`, `e2e_sent_*`);
 - model-field mismatches, generator health (loop lag, schedule lag, CPU) and two flags:
   `too_few` (< MIN_SAMPLES_P99 successes: p99 is noise) and `overloaded` (the load
   generator itself lagged, so the tier's latencies are not trustworthy).
