@@ -72,7 +72,8 @@ def soak(seconds: float, run_dir: Path, users: int = 16) -> dict:
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     report_samples = sample_until_exit(report, every_s=0.2)
     report.communicate(timeout=300)
-    steady = [s for s in locust_samples if s[0] >= WARMUP_S]
+    # after the warm-up and before the shutdown (a process on its way out reads as 0 MB)
+    steady = [s for s in locust_samples if WARMUP_S <= s[0] <= seconds and s[1] > 0]
     samples_csv = run_dir / "samples.csv"
     requests = sum(1 for _ in samples_csv.open()) - 1 if samples_csv.exists() else 0
     return {
