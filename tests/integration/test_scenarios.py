@@ -24,6 +24,8 @@ CASES = {
               "--warmup-seconds", "0"],
     "soak": ["--soak-users", "2", "--soak-seconds", "4", "--tier-seconds", "2", "--warmup-seconds", "0"],
     "schedule": ["--schedule", "0=1,2s=3,4s=end", "--warmup-seconds", "0"],
+    "tool_calls": SHORT_TIERS,
+    "embeddings": SHORT_TIERS,
 }
 
 
@@ -124,3 +126,28 @@ def test_embedded_server_key_never_reaches_logs_or_run_json(tmp_path):
     assert secret not in proc.stdout + proc.stderr
     for path in (tmp_path / "run").iterdir():
         assert secret not in path.read_text(), path.name
+
+
+def test_tool_call_streams_have_a_ttft(runs):
+    samples = [r for r in rows(runs["tool_calls"][1] / "samples.csv") if r["error"] == ""]
+    assert samples and all(r["finish_reason"] == "tool_calls" and r["ttft_ms"] for r in samples)
+
+
+def test_embeddings_rows_are_measured(runs):
+    samples = [r for r in rows(runs["embeddings"][1] / "samples.csv") if r["error"] == ""]
+    assert samples and all(r["endpoint"] == "embeddings" and float(r["e2e_ms"]) > 0 for r in samples)
+
+
+def test_prefill_sweep_walks_prompt_lengths(tmp_path):
+    """No shape: one user walks the lengths for -t; every length is its own scenario label."""
+    proc = run_scenario("prefill_sweep", ["-u", "1", "-t", "4s", "--max-context", "2100"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    samples = [r for r in rows(tmp_path / "samples.csv") if r["error"] == ""]
+    labels = {r["scenario"] for r in samples}
+    assert len(labels) >= 3 and all(label.startswith("prefill-in") for label in labels), labels
+    by_label = {}
+    for r in samples:
+        by_label.setdefault(int(r["scenario"].removeprefix("prefill-in")), []).append(float(r["ttft_ms"]))
+    lengths = sorted(by_label)
+    assert min(by_label[lengths[-1]]) > max(by_label[lengths[0]])  # a longer prompt costs more prefill
