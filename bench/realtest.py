@@ -372,7 +372,11 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
         }
     client, server = status_counts(run_dir, access_log)
     result["status_counts"] = {"samples.csv": client, f"server access log ({access_log.name})": server}
-    checks["samples.csv statuses match the server's access log"] = bool(server) and client == server
+    # status 0: no HTTP answer at all (connect error, connection closed before the headers); the
+    # server never logged those, so they are compared apart (and listed in `unanswered`)
+    answered = {k: v for k, v in client.items() if k != "0"}
+    result["unanswered"] = unanswered(run_dir)
+    checks["samples.csv HTTP statuses match the server's access log"] = bool(server) and answered == server
     if variant == "queued":
         checks["shed requests counted (503 or in-stream errors)"] = sum(
             (t.get("n_503") or 0) + (t.get("n_stream_error") or 0) for t in tiers) > 0
@@ -393,6 +397,22 @@ def status_counts(run_dir: Path, access_log: Path) -> tuple[dict[str, int], dict
     for code in ACCESS.findall(access_log.read_text(errors="replace")):
         server[code] = server.get(code, 0) + 1
     return dict(sorted(client.items())), dict(sorted(server.items()))
+
+
+def unanswered(run_dir: Path) -> list[dict]:
+    """samples.csv rows with no HTTP status: when, which error, and the gap since the user's previous attempt."""
+    last: dict[str, float] = {}
+    out = []
+    with open(run_dir / "samples.csv", newline="") as f:
+        for row in sorted(csv.DictReader(f), key=lambda r: float(r["ts_start_s"])):
+            ts = float(row["ts_start_s"])
+            if row["status"] in ("", "0"):
+                out.append({"ts_start_s": ts, "tier": row["tier"], "phase": row["phase"], "error": row["error"],
+                            "detail": row["error_detail"],
+                            "s_since_users_previous_start": round(ts - last[row["user"]], 3)
+                            if row["user"] in last else None})
+            last[row["user"]] = ts
+    return out
 
 
 def retry_sources(run_dir: Path) -> dict[str, int]:
@@ -581,6 +601,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, passed in r["checks"].items():
             ok &= passed
             print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+        for row in r.get("unanswered", []):
+            print(f"  NOTE  no HTTP answer (tier {row['tier']}, {row['phase']}): {row['error']}: {row['detail']} "
+                  f"({row['s_since_users_previous_start']} s after the user's previous attempt started)")
     print(f"\nfigures: {RESULTS.relative_to(ROOT)}")
     return 0 if ok else 1
 
