@@ -32,8 +32,9 @@ setup: $(STAMP) ## create .venv and install the pinned requirements (other targe
 demo: $(STAMP) ## step load (1..16 users) on the embedded 4-slot server, then its capacity report (~2 min)
 	$(BIN)/python -m llmload.demo
 
-test: $(STAMP) ## run lint and the whole test suite (what CI runs)
+test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP) ## unit tests only (no sockets)
@@ -71,8 +72,9 @@ report: $(STAMP) ## capacity report of a run: RUN=reports/<run> (default: newest
 	@test -n "$(RUN)" || { echo "usage: make report RUN=reports/<run>"; exit 2; }
 	$(BIN)/python -m analysis report $(RUN) $(ARGS)
 
-lint: $(STAMP) ## ruff check
+lint: $(STAMP) ## ruff check and mypy (llmload/)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean: ## remove .venv, caches and run outputs
 	rm -rf $(VENV) .pytest_cache .ruff_cache

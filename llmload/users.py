@@ -44,6 +44,7 @@ import itertools
 import logging
 import random
 import time
+from typing import Any
 
 from locust import User, constant, task
 from locust.exception import StopUser
@@ -55,7 +56,7 @@ from llmload.run.events import fire_events
 from llmload.run.files import without_userinfo
 from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
 from llmload.run.locust_compat import pause_user, user_is_stopping
-from llmload.run.options import OptionError, read_options
+from llmload.run.options import OptionError, RunOptions, read_options
 from llmload.run.retry import NextStep, mark_too_long, next_step
 from llmload.run.samples import sample_row
 from llmload.run.stop import stop_run
@@ -105,7 +106,7 @@ class LLMUser(User):
         self.user_id = f"{self.ctx.worker}-{self.user_index}"
         if self.opts is not None and self.headers:
             self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
-        self.transport = make_transport(self.opts, self.user_index) if self.opts is not None else None
+        self.transport: Any = make_transport(self.opts, self.user_index) if self.opts is not None else None
         self.label = self.scenario or type(self).__name__
         self.rng = random.Random()
         self.source = self._prompt_source() if self.opts is not None else None
@@ -114,26 +115,32 @@ class LLMUser(User):
         self._rate_limited_streak = 0
         self._failures = FailureBackoff()
 
+    @property
+    def options(self) -> RunOptions:
+        """The run's options; set whenever the user sends (`idle_while_halted` waits for them)."""
+        assert self.opts is not None, "options read before they were validated"
+        return self.opts
+
     def workload_spec(self, spec: WorkloadSpec) -> WorkloadSpec:
         """The workload of this user class; override to fix a grid or a sweep (the options' by default)."""
         return spec
 
     def _prompt_source(self) -> PromptSource | None:
         """The user's seeded workload (None: no workload option given, or prompt() overridden)."""
-        spec = self.workload_spec(self.opts.workload)
+        spec = self.workload_spec(self.options.workload)
         if not spec.active or type(self).prompt is not LLMUser.prompt:
             return None
-        endpoint = self.endpoint or self.opts.endpoint
+        endpoint = self.endpoint or self.options.endpoint
         try:
             items = self.ctx.dataset_items(spec.dataset) if spec.dataset else None
-            sizer = self.ctx.prompt_sizer(self.opts, self.transport, endpoint) if spec.needs_sizer else None
+            sizer = self.ctx.prompt_sizer(self.options, self.transport, endpoint) if spec.needs_sizer else None
         except (DatasetError, SizingError) as exc:
             self.ctx.guard.halted = str(exc)
             stop_run(self.environment, str(exc))
             return None
         return PromptSource(spec, base_label=self.label, user_index=self.user_index,
                             worker_index=self.ctx.worker_index, items=items, sizer=sizer,
-                            prompt_words=self.prompt_tokens or self.opts.prompt_tokens, chat=endpoint == "chat")
+                            prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint == "chat")
 
     def on_stop(self) -> None:
         transport = getattr(self, "transport", None)
@@ -160,7 +167,7 @@ class LLMUser(User):
 
     def prompt(self) -> Prompt:
         """The next prompt; override for datasets, shared prefixes, repeats."""
-        return make_prompt(self.prompt_tokens or self.opts.prompt_tokens, self.rng)
+        return make_prompt(self.prompt_tokens or self.options.prompt_tokens, self.rng)
 
     @task
     def _one_request(self) -> None:
@@ -191,24 +198,24 @@ class LLMUser(User):
         prompt = prompt or self.prompt()
         retry_of = ""
         attempt = 0
-        budget_end_s = time.monotonic() + self.opts.timeouts.request_timeout_s
+        budget_end_s = time.monotonic() + self.options.timeouts.request_timeout_s
         closed_loop = schedule_lag_ms is None
         while True:
             req = StreamRequest(
-                endpoint=self.endpoint or self.opts.endpoint, model=self.opts.model, prompt=prompt.text,
-                max_tokens=max_tokens or self.max_tokens or self.opts.max_tokens,
+                endpoint=self.endpoint or self.options.endpoint, model=self.options.model, prompt=prompt.text,
+                max_tokens=max_tokens or self.max_tokens or self.options.max_tokens,
                 request_id=f"{self.ctx.token}-{self.user_id}-{next(self._request_seq)}",
                 input_tokens_estimate=prompt.approx_tokens, retry_of=retry_of, messages=messages,
-                extra_body={**(self.opts.extra_body or {}), **(self.extra_body or {})} or None,
-                stream=self.opts.stream if self.stream is None else self.stream,
-                output_len_mode=self.output_len_mode or self.opts.output_len_mode,
+                extra_body={**(self.options.extra_body or {}), **(self.extra_body or {})} or None,
+                stream=self.options.stream if self.stream is None else self.stream,
+                output_len_mode=self.output_len_mode or self.options.output_len_mode,
             )
             self.ctx.inflight += 1
             try:
                 result = self.transport.stream(req)
             finally:
                 self.ctx.inflight -= 1
-            result = mark_too_long(result, self.opts.retry_policy)
+            result = mark_too_long(result, self.options.retry_policy)
             self.record(result, schedule_lag_ms, label, workload)
             step = self._next_step(result, attempt, budget_end_s)
             if not step.retry or self.ctx.guard.halted:
@@ -233,9 +240,9 @@ class LLMUser(User):
             # a down or unreachable server: pause before the next attempt instead of hammering it
             self._connect_backoff_s = next_connect_backoff_s(self._connect_backoff_s)
             return NextStep(False, self._connect_backoff_s)
-        step = next_step(result, attempt, self.opts.retry_policy, self.rng, budget_end_s - time.monotonic(),
+        step = next_step(result, attempt, self.options.retry_policy, self.rng, budget_end_s - time.monotonic(),
                          self._rate_limited_streak)
-        if step.retry or not self.opts.failure_backoff:
+        if step.retry or not self.options.failure_backoff:
             return step
         return NextStep(False, max(step.pause_s, self._failures.pause_s(result, self.rng)))
 

@@ -41,6 +41,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 import gevent
@@ -178,6 +179,7 @@ class OpenAITransport:
     def stream(self, req: StreamRequest) -> StreamResult:
         clock, body = self.clock, req.body()
         kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
+        api: Any
         if req.endpoint == "chat":
             api = self.client.chat.completions
         else:  # touching client.embeddings imports its module (once): only when used

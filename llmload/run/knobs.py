@@ -47,7 +47,7 @@ def parse_extra_body(text: Any) -> dict | None:
         return text
     try:
         value = json.loads(str(text))
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise KnobError(f"--extra-body is not valid JSON ({exc.msg} at character {exc.pos}): "
                         f"{str(text)[:80]}") from None
     if not isinstance(value, dict):

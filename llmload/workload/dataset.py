@@ -54,7 +54,7 @@ def _item(obj: object, where: str, index: int) -> DatasetItem:
 
 def _sharegpt(record: object, where: str, index: int) -> DatasetItem | None:
     turns = record.get("conversations") if isinstance(record, dict) else None
-    if not isinstance(turns, list):
+    if not isinstance(record, dict) or not isinstance(turns, list):
         raise DatasetError(f"{where}: a ShareGPT record needs \"conversations\": [{{\"from\", \"value\"}}, ...]")
     messages: list[dict] = []
     for pos, turn in enumerate(turns):
