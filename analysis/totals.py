@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.loader import Run
+from llmload.contract import DROPPED_TYPE, REQUEST_TYPE
 
 WHERE = ("measured", "warm-up", "before the first tier", "between tiers", "after the last tier")
 
@@ -60,8 +61,8 @@ def run_totals(run: Run) -> Totals:
     llm = sched = None
     if run.failures is not None:
         method = run.failures["Method"].astype(str)
-        llm = int(run.failures.loc[method == "LLM", "Occurrences"].sum())
-        sched = int(run.failures.loc[method == "SCHED", "Occurrences"].sum())
+        llm = int(run.failures.loc[method == REQUEST_TYPE, "Occurrences"].sum())
+        sched = int(run.failures.loc[method == DROPPED_TYPE, "Occurrences"].sum())
     return Totals(counts, len(samples), dropped, llm, sched)
 
 

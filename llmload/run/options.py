@@ -1,7 +1,7 @@
 """The command-line / web-UI options every llmload run has, and reading them back.
 
 How it works: `add_options` is an `events.init_command_line_parser` listener (installed by
-`llmload.users.install(events)` from a locustfile, never at import). Options are added
+`llmload.run.listeners.install(events)`, which `llmload.scenario.install` calls; never at import). Options are added
 with `parser.add_argument(..., include_in_web_ui=True)` so they appear in the web UI's
 start form (the API key as a masked secret field); Locust copies the form values back
 into `environment.parsed_options` when a run starts, so users read them in `on_start`,

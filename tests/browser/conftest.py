@@ -33,7 +33,7 @@ STOP_TIMEOUT_S = 15.0
 
 
 def pytest_configure(config):
-    # also to be listed in pyproject.toml's markers (the lead's file); harmless when both are there
+    # pyproject.toml lists the marker too; registering it here keeps this folder runnable on its own
     config.addinivalue_line("markers", "browser: drives the web UI in a headless Chromium (needs /usr/bin/chromium)")
 
 
