@@ -81,5 +81,5 @@ clean: ## remove .venv, caches and run outputs
 	find reports -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 
 .PHONY: realtest
-realtest: $(STAMP) ## optional, not in CI: install vLLM (CPU) outside the repo, step-load it, check the verdicts (~15 min)
+realtest: $(STAMP) ## optional, not in CI: install vLLM (CPU) + LiteLLM outside the repo, step-load them, check the verdicts (~15 min)
 	$(BIN)/python bench/realtest.py $(REALTEST_ARGS)
