@@ -205,6 +205,17 @@ class FastTransport:
                 resp.read()  # drain the terminating chunk so the connection is kept
 
     def stream(self, req: StreamRequest) -> StreamResult:
+        result, stale = self._stream_once(req)
+        if stale:
+            # the server closed the kept-alive connection just as the request went out (its idle
+            # timeout, e.g. vLLM's 5 s, met a user's pause): nothing was answered, so send it once
+            # more on a new connection, as HTTP clients do, instead of reporting a broken stream
+            result, _ = self._stream_once(req)
+        return result
+
+    def _stream_once(self, req: StreamRequest) -> tuple[StreamResult, bool]:
+        """One attempt on the wire; also whether it met a stale kept-alive connection (closed before
+        any byte of an answer, on a connection this attempt did not open)."""
         body = json.dumps(req.body()).encode()
         headers = dict(self.headers)
         headers["X-Request-Id"] = req.request_id
@@ -249,5 +260,7 @@ class FastTransport:
             self.client = self._new_client()
         attempt.feed_pending(pending)
         connect_s = self._connect_s
+        stale = (resp is None and timing.t_headers is None and connect_s is None and not self._connecting
+                 and isinstance(attempt.exc, StreamBroken))
         return attempt.finish(opened=connect_s is not None,
-                              connect_ms=connect_s * 1000.0 if connect_s is not None else None)
+                              connect_ms=connect_s * 1000.0 if connect_s is not None else None), stale
