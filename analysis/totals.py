@@ -8,8 +8,9 @@ Open-loop arrivals dropped at the in-flight cap are not requests (no row); their
 the sum of tiers.csv `dropped`. When locust_failures.csv exists its totals are shown next
 to ours: LLM failures should equal the failed rows here, SCHED failures the dropped arrivals.
 samples.csv is the authoritative count; when Locust's differs, `locust_line` says why
-(Locust's CSV is no longer written during the stop drain, so failures finishing then are
-only in samples.csv).
+(Locust's CSV is last written when the test stops, from statistics that lag by up to a second,
+or a worker report interval: failures of the final seconds and of the stop drain are only in
+samples.csv; measured against a LiteLLM proxy, most of the difference was the last second).
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def locust_line(t: Totals) -> str:
               "matched the servers' own logs (503s, 429s, successes) when checked against real stacks")
     if locust < failed:
         return (head + f", {failed - locust} fewer than the {failed} failed rows of samples.csv. {source}. "
-                "Locust's CSV stops being written when the test stops, so requests that failed during the stop "
-                "drain (in flight at the end, finishing afterwards) are only in samples.csv.")
+                "Locust's failures CSV is last written when the test stops, from statistics that lag by up to a "
+                "second (a worker report interval, 3 s, in distributed runs), so failures of the final seconds "
+                "and of the stop drain (in flight at the end, finishing afterwards) are only in samples.csv.")
     return (head + f", {locust - failed} more than the {failed} failed rows of samples.csv. {source}; here "
             "samples.csv lacks rows Locust counted: the run was killed before the last rows were written, or "
             "failures outside the LLM user (not attempts) were reported to Locust.")
