@@ -27,6 +27,7 @@ from analysis.loader import Run
 from analysis.shape import climbs, shape_kind
 from analysis.slo import Objective
 from analysis.text import load_with_unit
+from analysis.workload_view import WorkloadView, workload_view
 
 LATE_MS = 10.0
 """schedule lag (open loop: actual minus intended send) worth a warning; llmload's --late-ms default"""
@@ -77,6 +78,8 @@ class Analysis:
     """how the run ended; when it stopped early, which verdicts that makes unsafe"""
     objective: Objective | None = None
     """the profile's full objective (`goodput.objective_for`): what the goodput column counts"""
+    workload: WorkloadView | None = None
+    """the workload tables and the prefill line (`workload_view.py`)"""
 
     @property
     def climbs(self) -> bool:
@@ -149,7 +152,7 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         compute=compute, onset=onset, header_mode=headers.header_mode(judged),
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
-        objective=goodput.objective_for(profile),
+        objective=goodput.objective_for(profile), workload=workload_view(run),
     )
 
 

@@ -27,7 +27,9 @@ def capacity_sentence(a: Analysis) -> str:
 
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
     stopped = ending.sentence(a)
-    items = [("Stopped early:", stopped)] if stopped else []
+    view = a.workload
+    items = [("Prefill:", view.prefill_sentence)] if view is not None and view.sweep else []
+    items += [("Stopped early:", stopped)] if stopped else []
     overloaded = health.exclusion_sentence(a.table, a.run.load_unit)
     if overloaded:
         items.append(("Generator overloaded:", overloaded))
@@ -58,6 +60,10 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
                       + " (add --target-rps N to the report command for the replica count)."))
     if a.scenario_table is not None and len(a.scenario_table):
         items.append(("Scenarios:", a.scenario_sentence))
+    if view is not None and view.prefill_fit is not None and not view.sweep:
+        items.append(("Prefill:", view.prefill_sentence))
+    if view is not None and int(view.short_outputs["short"].sum()) > 0:
+        items.append(("Short outputs:", view.short_sentence))
     if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
         items.append(("Failures in the run:", " ".join(totals.reconcile_lines(a.totals))))
     if a.warnings:

@@ -3,7 +3,8 @@
 How it works: run.json's `end` ({"reason": ..., "planned": bool}) says how the load generator
 stopped; a run.json with neither `end` nor `ended_unix` was killed (nothing ran its clean-up).
 The run *stopped early* when it was killed, when its stop was not planned, when its last tier
-has no end_s, or when fewer tiers ran than run.json's shape lists. A `-t` cut is planned but
+has no end_s (only when run.json has a shape: a shapeless run's one window ends with its last
+request), or when fewer tiers ran than run.json's shape lists. A `-t` cut is planned but
 can still stop early (the shape had tiers left). For an early stop the report's first answer
 line says how, at which tier, how much of that tier was measured, and which verdicts it makes
 unsafe: a verdict *reached* inside the tested range holds; a verdict that says "not reached",
@@ -48,7 +49,10 @@ def run_ending(run: Run, table: pd.DataFrame) -> Ending:
     listed = run.shape.get("tiers")
     missing = tuple(float(v) for v in listed[len(run.tiers):]) if isinstance(listed, list) else ()
     last = run.tiers.iloc[-1]
-    early = how == "killed" or planned is False or not bool(last["complete"]) or bool(missing)
+    # a run without a load shape (a prefill sweep, a plain -u/-t run) has no plan to fall short of: its one
+    # window ends with its last request, so only a kill or an unplanned stop makes it early
+    cut = not bool(last["complete"]) and bool(run.shape)
+    early = how == "killed" or planned is False or cut or bool(missing)
     return Ending(early, how, planned, int(last["tier"]) if early else None, missing)
 
 

@@ -87,6 +87,12 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     ]
     if not a.climbs:
         specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]
+    view = a.workload
+    if view is not None and view.prefill_fit is not None:
+        prefill = ("prefill", "TTFT p50 and p95 per input length with the fitted prefill line (TTFT = a + b x "
+                   "input tokens); the dash-dot line marks where growth turns non-linear, when it does.",
+                   lambda ax: plots.plot_prefill(ax, view.prefill_table, view.prefill_fit.nonlinear_from_tokens))
+        specs = [prefill, *specs] if view.sweep else [*specs, prefill]
     out = []
     for name, caption, draw in specs:
         height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6

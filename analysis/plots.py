@@ -214,3 +214,22 @@ def _grid(loads: pd.Series) -> np.ndarray:
     if lo > 0 and hi / lo >= 8:
         return np.geomspace(lo, hi, 60)
     return np.linspace(lo, hi, 60)
+
+
+def plot_prefill(ax: Axes, frame: pd.DataFrame, nonlinear_from: int | None = None) -> None:
+    """TTFT p50/p95 per input length (`prefill.prefill_table`) with the fitted prefill line; the length from
+    which growth is non-linear marked."""
+    ax.plot(frame["input_tokens"], frame["ttft_p50_ms"], marker="o", color=COLORS["p50"], label="TTFT p50")
+    ax.plot(frame["input_tokens"], frame["ttft_p95_ms"], marker="o", color=COLORS["p95"], label="TTFT p95")
+    if "fit_ms" in frame:
+        ax.plot(frame["input_tokens"], frame["fit_ms"], color=COLORS["model"], linestyle="--",
+                label="fitted line (Theil-Sen)")
+    if nonlinear_from is not None:
+        ax.axvline(nonlinear_from, color=COLORS["knee"], linestyle="-.", linewidth=1.2,
+                   label=f"non-linear from {nonlinear_from} tokens")
+    ax.set_xlabel("input tokens")
+    ax.set_ylabel("TTFT (ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_title("TTFT vs input length: the prefill cost")
+    ax.legend(fontsize=8)

@@ -19,6 +19,7 @@ from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from analysis.report_splits import split_blocks
+from analysis.report_workload import workload_blocks
 from analysis.shape import NAMES
 
 __all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
@@ -77,6 +78,7 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out += [Heading("Run facts"), Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99)]
     out += _tier_blocks(a)
     out += _failure_blocks(a)
+    out += workload_blocks(a.workload)
     out.append(Heading("Figures"))
     out += [FigureBlock(name, caption, png) for name, caption, png in figures]
     out += _closing_blocks(a)
@@ -177,6 +179,11 @@ def _latency_blocks(a: Analysis) -> list[Block]:
 
 def _load_story(a: Analysis) -> str:
     lo, hi, unit = text.load(a.table["load"].min()), text.load(a.table["load"].max()), a.run.load_unit
+    if a.workload is not None and a.workload.sweep:
+        lengths = a.workload.prefill_fit.lengths
+        users = text.load_with_unit(a.table["load"].max(), unit)
+        return f"a prefill sweep: {users} walking {len(lengths)} prompt lengths from {lengths[0]} to {lengths[-1]} " \
+            "tokens."
     if a.kind == "spike":
         return f"a spike from {lo} to {hi} {unit} and back."
     if a.kind == "soak":

@@ -20,6 +20,7 @@ from analysis import check, ending, goodput, health, tiers
 from analysis.analyze import Analysis
 from analysis.checklist import utc
 from analysis.knees import KneePoint
+from analysis.workload_view import summary_section
 
 SCHEMA_ID = "llmload.summary/1"
 QUANTILES = ("p50", "p95", "p99")
@@ -127,6 +128,7 @@ def gate(a: Analysis) -> dict:
 
 def summary(a: Analysis) -> dict:
     plan = a.plan
+    optional = {"workload": summary_section(a.workload)}
     return clean({
         "schema": SCHEMA_ID, "run": run_facts(a),
         "goodput_counts": goodput.describe(a.objective),
@@ -142,6 +144,7 @@ def summary(a: Analysis) -> dict:
                                                "replicas": plan.replicas,
                                                "upper_bound": a.capacity.status == "beyond"},
         "warnings": list(a.warnings), "gate": gate(a),
+        **{k: v for k, v in optional.items() if v is not None},
     })
 
 

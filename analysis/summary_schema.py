@@ -4,7 +4,8 @@ How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`)
 lists all its fields as required and forbids others, so a field added to `summary.py` without
 being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
 `["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
-`additionalProperties`, `items`, `enum` and `const` are used, so a small checker can validate it
+`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, present only
+when the run has such data) are the only fields left out of `required`, so a small checker can validate it
 when the `jsonschema` package is not installed.
 """
 
@@ -60,12 +61,40 @@ VERDICT = obj(criterion={"type": "string"}, metric={"type": "string"},
               status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]}, value=NUM, limit=NUM, at_least=BOOL, tier=INT,
               why=TEXT)
 
+def optional(schema: dict, *names: str) -> dict:
+    """`schema` with `names` no longer required: sections present only when the run has their data."""
+    return {**schema, "required": [k for k in schema["required"] if k not in names]}
+
+
+def rows(*text_fields: str, ints: tuple[str, ...] = (), nums: tuple[str, ...] = ()) -> dict:
+    return arr(obj(**{k: {"type": "string"} for k in text_fields}, **{k: {"type": "integer"} for k in ints},
+                   **{k: NUM for k in nums}))
+
+
+LATENCY = ("ttft_p50_ms", "ttft_p95_ms", "e2e_p50_ms", "e2e_p95_ms")
+PREFILL = obj(sweep=BOOL, sentence={"type": "string"}, intercept_ms=NUM, ms_per_1k_tokens=NUM,
+              ms_per_1k_tokens_low=NUM, ms_per_1k_tokens_high=NUM, residual_ms=NUM, requests={"type": "integer"},
+              nonlinear_from_tokens=INT,
+              lengths=rows(ints=("input_tokens", "requests"), nums=("ttft_p50_ms", "ttft_p95_ms", "fit_ms")))
+WORKLOAD = optional(obj(
+    short_outputs=obj(sentence={"type": "string"},
+                      tiers=rows(ints=("tier", "requests", "short"), nums=("short_share",))),
+    repeat_vs_first=rows("prompt", ints=("requests",), nums=(*LATENCY, "cached_tokens_p50")),
+    turns=rows(ints=("turn", "requests"), nums=(*LATENCY, "input_tokens_p50", "cached_tokens_p50")),
+    grid=rows(ints=("input_tokens", "max_tokens", "requests"),
+              nums=(*LATENCY, "tpot_p50_ms", "tpot_p95_ms", "out_tps_p50")),
+    reasoning=rows(ints=("tier", "requests"), nums=("reasoning_ttft_p50_ms", "reasoning_ttft_p95_ms", "ttft_p50_ms",
+                                                   "ttft_p95_ms", "reasoning_tokens_mean")),
+    streamed=rows("mode", ints=("requests",), nums=LATENCY),
+    prefill=PREFILL,
+), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill")
+
 SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "times out", "fails", "not saturated", "cannot tell"]
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "llmload summary.json",
-    **obj(
+    **optional(obj(
         schema={"const": "llmload.summary/1"}, run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
         compute_saturation=KNEE, queueing_onset=KNEE, generator_overloaded=TEXT, capacity=arr(CAPACITY),
         saturation=obj(branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
@@ -75,5 +104,6 @@ SCHEMA = {
         warnings=arr({"type": "string"}),
         gate=obj(objective={"type": "string"}, status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]},
                  exit_code={"enum": [0, 1, 2]}, headline={"type": "string"}, verdicts=arr(VERDICT)),
-    ),
+        workload=WORKLOAD,
+    ), "workload"),
 }
