@@ -18,7 +18,19 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import capacity as cap_mod
-from analysis import concurrency, goodput, headers, health, knees, queueing, saturation, scenarios, tiers, totals
+from analysis import (
+    concurrency,
+    goodput,
+    headers,
+    health,
+    knees,
+    queueing,
+    saturation,
+    scenarios,
+    tiers,
+    totals,
+    workers,
+)
 from analysis import ending as ending_mod
 from analysis import knee as knee_mod
 from analysis import phases as phases_mod
@@ -181,6 +193,10 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "
                    "tables, and 'Latency with and without retries' shows first attempt vs final outcome.")
     out.extend(concurrency.notes(table))
+    out.extend(workers.lost_sentences(run))
+    clocks = workers.clock_sentence(run)
+    if clocks:
+        out.append(clocks)
     slo = str(run.info.get("slo_profile") or "")
     if slo and slo not in cap_mod.PROFILES:
         out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")

@@ -14,6 +14,11 @@ A closed-loop tier with fewer than UNDER_APPLIED x its target users active is
 *under-applied*: its `load` becomes the active user count (so knee and capacity are not
 credited with load that was not applied), `load_target` keeps the asked user count, and a
 note gives both figures.
+Distributed runs also record in tiers.csv the users the runtime really had over the measure window
+(`users_min`, `users_mean`, `users_max`: a lost worker's users are not replaced). One rule for both
+sources: the *applied* users are the active users, or `users_mean` when tiers.csv has it and it is
+lower; a tier is under-applied when the applied users are below UNDER_APPLIED x its target, and its
+`load` (knee, capacity, saturation) is then the applied users. The note gives `users_min` too.
 Open loop already shows the request rate really sent (`rps` against the target).
 """
 
@@ -49,16 +54,28 @@ def add_effective(table: pd.DataFrame, run: Run) -> None:
     """Add `concurrency`, `active_users`, `load_target`, `under_applied`; an under-applied tier's `load` is
     its active user count."""
     table[["concurrency", "active_users"]] = effective(run).reindex(table.index)
+    recorded = run.tiers.set_index("tier")
+    for col in ("users_min", "users_mean"):
+        table[col] = pd.to_numeric(recorded[col], errors="coerce").reindex(table.index) if col in recorded \
+            else np.nan
+    table["applied_users"] = table["active_users"].where(~(table["users_mean"] < table["active_users"]),
+                                                         table["users_mean"])
     table["load_target"] = table["load"]
     closed = run.load_unit == "users"
-    under = closed & (table["sent"] > 0) & (table["active_users"] < UNDER_APPLIED * table["load"])
+    under = closed & (table["sent"] > 0) & (table["applied_users"] < UNDER_APPLIED * table["load"])
     table["under_applied"] = under
-    table.loc[under, "load"] = table.loc[under, "active_users"]
+    table.loc[under, "load"] = table.loc[under, "applied_users"].round(1)
 
 
 def notes(table: pd.DataFrame) -> list[str]:
     out = []
     for row in table[table["under_applied"]].itertuples():
+        if row.users_mean == row.users_mean:
+            out.append(f"Tier {row.tier}: the load applied fell below its target: {row.users_mean:.1f} users on "
+                       f"average (at least {row.users_min:g}) of {row.load_target:g} asked, {row.active_users:g} "
+                       f"of them sent requests ({row.concurrency:.1f} in flight on average): a lost worker's users "
+                       f"are not replaced. Knee and capacity use the load really applied, {row.load:g} users.")
+            continue
         out.append(f"Tier {row.tier}: only {row.active_users:g} of {row.load_target:g} users sent requests in "
                    f"its measure window ({row.concurrency:.1f} in flight on average); the others slept (a long "
                    "Retry-After wait, or a lost worker). Knee and capacity use the load really applied, "

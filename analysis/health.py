@@ -10,6 +10,8 @@ its CPU neared a core. Lag alone does not say why, and the fixes differ:
   container); more workers would not help: move the generator to a quieter machine or pin it
   to its own cores;
 - otherwise (CPU between the two, or not recorded): both are possible; the advice says so.
+When health.csv records `lag_cpu_ms` (and `machine_cpu_percent`), the cause is decided per worker instead
+(`workers.cause`: busy, starved, blocked) and the warning names the worker with the worst lag.
 An overloaded tier's latencies are the generator's as much as the server's, so it is left out of
 the knees, the capacity and the saturation verdict (`tiers.py` `judged`; shown, flagged) and the
 gate cannot judge it. When every tier was overloaded nothing is left out and the answer line says
@@ -31,6 +33,21 @@ def diagnosis(cpu_p95: float) -> str:
     return "starved" if cpu_p95 < STARVED_CPU_PERCENT else "unclear"
 
 
+CAUSE_ADVICE = {
+    "busy": "{w}'s own code held its loop (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up, CPU "
+            "near a core): too many streams for one process; add workers or processes, or lower the load per "
+            "worker",
+    "starved": "{w} was starved (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up while the "
+               "machine's CPU was at {machine:.0f}%): other processes had the cores; more workers would not help: "
+               "move the generator off the server's machine, run no more workers than cores, or pin it",
+    "blocked": "{w}'s loop was blocked (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up on a "
+               "machine at {machine:.0f}% CPU): something in the process blocked the loop (DNS, disk, a non-gevent "
+               "library); profile it (py-spy dump) rather than adding workers",
+    "unclear": "{w} lagged ({lag:.0f} ms, {cpu:.0f} ms of it on CPU, machine at {machine:.0f}%): neither clearly busy "
+               "nor clearly stalled by others; check the machine's load, then add workers if its CPU is high",
+}
+"""advice per cause of one worker's lag (workers.cause), from health.csv lag_cpu_ms and machine_cpu_percent"""
+
 ADVICE = {
     "busy": "the generator itself was busy (CPU near a full core): add workers or processes, or lower the "
             "load per worker",
@@ -47,8 +64,20 @@ def warning(where: str, row) -> str:
         ("loop lag p99", row.loop_lag_p99_ms, " ms"), ("loop lag (health) p95", row.health_lag_ms, " ms"),
         ("schedule lag p99", row.schedule_lag_p99_ms, " ms"), ("CPU p95", row.cpu_p95, "%"),
     ) if value == value]
-    return (f"{where}: the load generator lagged ({', '.join(figures)}); its latencies are not trustworthy: "
-            f"{ADVICE[diagnosis(row.cpu_p95)]}.")
+    cause = str(getattr(row, "lag_cause", "") or "")
+    if cause in CAUSE_ADVICE:
+        advice = CAUSE_ADVICE[cause].format(w=f"worker {row.lag_worker}" if row.lag_worker else "the generator",
+                                            cpu=row.lag_cpu_ms, lag=row.lag_worst_ms, machine=row.machine_cpu_percent)
+        advice = advice.replace(", machine at nan%", "")
+    else:
+        advice = ADVICE[diagnosis(row.cpu_p95)]
+    return f"{where}: the load generator lagged ({', '.join(figures)}); its latencies are not trustworthy: {advice}."
+
+
+def _who(row) -> str:
+    """'; worker w0 busy' when health.csv named the worker and the cause of the lag (workers.add_causes)."""
+    cause = str(getattr(row, "lag_cause", "") or "")
+    return f"; worker {row.lag_worker} {cause}" if cause in CAUSE_ADVICE and row.lag_worker else ""
 
 
 def exclusion_sentence(table, unit: str) -> str:
@@ -58,7 +87,7 @@ def exclusion_sentence(table, unit: str) -> str:
     hot = table[table["overloaded"] & ~table["short"].astype(bool) & (table["sent"] > 0)]
     if hot.empty:
         return ""
-    where = ", ".join(f"tier {r.tier} ({load_with_unit(r.load, unit)})" for r in hot.itertuples())
+    where = ", ".join(f"tier {r.tier} ({load_with_unit(r.load, unit)}{_who(r)})" for r in hot.itertuples())
     if bool(table["all_overloaded"].any()):
         return (f"the load generator was overloaded in every tier ({where}): none could be left out, so the "
                 "knees, the capacity and the saturation verdict rest on latencies the generator distorted and are "

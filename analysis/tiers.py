@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import concurrency, server_metrics, waiting
+from analysis import concurrency, server_metrics, waiting, workers
 from analysis.loader import Run
 from analysis.stats import quantile_ci
 
@@ -74,6 +74,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
         _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
     _add_where_ttft_goes(table, rows, ok_by)
     _add_health(table, run)
+    workers.add_causes(table, run)
     table = table.join(server_metrics.per_tier(run))
     waiting.add_wait(table)
     concurrency.add_effective(table, run)
