@@ -56,7 +56,7 @@ def judge_tier(row: pd.Series, measured: pd.DataFrame, obj: Objective, unit: str
     for c in obj.criteria:
         value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
         need = goodput.samples_needed(c)
-        if bool(row.get("overloaded", False)):
+        if bool(row.get("lag_material", False)):
             out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, "the load generator was overloaded"))
         elif c.metric in LATENCY and row["ok"] == 0 and row["sent"] >= 20:
             out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))

@@ -84,7 +84,7 @@ def exclusion_sentence(table, unit: str) -> str:
     """The 'Generator overloaded:' answer line ('' when the generator kept up in every judged tier)."""
     from analysis.text import load_with_unit
 
-    hot = table[table["overloaded"] & ~table["short"].astype(bool) & (table["sent"] > 0)]
+    hot = table[table["lag_material"] & ~table["short"].astype(bool) & (table["sent"] > 0)]
     if hot.empty:
         return ""
     where = ", ".join(f"tier {r.tier} ({load_with_unit(r.load, unit)}{_who(r)})" for r in hot.itertuples())

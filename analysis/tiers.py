@@ -34,6 +34,8 @@ from analysis.stats import quantile_ci
 MIN_SAMPLES_P99 = 100
 MIN_SAMPLES_P999 = 1000
 LOOP_LAG_LIMIT_MS = 50.0
+MATERIAL_LAG_SHARE = 0.2
+"""an overloaded tier is left out of the verdicts when its lag exceeds this share of its p50 TTFT"""
 SCHEDULE_LAG_LIMIT_MS = 50.0
 CPU_LIMIT_PERCENT = 90.0
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
@@ -140,9 +142,10 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None
 
 
 def _add_flags(table: pd.DataFrame) -> None:
-    """too_few (p99 is noise), overloaded (the generator lagged), judged (counts for knee, capacity and
-    saturation: neither cut too short nor generator-overloaded, unless every tier with requests was overloaded:
-    then the overloaded tiers stay judged and `all_overloaded` makes every verdict unsafe)."""
+    """too_few (p99 is noise), overloaded (the generator lagged), lag_material (overloaded, and the lag is more
+    than MATERIAL_LAG_SHARE of the tier's p50 TTFT, or its CPU was pegged), judged (counts for knee, capacity
+    and saturation: neither cut too short nor lag_material, unless every tier with requests was: then they
+    stay judged and `all_overloaded` makes every verdict unsafe)."""
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
     table["overloaded"] = (
         (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
@@ -151,9 +154,15 @@ def _add_flags(table: pd.DataFrame) -> None:
         | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
     )
     long_enough = ~table["short"].astype(bool)
-    trusted = long_enough & ~table["overloaded"]
+    # left out of the verdicts only when the lag is material to what the tier measured: 80 ms of lag
+    # cannot move a 1.5 s TTFT across a verdict, but it can a 50 ms one (a shared, busy machine often
+    # shows some lag; the flag and the warning stay either way)
+    lag_ms = table[["loop_lag_p99_ms", "schedule_lag_p99_ms", "health_lag_ms"]].max(axis=1)
+    material = ~(lag_ms <= MATERIAL_LAG_SHARE * table["ttft_p50_ms"]) | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
+    table["lag_material"] = table["overloaded"] & material
+    trusted = long_enough & ~table["lag_material"]
     table["all_overloaded"] = not bool((trusted & (table["sent"] > 0)).any()) and bool(
-        (long_enough & (table["sent"] > 0) & table["overloaded"]).any())
+        (long_enough & (table["sent"] > 0) & table["lag_material"]).any())
     table["judged"] = long_enough if table["all_overloaded"].any() else trusted
 
 

@@ -77,3 +77,21 @@ def test_every_tier_overloaded_keeps_them_and_calls_every_verdict_unsafe(tmp_pat
     assert a.capacity.load == 16
     line = dict(answer_items(a))["Generator overloaded:"]
     assert "overloaded in every tier" in line and "unsafe" in line
+
+
+def test_lag_small_beside_the_ttft_keeps_a_tier_in_the_verdicts():
+    """A busy shared machine shows some generator lag: 80 ms cannot move a 1.5 s TTFT across a verdict, but
+    it can a 50 ms one. Both tiers stay flagged `overloaded`; only the second is left out."""
+    import pandas as pd
+
+    from analysis import tiers
+
+    table = pd.DataFrame({
+        "tier": [1, 2], "ok": [200, 200], "sent": [200, 200], "short": [False, False],
+        "ttft_p50_ms": [1500.0, 50.0], "loop_lag_p99_ms": [80.0, 80.0], "schedule_lag_p99_ms": [float("nan")] * 2,
+        "health_lag_ms": [float("nan")] * 2, "cpu_p95": [40.0, 40.0],
+    })
+    tiers._add_flags(table)
+    assert list(table["overloaded"]) == [True, True]
+    assert list(table["lag_material"]) == [False, True]
+    assert list(table["judged"]) == [True, False]
