@@ -44,6 +44,10 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     use_cached_default_args()  # a worker's spawn messages: see locust_compat
     context_for(environment)
     stop.listen(environment)
+    if getattr(environment.parsed_options, "transport", "") == "openai":
+        # importing the SDK costs ~1 s of CPU: pay it before the run, not inside the first requests'
+        # time (a web UI run that switches to it in the form imports it at test start instead)
+        import llmload.client.sdk  # noqa: F401
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         workers.attach_worker(runner)
