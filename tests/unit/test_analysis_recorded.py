@@ -1,0 +1,58 @@
+"""Runs recorded against real serving stacks by `make realtest` (docs/realtest.md, 2026-12-01), committed
+small (tests/fixtures/recorded/; server_metrics.csv cut to the queue/running/queue-time/KV families):
+vLLM 0.32 CPU with --max-num-seqs 4, the same with --max-num-queued-reqs 6 (sheds with 503 and in-stream
+error events), and a LiteLLM 1.108 proxy with rpm 60 (429 + llm_provider-retry-after). The verdicts the
+analysis gives on them are checked against what the servers' own logs and metrics showed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis.analyze import analyze, choose_profile
+from analysis.document import to_markdown
+from analysis.loader import load_run
+from analysis.report import blocks
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+
+
+def run_of(name: str):
+    run = load_run(RECORDED / name)
+    return analyze(run, choose_profile(run, None))
+
+
+@pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued"])
+def test_vllm_queueing_onset_is_the_slot_count_and_headers_come_on_arrival(name):
+    a = run_of(name)
+    assert a.onset.status == "within" and a.onset.load == 4, a.onset.sentence  # --max-num-seqs 4
+    assert a.header_mode.mode == "arrival", a.header_mode.sentence  # vLLM answers headers before scheduling
+    assert a.agreement.startswith("It agrees with the queueing onset"), a.agreement
+
+
+def test_vllm_with_free_slots_queues():
+    a = run_of("vllm-slots")
+    assert a.saturation.kind == "queues", a.saturation.sentence
+    assert "the server's queue held" in a.saturation.sentence  # from vLLM's own num_requests_waiting
+
+
+def test_vllm_queue_limit_sheds_with_503_and_in_stream_errors_counted_once():
+    a = run_of("vllm-queued")
+    sentence = a.saturation.sentence
+    assert "sheds load" in sentence and "68 x 503" in sentence and "13 in-stream error events" in sentence
+    assert "without a retry hint" in sentence
+
+
+def test_litellm_rate_limit_sheds_with_its_provider_retry_header():
+    a = run_of("litellm-rpm")
+    sentence = a.saturation.sentence
+    assert "sheds load" in sentence and "620 x 429" in sentence
+    assert "via llm_provider-retry-after" in sentence
+
+
+@pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued", "litellm-rpm"])
+def test_no_nan_in_reports_of_real_stacks(name):
+    text = to_markdown(blocks(run_of(name), []))
+    assert not re.search(r"\bnan\b", text, re.IGNORECASE), re.search(r".{60}\bnan\b.{20}", text, re.I)
