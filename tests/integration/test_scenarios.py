@@ -26,6 +26,7 @@ CASES = {
     "schedule": ["--schedule", "0=1,2s=3,4s=end", "--warmup-seconds", "0"],
     "tool_calls": SHORT_TIERS,
     "embeddings": SHORT_TIERS,
+    "streaming": SHORT_TIERS,
 }
 
 
@@ -151,3 +152,13 @@ def test_prefill_sweep_walks_prompt_lengths(tmp_path):
         by_label.setdefault(int(r["scenario"].removeprefix("prefill-in")), []).append(float(r["ttft_ms"]))
     lengths = sorted(by_label)
     assert min(by_label[lengths[-1]]) > max(by_label[lengths[0]])  # a longer prompt costs more prefill
+
+
+def test_streaming_cuts_perceived_latency_not_the_total(runs):
+    samples = [r for r in rows(runs["streaming"][1] / "samples.csv") if r["error"] == ""]
+    streamed = [r for r in samples if r["scenario"] == "streamed"]
+    whole = [r for r in samples if r["scenario"] == "not-streamed"]
+    assert streamed and whole and {r["streamed"] for r in streamed} == {"1"} and {r["streamed"] for r in whole} == {"0"}
+    assert all(float(r["ttft_ms"]) == float(r["e2e_ms"]) for r in whole)  # nothing is seen before the end
+    median = sorted(float(r["ttft_ms"]) for r in streamed)[len(streamed) // 2]
+    assert median < 0.6 * sorted(float(r["e2e_ms"]) for r in whole)[len(whole) // 2]
