@@ -70,6 +70,9 @@ def add_options(parser) -> None:
     parser.add_argument("--server-metrics", default="auto", include_in_web_ui=True,
                         help="the target's Prometheus metrics, scraped every second into server_metrics.csv: "
                              "auto (try <host>/metrics once, off if it is not there), off, or a URL")
+    parser.add_argument("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
+                        help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT "
+                             "includes the handshake each time (the connection-reuse question; connect_ms per row)")
     parser.add_argument("--insecure", action="store_true", default=False, include_in_web_ui=True,
                         help="DANGEROUS: do not verify the server's TLS certificate (the API key can then "
                              "be sent to an impostor); only for a self-signed lab endpoint you trust")
@@ -181,7 +184,8 @@ def read_knobs(parsed) -> dict:
     try:
         return {
             "extra_body": knobs.parse_extra_body(_get(parsed, "extra_body", None)),
-            "headers": knobs.parse_headers(_get(parsed, "header", None)),
+            "headers": {**knobs.parse_headers(_get(parsed, "header", None)),
+                        **({"Connection": "close"} if _get(parsed, "new_connection_per_request", False) else {})},
             "query": knobs.parse_query(_get(parsed, "query", None)),
             "api_key_header": knobs.check_header_name(_get(parsed, "api_key_header", "")),
             "stream": stream if isinstance(stream, bool) else str(stream).lower() not in ("false", "0", "off"),
