@@ -37,9 +37,10 @@ from llmload.contract import SAMPLE_COLUMNS
 
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
 TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
-                "model_requested", "model_returned", "retry_of", "retry_after_source", "finish_reason")
+                "model_requested", "model_returned", "retry_of", "retry_after_source", "finish_reason",
+                "error_detail")
 """samples.csv columns read as text (categories); `request_id` as plain strings"""
-UNREAD_COLUMNS = ("error_detail",)
+UNREAD_COLUMNS: tuple[str, ...] = ()
 """contract columns the analysis does not use"""
 NUMERIC_COLUMNS = tuple(c for c in SAMPLE_COLUMNS if c not in TEXT_COLUMNS + UNREAD_COLUMNS)
 SERVER_METRIC_COLUMNS = ("ts_s", "name", "value")

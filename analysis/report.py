@@ -115,6 +115,11 @@ def _failure_blocks(a: Analysis) -> list[Block]:
                              note="Counts every attempt in samples.csv (the authoritative count), warm-up and "
                                   "rows outside the tiers included; the tier tables count measured windows only."))
         out.append(Bullets(tuple(("", line) for line in totals.reconcile_lines(a.totals))))
+        if a.totals.examples:
+            out.append(Table(("kind", "most frequent message (first 200 characters)"),
+                             [(totals.kind_label(k), v) for k, v in a.totals.examples.items()],
+                             note="What the server (or the client, for timeouts and broken streams) said, per kind; "
+                                  "key-like strings are masked."))
     if a.scenario_table is not None and len(a.scenario_table):
         loads = a.table.set_index("tier")["load"]
         out += [Heading("Per scenario (ms; out tok/s per request)", 3),

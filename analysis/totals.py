@@ -15,7 +15,8 @@ samples.csv; measured against a LiteLLM proxy, most of the difference was the la
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,8 @@ class Totals:
     dropped: int
     locust_llm_failures: int | None
     locust_dropped: int | None
+    examples: dict[str, str] = field(default_factory=dict)
+    """per error kind, the server's (or client's) most frequent message, scrubbed, at most 200 chars"""
 
 
 def where_sent(run: Run) -> pd.Series:
@@ -64,7 +67,23 @@ def run_totals(run: Run) -> Totals:
         method = run.failures["Method"].astype(str)
         llm = int(run.failures.loc[method == REQUEST_TYPE, "Occurrences"].sum())
         sched = int(run.failures.loc[method == DROPPED_TYPE, "Occurrences"].sum())
-    return Totals(counts, len(samples), dropped, llm, sched)
+    return Totals(counts, len(samples), dropped, llm, sched, error_examples(samples, kind))
+
+
+_SECRET_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{4,}")
+
+
+def error_examples(samples: pd.DataFrame, kind: pd.Series) -> dict[str, str]:
+    """The most frequent error_detail of each failure kind (the client already scrubbed key-like strings;
+    scrubbed again here, since a run folder may come from elsewhere)."""
+    if "error_detail" not in samples:
+        return {}
+    detail = samples["error_detail"].astype(str).replace("nan", "")
+    out = {}
+    for name, group in detail[(kind != "") & (detail != "")].groupby(kind):
+        text = " ".join(str(group.value_counts().index[0]).split())
+        out[str(name)] = _SECRET_LIKE.sub(lambda m: (m.group(1) or "") + "***", text)[:200]
+    return out
 
 
 def kind_label(kind: str) -> str:
