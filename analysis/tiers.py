@@ -74,7 +74,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     if run.load_unit == "req/s":
         _add_percentiles(table, ok_by, "ttft_ms", "ttft_sent", PERCENTILES.items())
         _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
-    _add_where_ttft_goes(table, rows, ok_by)
+    _add_where_ttft_goes(table, rows, ok_by, tiers["end_s"])
     _add_health(table, run)
     workers.add_causes(table, run)
     table = table.join(server_metrics.per_tier(run))
@@ -117,7 +117,17 @@ def _add_rates(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
     table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
 
 
-def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
+def _lag_in_window(rows: pd.DataFrame, tiers_end_s: pd.Series) -> pd.DataFrame:
+    """Rows whose loop lag describes their tier: a row's `loop_lag_ms` is the generator's lag when the row
+    was recorded, at the attempt's end; an attempt that ended after its tier did (in the next tier's ramp
+    or the end-of-run shutdown, whose one-off stall is not the tier's) says nothing about the tier."""
+    took_s = rows["e2e_ms"].fillna(0).to_numpy(dtype=float) / 1000.0
+    ended = rows["ts_start_s"].to_numpy(dtype=float) + took_s
+    end = rows["tier"].map(tiers_end_s).to_numpy(dtype=float)
+    return rows[~(ended > end)]  # a tier without an end (killed run) keeps its rows
+
+
+def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by, tiers_end_s: pd.Series) -> None:
     """In flight (Little), queueing delay, the TTFT parts, model mismatches, generator lag."""
     table["e2e_mean_ms"] = ok_by["e2e_ms"].mean().reindex(table.index)
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
@@ -137,7 +147,8 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None
     mismatch = ((returned != "") & (requested != "") & (returned != requested)).to_numpy()
     table["model_mismatch"] = _count(ok, mismatch, table.index)
     by = rows.groupby("tier")
-    table["loop_lag_p99_ms"] = by["loop_lag_ms"].quantile(0.99).reindex(table.index)
+    table["loop_lag_p99_ms"] = _lag_in_window(rows, tiers_end_s).groupby("tier")["loop_lag_ms"].quantile(
+        0.99).reindex(table.index)
     table["schedule_lag_p99_ms"] = by["schedule_lag_ms"].quantile(0.99).reindex(table.index)
 
 

@@ -59,12 +59,20 @@ def test_overloaded_tier_is_left_out_of_knee_capacity_and_saturation():
     assert line.startswith("tier 5 (16 users) left out of the knees, the capacity and the saturation verdict")
 
 
-def test_gate_cannot_judge_an_overloaded_tier():
+def test_gate_on_an_overloaded_tier_keeps_passes_and_cannot_judge_misses(tmp_path):
+    """A lagging generator only adds latency: a pass stands (flagged), a miss may be the generator's."""
     code, out = make_fixtures.run_cli(["check", "runs/noknee", "--slo", "chat"])
-    assert code == 2
-    assert out.splitlines()[0] == "SLO chat at tier 5 (16 users): CANNOT JUDGE"
-    assert all("[the load generator was overloaded]" in line for line in out.splitlines()[1:-1])
-    assert make_fixtures.run_cli(["check", "runs/noknee", "--slo", "chat", "--at-load", "8"])[0] == 0
+    assert code == 0, out
+    assert out.splitlines()[0] == "SLO chat at tier 5 (16 users): PASS"
+    timed = [line for line in out.splitlines()[1:-1] if line.startswith("PASS") and ("TTFT" in line or "TPOT" in line)]
+    assert timed and all("[the load generator lagged" in line for line in timed)
+    strict = tmp_path / "slo.toml"
+    strict.write_text("[profiles.strict]\nttft = { p = 95, max_ms = 1 }\nmax_error_rate = 0.01\n")
+    code, out = make_fixtures.run_cli(["check", "runs/noknee", "--slo", "strict", "--slo-file", str(strict)])
+    assert code == 2, out
+    assert "CANNOT JUDGE" in out.splitlines()[0] and "[the load generator was overloaded]" in out
+    assert make_fixtures.run_cli(["check", "runs/noknee", "--slo", "strict", "--slo-file", str(strict),
+                                  "--at-load", "8"])[0] == 1  # a trusted tier that misses fails
 
 
 def test_every_tier_overloaded_keeps_them_and_calls_every_verdict_unsafe(tmp_path):
