@@ -92,4 +92,5 @@ def capacity_table(a: Analysis) -> Table:
                  note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
                       f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers. Goodput = requests/s "
                       "that met every per-request criterion of the profile's objective (TTFT, TPOT, e2e limits: "
-                      "docs/gates.md), at the capacity.")
+                      "docs/gates.md), at the last tier within the SLO (not interpolated), or at the highest load "
+                      "when nothing broke.")

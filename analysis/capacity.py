@@ -58,8 +58,11 @@ class Capacity:
     lowest_load: float = math.nan
     """status 'below': the lowest tested load, where the SLO already broke"""
     goodput_rps: float = math.nan
-    """requests/s meeting every per-request criterion of the profile's objective, at the capacity
-    (interpolated like ok_rps; `goodput.py`); NaN when the table has no goodput column"""
+    """requests/s meeting every per-request criterion of the profile's objective (`goodput.py`): at the
+    highest tested load when nothing broke, else at `goodput_load`, the last tier within the SLO (not
+    interpolated: per-request goodput falls off a cliff where p95 crosses the limit, so a value between
+    the tiers would read as most requests missing the SLO at the capacity); NaN without a goodput column"""
+    goodput_load: float = math.nan
 
 
 def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
@@ -90,7 +93,7 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
         def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
             return float(prev[col] + frac * (row[col] - prev[col])) if col in row else math.nan
         return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text,
-                        goodput_rps=at("goodput_rps"))
+                        goodput_rps=float(prev.get("goodput_rps", math.nan)), goodput_load=float(prev["load"]))
     top = rows.iloc[-1]
     return Capacity(profile, "beyond", float(top["load"]), float(top["ok_rps"]), float(top["out_tok_s"]),
                     "nothing broke in the tested range", goodput_rps=float(top.get("goodput_rps", math.nan)))
@@ -158,6 +161,8 @@ def describe(cap: Capacity, load_unit: str) -> str:
     figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
     if cap.goodput_rps == cap.goodput_rps:
         figures += f", goodput {cap.goodput_rps:.1f} req/s"
+        if cap.goodput_load == cap.goodput_load:
+            figures += f" at {load_with_unit(cap.goodput_load, load_unit)}, the last tier within it"
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":
         return head + f"at least {cap.load:g} {unit} ({figures}); nothing broke in the tested range."

@@ -39,15 +39,23 @@ def test_goodput_column_counts_requests_meeting_every_criterion():
     assert "goodput: requests/s each meeting TTFT <= 300 ms and TPOT <= 50.0 ms and e2e <= 2000 ms" in out
 
 
-def test_goodput_at_the_capacity_is_interpolated_per_profile():
+def test_goodput_at_the_capacity_is_the_last_tier_within_the_slo():
+    """Not interpolated: per-request goodput falls off a cliff where p95 crosses the limit, so a value between
+    the tiers would read as most requests missing the SLO at the capacity."""
     a = run_of("knee16")
     t = a.table.set_index("tier")
-    frac = (a.capacity.load - t.loc[5, "load"]) / (t.loc[6, "load"] - t.loc[5, "load"])
-    expected = t.loc[5, "goodput_rps"] + frac * (t.loc[6, "goodput_rps"] - t.loc[5, "goodput_rps"])
-    assert a.capacity.goodput_rps == pytest.approx(expected)
-    assert f"goodput {expected:.1f} req/s" in dict(answer_items(a))["Capacity:"]
+    assert a.capacity.status == "within" and t.loc[5, "load"] < a.capacity.load < t.loc[6, "load"]
+    assert a.capacity.goodput_rps == pytest.approx(t.loc[5, "goodput_rps"])
+    assert a.capacity.goodput_load == t.loc[5, "load"]
+    line = dict(answer_items(a))["Capacity:"]
+    assert f"goodput {t.loc[5, 'goodput_rps']:.1f} req/s at 16 users, the last tier within it" in line
     voice = next(c for c in a.all_capacities if c.profile.name == "voice")
-    assert voice.goodput_rps < a.capacity.goodput_rps  # voice's 250 ms limit, its own goodput
+    assert voice.goodput_load == voice_last_within(a)  # each profile at its own last passing tier
+
+
+def voice_last_within(a):
+    rows = a.table[a.table["load"] < next(c for c in a.all_capacities if c.profile.name == "voice").load]
+    return float(rows["load"].max())
 
 
 def test_overloaded_tier_is_left_out_of_knee_capacity_and_saturation():
