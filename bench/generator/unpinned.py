@@ -1,0 +1,227 @@
+"""Unpinned mode (the default): llmload beside a bare reference client, run as a user runs them.
+
+How it works: for each stream count (16, 64, 256, 512) each client runs alone for `seconds`
+(25 s) against a fresh embedded server (`--preset exact --prefill-base-ms 200
+--decode-ms-per-token 10 --default-output-tokens 100`: TTFT 200 ms, then one token per chunk
+every 10 ms), one client after the other, nothing pinned to a core and no priority changed:
+
+- reference: `python -m bench.reference_client` (reference_client.py), the floor: a bare asyncio
+  raw-socket client stamping every socket read;
+- llmload: `locust -f locustfile.py --headless -u C -r C -t 25s --host http://127.0.0.1:PORT/v1
+  --max-tokens 100 --run-dir DIR`, exactly as a new user runs it;
+- peers (peers.py): other tools, when installed in their own venvs.
+
+Figures per run (definitions in docs/benchmarks.md):
+- TTFT error per request = client ttft_ms - (truth first_byte_s - arrival_s) x 1000, for requests
+  the truth log answered; it includes the loopback send time (the client stamps t0 before
+  writing, the server its arrival after reading). p50/p99 over the whole run and over requests
+  arriving 10 s or more after the run's first arrival (after the warm-up);
+- CPU µs per chunk: the client process's CPU (user + system, /proc/PID/stat, every 0.1 s) over the
+  load window (first arrival to last completed answer in the truth log) / text chunks of its
+  completed requests (output tokens summed from its samples; one token per chunk); also the
+  whole process's CPU including imports and start-up (rusage of the exited child) / the same chunks;
+- loop lag p99: of the samples' loop_lag_ms (each the larger of the last full second's and the
+  current second's largest 10 ms-sleep lateness);
+- server lateness p99 (first_byte_s - first_byte_due_s) and server / other processes' CPU in the
+  window, to show when the server or the machine, not the client, was the limit.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.generator.common import REPO, CpuSampler, machine_facts, pcts, percentile, read_truth, truth_ttft_ms
+from bench.generator.table import to_markdown, with_ratios
+
+SERVER_ARGS = ("--preset", "exact", "--prefill-base-ms", "200", "--decode-ms-per-token", "10",
+               "--default-output-tokens", "100")
+STREAMS = (16, 64, 256, 512)
+SECONDS = 25.0
+WARMUP_S = 10.0
+MAX_TOKENS = 100
+POLL_S = 0.1
+"""how often the CPU of the client, the server and the machine is read"""
+GRACE_S = 90.0
+"""a client still running this long after its duration is killed"""
+
+
+@dataclass(frozen=True)
+class Client:
+    """How to run one client and read back its samples."""
+
+    name: str
+    command: Callable[[str, int, float, Path], list[str]]
+    """(server base URL, streams, seconds, work dir) -> argv"""
+    samples: Callable[[Path], list[dict]]
+    """work dir -> rows of request_id, ttft_ms (float or None), chunks, loop_lag_ms (float or None), ok"""
+    tree: bool = False
+    """count the CPU of the whole process tree (tools with worker processes)"""
+    note: str = ""
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text not in (None, "") else None
+
+
+def reference_command(url: str, streams: int, seconds: float, work: Path) -> list[str]:
+    return [sys.executable, "-m", "bench.reference_client", "--port", url.rsplit(":", 1)[1],
+            "--streams", str(streams), "--seconds", f"{seconds:g}", "--max-tokens", str(MAX_TOKENS),
+            "--out", str(work / "reference.csv")]
+
+
+def reference_samples(work: Path) -> list[dict]:
+    with open(work / "reference.csv", newline="") as f:
+        return [{"request_id": r["request_id"], "ttft_ms": _float(r["ttft_ms"]), "chunks": int(r["chunks"]),
+                 "loop_lag_ms": _float(r["loop_lag_ms"]), "ok": not r["error"]} for r in csv.DictReader(f)]
+
+
+def llmload_command(url: str, streams: int, seconds: float, work: Path) -> list[str]:
+    return [str(Path(sys.executable).parent / "locust"), "-f", "locustfile.py", "--headless",
+            "-u", str(streams), "-r", str(streams), "-t", f"{seconds:g}s", "--host", url + "/v1",
+            "--max-tokens", str(MAX_TOKENS), "--run-dir", str(work / "run")]
+
+
+def llmload_samples(work: Path) -> list[dict]:
+    with open(work / "run" / "samples.csv", newline="") as f:
+        return [{"request_id": r["request_id"], "ttft_ms": _float(r["ttft_ms"]),
+                 "chunks": int(float(r["output_tokens_client"] or r["output_tokens"] or 0)),
+                 "loop_lag_ms": _float(r["loop_lag_ms"]), "ok": not r["error"]} for r in csv.DictReader(f)]
+
+
+REFERENCE = Client("reference", reference_command, reference_samples)
+LLMLOAD = Client("llmload", llmload_command, llmload_samples)
+
+
+def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path) -> dict:
+    """Run one client to its end, sampling CPU; returns the sampler, the child's total CPU and its exit code."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(work / "client.log", "w") as log:
+        proc = subprocess.Popen(client.command(url, streams, seconds, work), cwd=REPO, env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        sampler = CpuSampler({"client": proc.pid, "server": server_pid},
+                             frozenset({"client"}) if client.tree else frozenset())
+        deadline = time.monotonic() + seconds + GRACE_S
+        while proc.poll() is None:
+            sampler.sample()
+            if time.monotonic() > deadline:
+                proc.kill()
+            time.sleep(POLL_S)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total_cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"sampler": sampler, "total_cpu_s": total_cpu_s, "returncode": proc.returncode}
+
+
+def measure(client: Client, streams: int, seconds: float, work: Path) -> dict:
+    """One client alone against a fresh server: its summary row."""
+    from llmload.server.launch import EmbeddedServer
+
+    work.mkdir(parents=True, exist_ok=True)
+    truth_path = work / "truth.csv"
+    with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server:
+        watched = watch(client, server.url, server.proc.pid, streams, seconds, work)  # type: ignore[union-attr]
+    try:
+        samples = client.samples(work)
+    except (OSError, KeyError, ValueError) as exc:
+        return {"client": client.name, "streams": streams, "skipped": f"no samples ({exc})",
+                "returncode": watched["returncode"]}
+    return summarize(client.name, streams, samples, read_truth(truth_path), watched)
+
+
+def _window(matched: list[tuple[dict, dict]]) -> tuple[float, float]:
+    """(first arrival, last completed answer) of a run, on the truth log's clock."""
+    return min(t["arrival_s"] for _, t in matched), max(t["last_byte_s"] for _, t in matched)
+
+
+def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched: dict) -> dict:
+    """A run's row: TTFT error vs truth, CPU per chunk, loop lag, server and machine figures."""
+    ok = [s for s in samples if s["ok"] and s["ttft_ms"] is not None]
+    matched = [(s, truth[s["request_id"]]) for s in ok if s["request_id"] in truth]
+    if not matched:
+        return {"client": name, "streams": streams, "skipped": "no request matched the truth log",
+                "returncode": watched["returncode"]}
+    start_s, end_s = _window(matched)
+    errors = [s["ttft_ms"] - truth_ttft_ms(t) for s, t in matched]
+    warm = [s["ttft_ms"] - truth_ttft_ms(t) for s, t in matched if t["arrival_s"] >= start_s + WARMUP_S]
+    chunks = sum(s["chunks"] for s in ok)
+    sampler: CpuSampler = watched["sampler"]
+    wall_s = max(1e-9, end_s - start_s)
+    cpu_s = sampler.between("client", start_s, end_s)
+    server_cpu_s = sampler.between("server", start_s, end_s)
+    others_s = (sampler.between("machine", start_s, end_s) - cpu_s - server_cpu_s
+                - sampler.between("self", start_s, end_s))
+    lags = [s["loop_lag_ms"] for s in ok if s["loop_lag_ms"] is not None]
+    late = [(t["first_byte_s"] - t["first_byte_due_s"]) * 1000 for _, t in matched if "first_byte_due_s" in t]
+    err_p50, err_p99, err_max = pcts(errors)
+    warm_p50, warm_p99, _ = pcts(warm)
+    return {
+        "client": name, "streams": streams, "requests": len(matched), "failures": len(samples) - len(ok),
+        "unmatched": len(ok) - len(matched), "returncode": watched["returncode"],
+        "ttft_err_p50_ms": err_p50, "ttft_err_p99_ms": err_p99, "ttft_err_max_ms": err_max,
+        "ttft_err_min_ms": round(min(errors), 2),
+        "warm_requests": len(warm), "warm_ttft_err_p50_ms": warm_p50, "warm_ttft_err_p99_ms": warm_p99,
+        "chunks": chunks, "window_s": round(wall_s, 2),
+        "cpu_us_per_chunk": round(cpu_s / max(1, chunks) * 1e6, 1),
+        "cpu_us_per_chunk_total": round(watched["total_cpu_s"] / max(1, chunks) * 1e6, 1),
+        "cpu_percent": round(100 * cpu_s / wall_s, 1), "total_cpu_s": round(watched["total_cpu_s"], 2),
+        "loop_lag_p99_ms": round(percentile(lags, 99), 2) if lags else None,
+        "server_late_p99_ms": pcts(late)[1], "server_cpu_percent": round(100 * server_cpu_s / wall_s, 1),
+        "others_cpu_percent": round(max(0.0, 100 * others_s / wall_s), 1),
+    }
+
+
+def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: float = SECONDS,
+            peers: bool = True) -> dict:
+    """Every client at every stream count; writes generator_unpinned.json / .md; returns the results."""
+    from bench.generator.peers import available_peers
+
+    results_dir.mkdir(parents=True, exist_ok=True)
+    host = machine_facts()
+    peer_clients, skipped = available_peers(MAX_TOKENS) if peers else ([], ["peers not run (--no-peers)"])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="llmload-bench-unpinned-") as tmp:
+        for count in streams:
+            for client in (REFERENCE, LLMLOAD, *peer_clients):
+                row = measure(client, count, seconds, Path(tmp) / f"{client.name}-{count}")
+                row["note"] = client.note
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    host["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    table = with_ratios(rows)
+    result = {"mode": "unpinned", "server_args": list(SERVER_ARGS), "seconds": seconds, "warmup_s": WARMUP_S,
+              "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host,
+              "when": time.strftime("%Y-%m-%d %H:%M:%S"), "peers_skipped": skipped, "rows": table}
+    (results_dir / "generator_unpinned.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results_dir / "generator_unpinned.md").write_text(report(result))
+    return result
+
+
+def report(result: dict) -> str:
+    host = result["machine"]
+    others = [r["others_cpu_percent"] for r in result["rows"] if r.get("others_cpu_percent") is not None]
+    skipped = "".join(f"- {line}\n" for line in result["peers_skipped"])
+    return (
+        f"# Generator benchmark, unpinned: llmload beside the reference client\n\n"
+        f"{result['when']}. Server: `python -m llmload.server {' '.join(result['server_args'])}` (TTFT 200 ms, "
+        f"one token per chunk every 10 ms, {result['max_tokens']} tokens per request), a fresh one per run; each "
+        f"client ran alone for {result['seconds']:g} s per stream count, nothing pinned. Machine: "
+        f"{host['cpu_count']} CPUs ({host['cpu']}), Python {host['python']}; load average (1 min / 5 min) at "
+        f"start {host['load_avg_1m_at_start']} / {host['load_avg_5m_at_start']}, at the end "
+        f"{host['load_avg_1m_at_end']}; other processes used {min(others, default=0):g}-{max(others, default=0):g} "
+        f"% of one core during the runs (column `other procs CPU %`).\n\n"
+        f"TTFT error = client ttft_ms - (truth first_byte_s - arrival_s) x 1000 (includes the loopback send "
+        f"time); 'after warm-up': requests arriving {result['warmup_s']:g} s or more after the run's first. "
+        f"CPU µs/chunk: the client process's CPU in the load window / text chunks of its completed requests; "
+        f"'incl. start-up': its whole life (imports, spawning, shutdown) / the same chunks. Ratio rows: llmload / "
+        f"reference of the same column.\n\n" + to_markdown(result["rows"])
+        + (f"\nPeers:\n{skipped}" if skipped else ""))

@@ -1,0 +1,61 @@
+"""The unpinned generator bench: its reference client really measures, and its table computes ratios.
+
+The reference client runs in a subprocess (as the bench runs it; this pytest process may be
+gevent-patched by other tests) against the embedded server in the bench's own settings.
+"""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.generator.common import read_truth, truth_ttft_ms
+from bench.generator.table import RATIO_CLIENT, to_markdown, with_ratios
+from bench.generator.unpinned import SERVER_ARGS
+from llmload.server.launch import EmbeddedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.integration
+def test_reference_client_requests_are_in_the_truth_log_with_the_servers_ttft(tmp_path):
+    truth_path, out = tmp_path / "truth.csv", tmp_path / "reference.csv"
+    with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server:
+        subprocess.run([sys.executable, "-m", "bench.reference_client", "--port", str(server.port),
+                        "--streams", "4", "--seconds", "3", "--out", str(out)], cwd=ROOT, timeout=30, check=True)
+    truth = read_truth(truth_path)
+    with open(out, newline="") as f:
+        samples = list(csv.DictReader(f))
+    assert len(samples) >= 4  # 4 streams, 1.2 s per answer, 3 s
+    for sample in samples:
+        assert sample["error"] == ""
+        row = truth[sample["request_id"]]
+        assert int(sample["chunks"]) == row["output_tokens"] == 100
+        error_ms = float(sample["ttft_ms"]) - truth_ttft_ms(row)
+        # lower bound below 0: the server stamps first_byte_s just after its send returns, so a
+        # server preempted right there (a shared machine) stamps after the client's read
+        assert -10 < error_ms < 50, (sample, row)
+        assert float(sample["e2e_ms"]) > float(sample["ttft_ms"]) >= 200
+
+
+def test_table_puts_llmload_over_reference_ratios_after_each_stream_count():
+    rows = [
+        {"streams": 16, "client": "reference", "ttft_err_p50_ms": 0.5, "ttft_err_p99_ms": 2.0,
+         "cpu_us_per_chunk": 10.0, "loop_lag_p99_ms": 0.0},
+        {"streams": 16, "client": "llmload", "ttft_err_p50_ms": 1.0, "ttft_err_p99_ms": 3.0,
+         "cpu_us_per_chunk": 25.0, "loop_lag_p99_ms": 4.0},
+        {"streams": 16, "client": "aiperf", "skipped": "not installed"},
+        {"streams": 64, "client": "reference", "cpu_us_per_chunk": 10.0},
+        {"streams": 64, "client": "llmload", "skipped": "no samples"},
+    ]
+    table = with_ratios(rows)
+    assert [r["client"] for r in table] == ["reference", "llmload", "aiperf", RATIO_CLIENT, "reference", "llmload"]
+    ratio = table[3]
+    assert ratio["streams"] == 16
+    assert ratio["ttft_err_p50_ms"] == 2.0 and ratio["ttft_err_p99_ms"] == 1.5 and ratio["cpu_us_per_chunk"] == 2.5
+    assert ratio["loop_lag_p99_ms"] is None  # reference 0: no ratio
+    assert ratio["warm_ttft_err_p99_ms"] is None  # missing on both sides
+    text = to_markdown(table)
+    assert "| **2.5x** |" in text and "skipped: not installed" in text and "nan" not in text
