@@ -51,6 +51,8 @@ WARMUP_S = 10.0
 MAX_TOKENS = 100
 POLL_S = 0.1
 """how often the CPU of the client, the server and the machine is read"""
+TREE_POLL_S = 0.5
+"""the same for a multi-process client (reading its process tree scans /proc: ~7 ms each time)"""
 GRACE_S = 90.0
 """a client still running this long after its duration is killed"""
 
@@ -116,7 +118,7 @@ def watch(client: Client, url: str, server_pid: int, streams: int, seconds: floa
             sampler.sample()
             if time.monotonic() > deadline:
                 proc.kill()
-            time.sleep(POLL_S)
+            time.sleep(TREE_POLL_S if client.tree else POLL_S)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     total_cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"sampler": sampler, "total_cpu_s": total_cpu_s, "returncode": proc.returncode}
@@ -199,20 +201,32 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
     host["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     table = with_ratios(rows)
     result = {"mode": "unpinned", "server_args": list(SERVER_ARGS), "seconds": seconds, "warmup_s": WARMUP_S,
-              "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host,
+              "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host, **code_state(),
               "when": time.strftime("%Y-%m-%d %H:%M:%S"), "peers_skipped": skipped, "rows": table}
     (results_dir / "generator_unpinned.json").write_text(json.dumps(result, indent=2) + "\n")
     (results_dir / "generator_unpinned.md").write_text(report(result))
     return result
 
 
+def code_state() -> dict:
+    """The commit measured, and the files of the generator that differed from it (the run used the work tree)."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30)
+        return done.stdout.rstrip()
+
+    changed = git("status", "--porcelain", "--", "llmload", "locustfile.py").splitlines()
+    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted": [line[3:] for line in changed]}
+
+
 def report(result: dict) -> str:
     host = result["machine"]
     others = [r["others_cpu_percent"] for r in result["rows"] if r.get("others_cpu_percent") is not None]
     skipped = "".join(f"- {line}\n" for line in result["peers_skipped"])
+    dirty = f" plus uncommitted changes to {', '.join(result['uncommitted'])}" if result["uncommitted"] else ""
     return (
         f"# Generator benchmark, unpinned: llmload beside the reference client\n\n"
-        f"{result['when']}. Server: `python -m llmload.server {' '.join(result['server_args'])}` (TTFT 200 ms, "
+        f"{result['when']}, llmload at commit {result['commit']}{dirty}. "
+        f"Server: `python -m llmload.server {' '.join(result['server_args'])}` (TTFT 200 ms, "
         f"one token per chunk every 10 ms, {result['max_tokens']} tokens per request), a fresh one per run; each "
         f"client ran alone for {result['seconds']:g} s per stream count, nothing pinned. Machine: "
         f"{host['cpu_count']} CPUs ({host['cpu']}), Python {host['python']}; load average (1 min / 5 min) at "
