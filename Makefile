@@ -40,8 +40,8 @@ test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 test-fast: $(STAMP) ## unit tests only (no sockets)
 	$(BIN)/python -m pytest -q tests/unit
 
-bench: $(STAMP) ## run the benchmarks; results go to bench/results/
-	$(BIN)/python -m bench
+bench: $(STAMP) ## run the benchmarks -> bench/results/ (one, quick: BENCH="generator --seconds 8 --streams 16,64")
+	$(BIN)/python -m bench $(BENCH)
 
 soak: $(STAMP) ## 10-minute soak on the embedded server: generator and report memory -> bench/results/soak.json
 	$(BIN)/python -m bench.soak --seconds 600

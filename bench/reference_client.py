@@ -7,7 +7,8 @@ stream holds one keep-alive HTTP/1.1 connection and sends POST /v1/chat/completi
 back to back until `--seconds` have passed, then closes; requests in flight at the end are cut
 and not written.
 
-Timing: `t0` is `time.perf_counter()` just before the request is written; every socket read
+Timing: `t0` is `time.perf_counter()` just before the request is written (before the connection
+is opened, for a stream's first request: connection set-up counts, as in llmload); every socket read
 (`asyncio.Protocol.data_received`) is stamped with `perf_counter()` on arrival. The first
 token is the first read in which a non-empty `"content":"…"` delta appears (a minimal byte
 search; the server's first chunk is role-only with empty content); the answer ends at
@@ -80,15 +81,16 @@ class StreamProtocol(asyncio.Protocol):
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self.transport = transport
 
-    def send(self, request: bytes) -> asyncio.Future:
-        """Write one request; the future resolves to (t0, first_token_s, done_s, chunks, error)."""
+    def send(self, request: bytes, t0: float | None = None) -> asyncio.Future:
+        """Write one request (t0: when it started, before a new connection was opened; default now);
+        the future resolves to (t0, first_token_s, done_s, chunks, error)."""
         self.done = asyncio.get_running_loop().create_future()
         self.head_checked = False
         self.first_s: float | None = None
         self.done_s: float | None = None
         self.chunks = 0
         self.buf = b""
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter() if t0 is None else t0
         assert self.transport is not None
         self.transport.write(request)
         return self.done
@@ -150,11 +152,13 @@ async def one_stream(port: int, index: int, start_delay_s: float, deadline: floa
     proto: StreamProtocol | None = None
     n = 0
     while time.perf_counter() < deadline:
+        t0 = None
         if proto is None or proto.lost:
+            t0 = time.perf_counter()  # a new connection's set-up counts in the TTFT, as in HTTP clients
             _, proto = await loop.create_connection(StreamProtocol, "127.0.0.1", port)
         n += 1
         request_id = f"ref-{index}-{n}"
-        waiter = proto.send(build_request(port, body, request_id))
+        waiter = proto.send(build_request(port, body, request_id), t0)
         try:
             t0, first_s, done_s, chunks, error = await asyncio.wait_for(waiter, deadline - time.perf_counter())
         except TimeoutError:
