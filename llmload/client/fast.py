@@ -9,9 +9,12 @@ FastHttpUser is built on) with a pool of one connection. An attempt is
 
 Every complete SSE line is stamped with the time of the socket read that delivered it.
 Until the first text token the lines are parsed at once (the first-token cap must be
-cancelled on time); after it they are stashed as (read time, block of lines) and decoded
-when the stream ends, except a block that may hold `[DONE]` or an error event, which is
-parsed at once to stop reading there. The figures equal those of parsing each line at its
+cancelled on time); after it the process's one reactor (client/reactor.py) reads the
+plain-TCP streams of every user, stamps each read, and wakes the user only when a read may
+end its stream (`[DONE]`, an error event, the end of the body): the user then decodes the
+reads in order (client/body_lines.py). TLS streams keep reading on their own greenlet,
+stashing (read time, block of lines) and parsing a block at once only when it may hold
+`[DONE]` or an error event. The figures equal those of parsing each line at its
 read, at a fraction of the CPU. Every exit path (end of stream, a cap, a cut, a bad frame,
 a malformed chunk) parses what arrived, at the read times it arrived.
 
@@ -38,7 +41,7 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import ghc_compat, sse
+from llmload.client import body_lines, ghc_compat, reactor, sse
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -64,14 +67,6 @@ def _unverified_context(**_kw) -> gevent.ssl.SSLContext:
     context.check_hostname = False
     context.verify_mode = gevent.ssl.CERT_NONE
     return context
-
-
-def _take_lines(body: bytearray, t: float, pending: list[tuple[float, bytes]]) -> None:
-    """Move the complete lines of the body buffer to `pending`, stamped with read time `t`."""
-    end = body.rfind(b"\n")
-    if end >= 0:
-        pending.append((t, bytes(body[:end + 1])))
-        del body[:end + 1]
 
 
 class FastTransport:
@@ -136,11 +131,9 @@ class FastTransport:
         All complete lines a read delivered get that read's time (the same time `readline`
         would give them, a little more exact for the later ones). Until the first text token
         each block is parsed at once (the first-token cap must be cancelled on time); after
-        it, blocks are only stashed in `pending` with their time, unless a cheap byte test
-        says the block may end the stream ([DONE] or an error event). The stash is parsed at
-        the end of the stream here, or by the caller when a timeout or a cut ends the read.
-        (Locust's `iter_lines` waits for 1 KiB before it yields a line: TTFT late by several
-        chunks and ITL smoothed; hence the socket and body buffer are read here directly.)
+        it the reactor reads (plain TCP), or blocks are stashed in `pending` and parsed when a
+        cheap byte test says one may end the stream, at the end, or by the caller on a cap or
+        a cut. (Locust's `iter_lines` waits for 1 KiB before it yields a line: hence this.)
         """
         clock = self.clock
         feed = attempt.builder.feed
@@ -149,10 +142,13 @@ class FastTransport:
         text_times = timing.text_times
         body = ghc_compat.body_buffer(resp)
         sock = ghc_compat.response_socket(resp)
+        raw = None
         if sock is not None:
             wait, read_event = ghc_compat.readable_waiter(sock)
             # TLS: bytes already decrypted inside the SSL object do not make the socket readable
             tls_pending = getattr(sock, "pending", None)
+            if tls_pending is None and reactor.available() and resp.get("content-length") is None:
+                raw = ghc_compat.raw_socket(sock)
         t: float = timing.t_headers or 0.0  # set: the headers are in
         waiting_first = True
         while True:
@@ -170,16 +166,20 @@ class FastTransport:
             if resp.message_complete or sock is None:
                 sse.feed_blocks(pending, feed)
                 return
-            if not waiting_first and not (tls_pending is not None and tls_pending()):
-                # the next chunk is usually not there yet: wait for readability first instead of
-                # a recv that fails with EAGAIN (a wasted syscall and exception per chunk)
-                wait(read_event)
+            if not waiting_first:
+                if raw is not None:
+                    body_lines.read_rest(resp, raw, feed, pending)
+                    return
+                if not (tls_pending is not None and tls_pending()):
+                    # the next chunk is usually not there yet: wait for readability first instead of
+                    # a recv that fails with EAGAIN (a wasted syscall and exception per chunk)
+                    wait(read_event)
             data = sock.recv(BLOCK_SIZE)
             t = clock()
             try:
                 resp.feed(data)  # raises HTTPParseError when the connection closed mid-message
             except HTTPParseError:
-                _take_lines(body, t, pending)  # lines the parser de-chunked before the error
+                body_lines.take_lines(body, t, pending)  # lines the parser de-chunked before the error
                 raise
             if not data:
                 sse.feed_blocks(pending, feed)

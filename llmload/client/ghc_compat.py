@@ -36,3 +36,8 @@ def response_socket(resp: Any) -> Any:
 def readable_waiter(sock: Any) -> tuple[Callable[[Any], None], Any]:
     """(wait, event): `wait(event)` blocks the greenlet until `sock` is readable."""
     return sock._wait, sock._read_event
+
+
+def raw_socket(sock: Any) -> Any:
+    """The non-blocking `_socket.socket` under a gevent socket (gevent's `_sock`; checked against 26.9)."""
+    return sock._sock

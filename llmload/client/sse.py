@@ -34,6 +34,14 @@ DONE = "[DONE]"
 _raw_decode = json.JSONDecoder().raw_decode
 """json.loads without its two whitespace regex passes and its bytes-encoding sniffing"""
 
+_fast_loads: Callable[[bytes], object] | None
+try:
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is pinned in requirements.txt
+    _fast_loads = None
+"""orjson (~2 µs less per chunk); the standard decoder still judges what orjson refuses
+(NaN, Infinity, integers beyond 64 bits are valid to Python's json)"""
+
 
 def may_end_stream(block: bytes) -> bool:
     """Cheap byte test: can this block of lines hold `[DONE]` or an error event?
@@ -90,15 +98,23 @@ def parse_line(line: bytes) -> Chunk | str | None:
     if not payload:
         return None
     try:
+        obj = _fast_loads(payload) if _fast_loads is not None else _std_loads(payload)
+    except ValueError:
+        obj = _std_loads(payload)
+    if not isinstance(obj, dict):
+        raise MalformedChunk(f"chunk is not a JSON object: {payload[:80]!r}")
+    return chunk_from_obj(obj)
+
+
+def _std_loads(payload: bytes) -> object:
+    try:
         text = payload.decode()
         obj, end = _raw_decode(text)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise MalformedChunk(f"chunk is not JSON: {payload[:80]!r}") from exc
     if end != len(text):
         raise MalformedChunk(f"chunk has trailing data: {payload[:80]!r}")
-    if not isinstance(obj, dict):
-        raise MalformedChunk(f"chunk is not a JSON object: {payload[:80]!r}")
-    return chunk_from_obj(obj)
+    return obj
 
 
 def chunk_from_obj(obj: dict) -> Chunk:

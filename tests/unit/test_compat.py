@@ -4,6 +4,7 @@ shim, not the test."""
 
 from __future__ import annotations
 
+import _socket
 import inspect
 import types
 from importlib import metadata
@@ -120,6 +121,10 @@ def test_geventhttpclient_private_names_exist():
     try:
         wait, event = ghc_compat.readable_waiter(sock)
         assert callable(wait) and event is not None
+        raw = ghc_compat.raw_socket(sock)  # gevent's own private name: the reactor reads it directly
+        assert isinstance(raw, _socket.socket) and type(raw).recv is _socket.socket.recv  # the C read
+        assert raw.fileno() == sock.fileno()
+        assert raw.gettimeout() == 0.0  # non-blocking: a read never blocks the reactor
     finally:
         sock.close()
 
