@@ -8,6 +8,8 @@ optional columns as empty).
 
 from __future__ import annotations
 
+import math
+
 SAMPLE_COLUMNS = (
     "ts_start_s", "request_id", "worker", "user", "scenario", "endpoint", "transport", "users_now", "tier",
     "phase", "status", "error", "error_detail", "ttft_ms", "reasoning_ttft_ms", "e2e_ms", "headers_ms",
@@ -68,3 +70,49 @@ METRIC_TYPES = frozenset({TTFT_TYPE, ITL_TYPE, DROPPED_TYPE})
 """request_types that are derived metrics or bookkeeping, not requests"""
 RATE_LIMITED_PREFIX = "RateLimited"
 """how a 429 failure's repr starts in Locust's error table"""
+
+SHIP_MODES = ("rows", "histograms", "both")
+"""--ship: what the recording processes keep (and workers send the master). `rows`: samples.csv (one row per
+attempt) plus histograms.csv of every inter-token gap; `histograms`: no samples.csv, only histograms.csv (every
+latency metric) and attempts.csv; `both`: all three (to check the histograms against the rows)"""
+
+HISTOGRAM_COLUMNS = ("tier", "phase", "metric", "bucket_upper", "count")
+"""histograms.csv: delta rows of mergeable log-bucketed histograms per (tier, phase, metric); sum `count` over
+equal (tier, phase, metric, bucket_upper) for the histogram. `bucket_upper` is the bucket's exclusive upper
+bound in the metric's unit (`hist_value` gives the value a bucket stands for); 0 stands for [0, HIST_FLOOR)"""
+
+HISTOGRAM_METRICS = ("itl_gap_ms", "ttft_ms", "e2e_ms", "tpot_ms", "itl_mean_ms", "out_tps")
+"""`itl_gap_ms`: every gap between consecutive text chunks of successful attempts (always recorded); the others
+(successful attempts, one value each; open loop: TTFT and e2e from the intended send) with --ship histograms|both"""
+
+ATTEMPT_COLUMNS = ("tier", "phase", "status", "error", "attempts", "ok", "retries", "hinted", "output_tokens",
+                   "input_tokens")
+"""attempts.csv (--ship histograms|both): delta rows of attempt counts per (tier, phase, status, error); sum
+every count over equal keys. `ok`: successes (no error, a first token); `retries`: attempts that retried
+another; `hinted`: attempts with a retry hint; `output_tokens`, `input_tokens`: sums over the successes"""
+
+HIST_RELATIVE_ERROR = 0.01
+"""a histogram's value for a bucket is within 1 % of every value the bucket holds (values >= HIST_FLOOR)"""
+HIST_FLOOR = 0.001
+"""values below this (ms: 1 us) fall in bucket 0, which stands for 0 (absolute error < HIST_FLOOR)"""
+HIST_GROWTH = (1.0 + HIST_RELATIVE_ERROR) / (1.0 - HIST_RELATIVE_ERROR)
+"""upper / lower bound of every bucket >= 1, so the value it stands for is within HIST_RELATIVE_ERROR of both ends"""
+_PER_LOG = 1.0 / math.log(HIST_GROWTH)
+_FLOOR_LOG = math.log(HIST_FLOOR) * _PER_LOG
+
+
+def hist_bucket(value: float) -> int:
+    """Bucket of a value: 0 below HIST_FLOOR (and for NaN), else i >= 1 holding
+    [HIST_FLOOR * HIST_GROWTH**(i-1), HIST_FLOOR * HIST_GROWTH**i)."""
+    return int(math.log(value) * _PER_LOG - _FLOOR_LOG) + 1 if value >= HIST_FLOOR else 0
+
+
+def hist_upper(bucket: int) -> float:
+    """The exclusive upper bound of a bucket (histograms.csv `bucket_upper`); 0 for bucket 0."""
+    return HIST_FLOOR * HIST_GROWTH ** bucket if bucket > 0 else 0.0
+
+
+def hist_value(bucket_upper: float) -> float:
+    """The value a bucket stands for, from its upper bound: 2 lo hi / (lo + hi), within HIST_RELATIVE_ERROR of
+    both ends of [lo, hi) (0 for bucket 0)."""
+    return 2.0 * bucket_upper / (1.0 + HIST_GROWTH) if bucket_upper > 0 else 0.0

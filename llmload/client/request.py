@@ -117,6 +117,12 @@ class StreamResult:
         return self.exception.kind if self.exception else ""
 
     @property
+    def itl_gaps_ms(self) -> list[float]:
+        """Every gap between consecutive text chunks, ms, ascending (empty with fewer than two)."""
+        gaps = self.timing.itl_gaps_ms if self.timing is not None else None
+        return gaps if gaps is not None else []
+
+    @property
     def retry_after_s(self) -> float | None:
         return getattr(self.exception, "retry_after_s", None)
 

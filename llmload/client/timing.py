@@ -12,7 +12,8 @@ then derives, all in ms:
 - e2e = t2 - t0, t2 = the last data chunk before `[DONE]`;
 - headers = t_headers - t0 (queueing + gateway + auth, as the client sees it);
 - itl mean/p50/p99/max over the gaps between consecutive text chunks (answer or reasoning:
-  both are decoded tokens); a chunk holding several tokens is one arrival;
+  both are decoded tokens); a chunk holding several tokens is one arrival; the gaps
+  themselves, sorted, stay on the figures (`itl_gaps_ms`) for the run's pooled histogram;
 - tpot = (t2 - tf) / (n_out - 1) and out_tps = n_out / (t2 - tf), tf = first text chunk of
   any kind (server token counts include reasoning tokens).
 
@@ -40,6 +41,8 @@ class TimingFigures:
     itl_max_ms: float | None = None
     tpot_ms: float | None = None
     out_tps: float | None = None
+    itl_gaps_ms: list[float] | None = None
+    """every gap between consecutive text chunks, ms, ascending (None with fewer than two text chunks)"""
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -103,6 +106,7 @@ class StreamTiming:
             out.itl_p50_ms = percentile(gaps, 50)
             out.itl_p99_ms = percentile(gaps, 99)
             out.itl_max_ms = gaps[-1]
+            out.itl_gaps_ms = gaps
         if times and self.t_last is not None and output_tokens:
             decode_s = self.t_last - times[0]
             if output_tokens > 1 and decode_s > 0:

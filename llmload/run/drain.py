@@ -27,9 +27,11 @@ logger = logging.getLogger("llmload")
 
 
 class Drain:
-    def __init__(self, environment: Any, ship: Any) -> None:
-        """`ship()` sends a worker's outbox to the master now."""
+    def __init__(self, environment: Any, ship: Any, before: Any = None) -> None:
+        """`ship()` sends a worker's outbox to the master now; `before(environment)` runs on the master
+        just before the workers are asked to drain (the last tier timeline they get: tierfeed.py)."""
         self.ship = ship
+        self.before = before
         self._drained: set[str] = set()
         self._event = Event()
         runner = environment.runner
@@ -47,6 +49,8 @@ class Drain:
         if not waiting:
             return
         self._drained = set()
+        if self.before is not None:
+            self.before(environment)
         timeout_s = float(environment.stop_timeout or 0.0) + DRAIN_MARGIN_S
         logger.info("llmload: waiting for %d workers to finish in-flight requests (at most %.0f s)",
                     len(waiting), timeout_s)

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
+from llmload.contract import SHIP_MODES
 from llmload.run import knobs
 from llmload.run.retry import DEFAULT_MAX_RETRY_WAIT_S, ON_429_MODES, RetryPolicy
 from llmload.workload.spec import WorkloadError, WorkloadSpec, add_workload_options, parse_spec
@@ -78,6 +79,9 @@ def add_options(parser) -> None:
                              "be sent to an impostor); only for a self-signed lab endpoint you trust")
     parser.add_argument("--run-dir", default="", include_in_web_ui=True,
                         help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
+    parser.add_argument("--ship", choices=SHIP_MODES, default="rows", include_in_web_ui=True,
+                        help="rows: samples.csv, one row per attempt (default); histograms: per-tier histograms "
+                             "only (beyond ~10,000 req/s per master); both (docs/distributed.md)")
     parser.add_argument("--slo-profile", choices=("", *SLO_PROFILES), default="", include_in_web_ui=True,
                         help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, "
                              "batch); recorded in run.json, used by the report (default: chat)")

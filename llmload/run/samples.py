@@ -2,11 +2,16 @@
 
 Numbers are rounded to the microsecond; unknown numbers are empty strings; booleans 0/1.
 `tier` and `phase` are left to the sink, which stamps them where the load shape runs.
+The attempt's inter-token gaps ride along under GAPS_KEY (not a column): the sink takes them off
+for the run's pooled ITL histogram (run/histograms.py) before the row is written or shipped.
 """
 
 from __future__ import annotations
 
 from llmload.client.request import StreamResult
+
+GAPS_KEY = "_itl_gaps_ms"
+"""the attempt's ascending inter-token gaps (ms) on its row, until the sink takes them off"""
 
 
 def _num(value, digits: int = 3):
@@ -49,6 +54,7 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "finish_reason": result.finish_reason, "streamed": int(result.streamed),
         "reasoning_tokens": _num(result.reasoning_tokens), "max_tokens": _num(result.max_tokens),
         "prompt_tokens_target": "", "turn": "", "prompt_repeat": "",
+        GAPS_KEY: result.itl_gaps_ms,
     }
     if workload:
         row.update(workload)

@@ -13,6 +13,12 @@ How it works: a `RowSink` exists in every process.
 So one samples.csv exists per run however many workers there are, flushed at least every
 `ship_interval_s` + 1 s. A worker whose clock is more than 50 ms off the master's (run/workers.py)
 has its rows' times moved onto the master's clock here, before the tier is stamped.
+Histograms (run/histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
+every latency figure and the attempt counts, are summed per (tier, phase) where the attempt ended:
+locally stamped from the timeline, on a worker from its replica of the master's (run/tierfeed.py),
+shipped in the same message as the rows and added up on the master; the writing process writes
+what was added each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no rows:
+no samples.csv, and a worker ships only counts, whatever its request rate.
 """
 
 from __future__ import annotations
@@ -24,14 +30,18 @@ from typing import Any
 import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.contract import HEALTH_COLUMNS, SAMPLE_COLUMNS
+from llmload.contract import ATTEMPT_COLUMNS, HEALTH_COLUMNS, HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, SHIP_MODES
 from llmload.run.csvlog import CsvLog
 from llmload.run.drain import Drain
+from llmload.run.histograms import HistogramBook, delta_rows
 from llmload.run.locust_compat import kill_csv_writer_greenlet
+from llmload.run.samples import GAPS_KEY
+from llmload.run.tierfeed import FEED_MESSAGE, TierReplica, send_timeline
 from llmload.run.timeline import timeline_for
 
 ROWS_MESSAGE = "llmload_rows"
-COLUMNS = {"samples": SAMPLE_COLUMNS, "health": HEALTH_COLUMNS}
+COLUMNS = {"samples": SAMPLE_COLUMNS, "health": HEALTH_COLUMNS, "histograms": HISTOGRAM_COLUMNS,
+           "attempts": ATTEMPT_COLUMNS}
 logger = logging.getLogger("llmload")
 
 
@@ -49,12 +59,21 @@ class RowSink:
         """most workers connected at once during the run (master)"""
         self.late_rows = 0
         """sample rows that arrived after the files were closed (appended)"""
-        self.drain = Drain(environment, self.ship)
+        self.ship_mode = "rows"
+        """--ship (llmload.contract.SHIP_MODES), read at test start"""
+        self.book = HistogramBook()
+        """histogram counts not yet shipped (worker) or written (local/master)"""
+        self.replica = TierReplica()
+        """worker: the master's tier timeline (tierfeed.py)"""
+        self.drain = Drain(environment, lambda: self.ship(final=True), before=send_timeline)
         runner = environment.runner
         if isinstance(runner, MasterRunner):
             runner.register_message(ROWS_MESSAGE, self._receive)
             environment.events.worker_report.add_listener(lambda **_kw: self.note_workers())
             environment.events.test_stopping.add_listener(lambda **_kw: self.note_workers())
+        elif isinstance(runner, WorkerRunner):
+            runner.register_message(FEED_MESSAGE, self._on_feed)
+            environment.events.test_stop.add_listener(lambda **_kw: self.ship(final=True))
         if self.writes_files:
             environment.events.quit.add_listener(kill_csv_writer_greenlet)
 
@@ -63,23 +82,38 @@ class RowSink:
         return not self.is_worker
 
     @property
+    def keeps_rows(self) -> bool:
+        """samples.csv rows are kept (--ship rows or both)"""
+        return self.ship_mode != "histograms"
+
+    def read_mode(self) -> None:
+        """--ship of this run (a worker has the master's options by test start)."""
+        mode = getattr(self.environment.parsed_options, "ship", "rows") or "rows"
+        self.ship_mode = mode if mode in SHIP_MODES else "rows"
+        self.book.full = self.ship_mode != "rows"
+
+    @property
     def samples(self) -> CsvLog | None:
         return self.logs.get("samples")
 
     def open(self, run_dir: Path) -> None:
         """Open (or keep appending to) the run's CSV files (local / master only); rows that
         waited for the folder are written now."""
-        if self.samples is not None and self.run_dir == run_dir:
+        if self.logs and self.run_dir == run_dir:
             return
         self.close_files()
+        self.read_mode()
         self.run_dir = run_dir
-        self.logs = {kind: CsvLog(run_dir / f"{kind}.csv", columns) for kind, columns in COLUMNS.items()}
+        kinds = [k for k in COLUMNS if (k != "samples" or self.keeps_rows) and (k != "attempts" or self.book.full)]
+        self.logs = {kind: CsvLog(run_dir / f"{kind}.csv", COLUMNS[kind]) for kind in kinds}
         waiting, self.outbox = self.outbox, {"samples": [], "health": []}
         for kind, rows in waiting.items():
             for row in rows:
                 self._write(kind, row)
 
     def start(self) -> None:
+        if self.is_worker:
+            self.read_mode()
         self.note_workers()
         if self._greenlet is None or self._greenlet.dead:
             self._greenlet = gevent.spawn(self._periodic)
@@ -106,7 +140,38 @@ class RowSink:
             self._write_late(kind, [row])
 
     def add_sample(self, row: dict) -> None:
-        self._write("samples", row)
+        """One attempt's row (sample_row: its inter-token gaps ride along under GAPS_KEY)."""
+        gaps = row.pop(GAPS_KEY, None) or []
+        if self.is_worker:
+            if gaps or self.book.full:
+                self._record_on_worker(row, gaps)
+            if self.keeps_rows:
+                self.outbox["samples"].append(row)
+            return
+        if row.get("tier") in (None, ""):
+            tier, phase = timeline_for(self.environment).tier_at(float(row["ts_start_s"]))
+            self.book.record(row, gaps, tier.tier, phase)
+        else:
+            self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
+        if self.keeps_rows:
+            self._write("samples", row)
+
+    def _record_on_worker(self, row: dict, gaps: list[float]) -> None:
+        """Into the worker's histograms, in the tier its replica of the master's timeline gives (or held);
+        a row stamped already (a run without a shape: ramps.py) keeps its stamp."""
+        if row.get("tier") not in (None, ""):
+            self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
+            return
+        ts_start_s = float(row["ts_start_s"])
+        stamp = self.replica.stamp(ts_start_s)
+        if stamp is None:
+            self._record_released(self.replica.hold(ts_start_s, (row, gaps)))
+        else:
+            self.book.record(row, gaps, stamp[0], stamp[1])
+
+    def _record_released(self, released: list) -> None:
+        for (row, gaps), tier_no, phase in released:
+            self.book.record(row, gaps, tier_no, phase)
 
     def add_health(self, row: dict) -> None:
         self._write("health", row)
@@ -125,21 +190,54 @@ class RowSink:
             log.close()
         logger.warning("llmload: %d %s rows arrived after %s.csv was closed; appended to it", len(rows), kind, kind)
 
-    def ship(self) -> None:
-        """Worker: send the outbox to the master now."""
-        if not self.is_worker or not (self.outbox["samples"] or self.outbox["health"]):
+    def _write_book_late(self) -> None:
+        """Histogram counts after close_files(): appended to the closed files (reopened)."""
+        if not self.book or self.run_dir is None:
             return
-        outbox, self.outbox = self.outbox, {"samples": [], "health": []}
+        kinds = ("histograms", "attempts") if self.book.full else ("histograms",)
+        self.logs = {kind: CsvLog(self.run_dir / f"{kind}.csv", COLUMNS[kind]) for kind in kinds}
+        try:
+            self._write_book()
+        finally:
+            for log in self.logs.values():
+                log.close()
+            self.logs = {}
+
+    def ship(self, final: bool = False) -> None:
+        """Worker: send the outbox and the histogram counts to the master now; `final` (the run's last
+        shipment) stamps every held attempt with the last tier timeline received."""
+        if not self.is_worker:
+            return
+        self._record_released(self.replica.release(final))
+        if not (self.outbox["samples"] or self.outbox["health"] or self.book):
+            return
+        outbox: dict = self.outbox
+        self.outbox = {"samples": [], "health": []}
+        if self.book:
+            outbox["hist"] = self.book.take()
         self.environment.runner.send_message(ROWS_MESSAGE, outbox)
+
+    def _write_book(self) -> None:
+        """Local/master: what the histograms gained since the last write, as delta rows."""
+        if not self.book or "histograms" not in self.logs:
+            return
+        hists, attempts = delta_rows(self.book.take())
+        for row in hists:
+            self.logs["histograms"].write(row)
+        if "attempts" in self.logs:
+            for row in attempts:
+                self.logs["attempts"].write(row)
 
     def flush(self) -> None:
         if self.is_worker:
             self.ship()
             return
+        self._write_book()
         for log in self.logs.values():
             log.flush()
 
     def close_files(self) -> None:
+        self._write_book()
         for log in self.logs.values():
             log.close()
         self.logs = {}
@@ -154,9 +252,14 @@ class RowSink:
         while True:
             gevent.sleep(self.ship_interval_s)
             try:
+                send_timeline(self.environment)  # master: the workers' tier replicas
                 self.flush()
             except Exception:  # a full disk or a lost master must not kill the loop
                 logger.exception("llmload: could not flush samples")
+
+    def _on_feed(self, environment: Any, msg: Any, **_kw: Any) -> None:
+        """Worker: the master's tier timeline (tierfeed.py)."""
+        self.replica.update(msg.data)
 
     def _receive(self, environment: Any, msg: Any, **_kw: Any) -> None:
         samples = list(msg.data.get("samples", ()))
@@ -168,12 +271,15 @@ class RowSink:
             book.seen(msg.node_id)
             _to_master_clock(samples, "ts_start_s", book)
             _to_master_clock(health, "ts_s", book)
-        if self.samples is None and self.run_dir is not None:
+        if msg.data.get("hist"):
+            self.book.merge(msg.data["hist"])
+        if not self.logs and self.run_dir is not None:
             self._write_late("samples", samples)
             self._write_late("health", health)
+            self._write_book_late()
             return
-        for row in samples:
-            self.add_sample(row)
+        for row in samples:  # the worker counted their histograms already
+            self._write("samples", row)
         for row in health:
             self.add_health(row)
 

@@ -63,7 +63,8 @@ def test_sample_row_has_every_column_and_blank_unknowns():
     row = samples.sample_row(ok_result(exception=RateLimited(1.5, "slow down"), status=429,
                                        timing=TimingFigures(), output_tokens=None),
                              worker="local", user="local-1", scenario="chat", users_now=3)
-    assert set(row) | {"tier", "phase"} == set(contract.SAMPLE_COLUMNS)
+    assert set(row) | {"tier", "phase"} == set(contract.SAMPLE_COLUMNS) | {samples.GAPS_KEY}
+    assert row[samples.GAPS_KEY] == []  # the sink takes the gaps off before the row is written
     assert row["error"] == "rate_limited" and row["retry_after_s"] == 1.5
     assert row["ttft_ms"] == "" and row["output_tokens"] == "" and row["conn_reused"] == 1
     assert row["error_detail"] == "slow down"
