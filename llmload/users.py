@@ -107,6 +107,8 @@ class LLMUser(User):
         if self.opts is not None and self.headers:
             self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
         self.transport: Any = make_transport(self.opts, self.user_index) if self.opts is not None else None
+        if self.transport is not None:
+            self.transport.prepare()  # untimed: the first request pays its connect, nothing else
         self.label = self.scenario or type(self).__name__
         self.rng = random.Random()
         self.source = self._prompt_source() if self.opts is not None else None

@@ -41,7 +41,7 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import body_lines, ghc_compat, reactor, sse
+from llmload.client import body_lines, ghc_compat, reactor, resolve, sse
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -120,7 +120,13 @@ class FastTransport:
             return timed_create_socket
 
         ghc_compat.wrap_socket_factory(client, timed)
+        host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+        ghc_compat.set_resolver(client, lambda: resolve.addresses(host, port))
         return client
+
+    def prepare(self) -> None:
+        """Before the first timed request (a user's start): resolve the host (client/resolve.py)."""
+        resolve.prepare(self.url.hostname or "", self.url.port or (443 if self.url.scheme == "https" else 80))
 
     def close(self) -> None:
         self.client.close()

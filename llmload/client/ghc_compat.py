@@ -41,3 +41,8 @@ def readable_waiter(sock: Any) -> tuple[Callable[[Any], None], Any]:
 def raw_socket(sock: Any) -> Any:
     """The non-blocking `_socket.socket` under a gevent socket (gevent's `_sock`; checked against 26.9)."""
     return sock._sock
+
+
+def set_resolver(client: Any, resolve: Callable[[], list[Any]]) -> None:
+    """Replace the pool's per-connection name resolution (`ConnectionPool._resolve`)."""
+    client._connection_pool._resolve = resolve

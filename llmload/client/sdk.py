@@ -48,6 +48,7 @@ import gevent
 import httpx2
 import openai
 
+from llmload.client import resolve
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -158,6 +159,12 @@ class OpenAITransport:
 
     def close(self) -> None:
         """The client is shared by the process's users: nothing to close per user."""
+
+    def prepare(self) -> None:
+        """Before the first timed request: resolve the host once, which starts gevent's resolver
+        thread (httpx2 still resolves on each new connection, then at a thread's cost only)."""
+        host, _, port = self.host.rpartition(":")
+        resolve.prepare(host, int(port))
 
     def _read_stream(self, resp, attempt: Attempt) -> None:
         """Raw SSE lines stamped as they arrive, to [DONE] (then drained: the connection is kept)."""

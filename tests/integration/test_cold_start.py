@@ -1,0 +1,72 @@
+"""Cold start: what a user's first request needs besides its connection is prepared before it is timed.
+
+The first resolution of a host in a process starts gevent's resolver thread (~15 ms), which the
+first requests of a run used to pay inside their `connect_ms` and TTFT. `prepare()` (called by
+every user on start) resolves the host once; new connections reuse the addresses."""
+
+from __future__ import annotations
+
+import gevent.socket
+import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
+import pytest
+
+from llmload.client import resolve
+from llmload.client.fast import FastTransport
+from llmload.client.request import StreamRequest
+from llmload.client.sdk import OpenAITransport
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def no_lookups(monkeypatch):
+    """After this, any name lookup fails: what still works was resolved before."""
+    resolve._cache.clear()
+    yield lambda: monkeypatch.setattr(gevent.socket, "getaddrinfo", _refuse)
+    resolve._cache.clear()
+
+
+def _refuse(*_args, **_kw):
+    raise OSError("name lookup during a timed request")
+
+
+def _request(n: int) -> StreamRequest:
+    return StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=4, request_id=f"cold-{n}")
+
+
+def test_fast_first_request_needs_no_lookup_after_prepare(embedded_server, no_lookups):
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "1")
+    url = server.base_url.replace("127.0.0.1", "localhost")  # a name, not an address
+    transport = FastTransport(url)
+    transport.prepare()
+    no_lookups()
+    first = transport.stream(_request(1))
+    assert first.exception is None and first.conn_reused is False and first.output_tokens == 4
+    transport.close()  # the next request opens a new connection: it too needs no lookup
+    transport = FastTransport(url)
+    second = transport.stream(_request(2))
+    assert second.exception is None and second.conn_reused is False
+
+
+def test_without_prepare_the_lookup_happens_in_the_request(embedded_server, no_lookups):
+    """The control: the same request without prepare() does resolve inside the timed request."""
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "1")
+    no_lookups()
+    result = FastTransport(server.base_url.replace("127.0.0.1", "localhost")).stream(_request(3))
+    assert result.exception is not None and "name lookup" in str(result.exception)
+
+
+def test_a_failed_lookup_is_not_cached_and_is_reported_by_the_connect(no_lookups):
+    no_lookups()
+    assert resolve.prepare("localhost", 9) is False
+    assert ("localhost", 9) not in resolve._cache
+
+
+def test_openai_prepare_resolves_once(monkeypatch):
+    calls = []
+    real = gevent.socket.getaddrinfo
+    monkeypatch.setattr(gevent.socket, "getaddrinfo", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
+    resolve._cache.clear()
+    OpenAITransport("http://localhost:9/v1").prepare()
+    assert calls == [("localhost", 9)]
+    resolve._cache.clear()
