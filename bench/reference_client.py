@@ -1,6 +1,6 @@
 """The floor: a bare asyncio raw-socket streaming client, to compare a load generator against.
 
-How it works: one process, the standard asyncio event loop (not uvloop), `--streams` concurrent
+How it works: one process, the standard asyncio event loop (`--uvloop` for uvloop's), `--streams` concurrent
 streams started over the first second (as Locust's `-r C` spawns C users in one second). Each
 stream holds one keep-alive HTTP/1.1 connection and sends POST /v1/chat/completions
 (`stream: true`, `max_tokens`, an `X-Request-Id` so the server's truth log names the request)
@@ -188,9 +188,14 @@ async def drive(port: int, streams: int, seconds: float, max_tokens: int) -> lis
     return rows
 
 
-def run(port: int, streams: int, seconds: float, out: Path, max_tokens: int = 100) -> int:
-    """Run the client (standard asyncio loop), write its samples CSV; returns the rows written."""
-    rows = asyncio.run(drive(port, streams, seconds, max_tokens))
+def run(port: int, streams: int, seconds: float, out: Path, max_tokens: int = 100, use_uvloop: bool = False) -> int:
+    """Run the client (the standard asyncio loop, or uvloop's), write its samples CSV; returns the rows written."""
+    if use_uvloop:
+        import uvloop
+
+        rows = uvloop.run(drive(port, streams, seconds, max_tokens))
+    else:
+        rows = asyncio.run(drive(port, streams, seconds, max_tokens))
     with open(out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
@@ -205,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=25.0, help="run length; then it stops by itself")
     parser.add_argument("--max-tokens", type=int, default=100, help="max_tokens of every request")
     parser.add_argument("--out", type=Path, required=True, help="samples CSV to write")
+    parser.add_argument("--uvloop", action="store_true", help="uvloop's event loop instead of the standard one")
     args = parser.parse_args(argv)
-    run(args.port, args.streams, args.seconds, args.out, args.max_tokens)
+    run(args.port, args.streams, args.seconds, args.out, args.max_tokens, args.uvloop)
     return 0
 
 

@@ -32,6 +32,7 @@ import csv
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,8 @@ class Client:
     tree: bool = False
     """count the CPU of the whole process tree (tools with worker processes)"""
     note: str = ""
+    extra: Callable[[Path], dict] | None = None
+    """work dir -> more figures for the row"""
 
 
 def _float(text: str | None) -> float | None:
@@ -100,8 +103,29 @@ def llmload_samples(work: Path) -> list[dict]:
                  "loop_lag_ms": _float(r["loop_lag_ms"]), "ok": not r["error"]} for r in csv.DictReader(f)]
 
 
+LAG_CAUSE_MS = 20.0
+"""health.csv seconds whose loop lag max exceeds this are classified (busy, starved, blocked, unclear)"""
+
+
+def llmload_lag_causes(work: Path) -> dict:
+    """Why llmload's loop lagged: health.csv seconds over LAG_CAUSE_MS by cause (analysis/workers.py's rule)."""
+    from analysis.workers import cause
+
+    counts: dict[str, int] = {}
+    with open(work / "run" / "health.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            lag = _float(row.get("loop_lag_ms_max"))
+            if lag is not None and lag > LAG_CAUSE_MS:
+                cpu_ms, machine = _float(row.get("lag_cpu_ms")), _float(row.get("machine_cpu_percent"))
+                kind = cause(lag, float("nan") if cpu_ms is None else cpu_ms,
+                             float("nan") if machine is None else machine)
+                counts[kind] = counts.get(kind, 0) + 1
+    text = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()))
+    return {"lag_causes": counts, "note": f"seconds with loop lag > {LAG_CAUSE_MS:g} ms: {text or 'none'}"}
+
+
 REFERENCE = Client("reference", reference_command, reference_samples)
-LLMLOAD = Client("llmload", llmload_command, llmload_samples)
+LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes)
 
 
 def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path) -> dict:
@@ -109,15 +133,16 @@ def watch(client: Client, url: str, server_pid: int, streams: int, seconds: floa
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(work / "client.log", "w") as log:
+        # its own session: a client past its time is killed with every process it started, and nothing else
         proc = subprocess.Popen(client.command(url, streams, seconds, work), cwd=REPO, env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
         sampler = CpuSampler({"client": proc.pid, "server": server_pid},
                              frozenset({"client"}) if client.tree else frozenset())
         deadline = time.monotonic() + seconds + GRACE_S
         while proc.poll() is None:
             sampler.sample()
             if time.monotonic() > deadline:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
             time.sleep(TREE_POLL_S if client.tree else POLL_S)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     total_cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -137,7 +162,13 @@ def measure(client: Client, streams: int, seconds: float, work: Path) -> dict:
     except (OSError, KeyError, ValueError) as exc:
         return {"client": client.name, "streams": streams, "skipped": f"no samples ({exc})",
                 "returncode": watched["returncode"]}
-    return summarize(client.name, streams, samples, read_truth(truth_path), watched)
+    row = summarize(client.name, streams, samples, read_truth(truth_path), watched) | {"note": client.note}
+    if client.extra is not None:
+        try:
+            row |= client.extra(work)
+        except (OSError, KeyError, ValueError) as exc:
+            row["note"] = f"{client.extra.__name__} failed: {exc}"
+    return row
 
 
 def _window(matched: list[tuple[dict, dict]]) -> tuple[float, float]:
@@ -195,7 +226,6 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
         for count in streams:
             for client in (REFERENCE, LLMLOAD, *peer_clients):
                 row = measure(client, count, seconds, Path(tmp) / f"{client.name}-{count}")
-                row["note"] = client.note
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     host["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
