@@ -2,7 +2,8 @@
 
 Created by the `init` listener (or on first use in tests) as `environment.llmload_run`: the
 row sink, the health monitor, the fatal-condition guard, the options validated once at test
-start, a per-process request-id prefix, and the transport factory users call.
+start, a per-process request-id prefix, the warm-up of a run without a shape (`ramps`, whose
+`stamp` sees every attempt's row first: `RunSink`), and the transport factory users call.
 
 Workload parts shared by the process's users are built once, on first use: the dataset
 (`dataset_items`) and the prompt sizer (`prompt_sizer`): a tokenizer, or one calibration probe
@@ -24,6 +25,7 @@ from llmload.client.request import StreamRequest
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
 from llmload.run.options import RunOptions
+from llmload.run.ramps import RampWatch
 from llmload.run.sink import RowSink
 from llmload.workload.dataset import DatasetItem, load_dataset
 from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
@@ -31,12 +33,26 @@ from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer
 logger = logging.getLogger("llmload")
 
 
+class RunSink(RowSink):
+    """The row sink, with each attempt's row shown to the ramp watch first (a plain run's phase)."""
+
+    def __init__(self, environment: Any, ramps: RampWatch) -> None:
+        super().__init__(environment)
+        self.ramps = ramps
+
+    def add_sample(self, row: dict) -> None:
+        self.ramps.stamp(row)
+        super().add_sample(row)
+
+
 class RunContext:
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         self.token = uuid.uuid4().hex[:6]
         """short per-process prefix making request ids unique across workers and runs"""
-        self.sink = RowSink(environment)
+        self.ramps = RampWatch(environment)
+        """the warm-up windows of a run without a shape (run/ramps.py)"""
+        self.sink: RowSink = RunSink(environment, self.ramps)
         self.health: HealthMonitor | None = None
         self.inflight = 0
         self.model_mismatches = 0

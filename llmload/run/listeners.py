@@ -1,6 +1,7 @@
 """The Locust listeners every llmload run has: `install(events)` registers them (once).
 
-- init_command_line_parser: the run options (options.py).
+- init_command_line_parser: the run options (options.py) and --warmup-seconds (warmup.py; the
+  shape flags read the same option).
 - init: 1 ms response-time buckets and Locust's defaults built once (every process), the RunContext,
   the worker book (run/workers.py: a worker answers clock probes; the master keeps the workers'
   joins and losses, rewriting run.json at each), and on the process that
@@ -10,7 +11,8 @@
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json, start the
   server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
-  client when `--transport openai`, start the health monitor and the sink's flusher.
+  client when `--transport openai`, start the health monitor and the sink's flusher; without a
+  load shape, the warm-up watch (ramps.py: the ramp and each user's first request are warm-up).
 - test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
   records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
@@ -35,6 +37,7 @@ from llmload.run.locust_compat import use_cached_default_args, use_precise_bucke
 from llmload.run.once import first_time
 from llmload.run.options import OptionError, add_options, check_values, read_options
 from llmload.run.stop import stop_run
+from llmload.run.warmup import add_warmup_option
 
 logger = logging.getLogger("llmload")
 
@@ -42,7 +45,7 @@ logger = logging.getLogger("llmload")
 def _on_init(environment: Any, **_kw: Any) -> None:
     use_precise_buckets()
     use_cached_default_args()  # a worker's spawn messages: see locust_compat
-    context_for(environment)
+    context_for(environment).ramps.listen()
     stop.listen(environment)
     if getattr(environment.parsed_options, "transport", "") == "openai":
         # importing the SDK costs ~1 s of CPU: pay it before the run, not inside the first requests'
@@ -127,11 +130,13 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     book = workers.book_for(environment)
     if book is not None:
         book.begin_run()
+    ctx.ramps.start()
     ctx.sink.start()
 
 
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
     ctx = context_for(environment)
+    ctx.ramps.stop()
     ctx.sink.flush()
     scraper = getattr(environment, "llmload_server_metrics", None)
     if scraper is not None:
@@ -173,6 +178,7 @@ def install(events: Any) -> None:
     if not first_time(events, "run"):
         return
     events.init_command_line_parser.add_listener(add_options)
+    events.init_command_line_parser.add_listener(add_warmup_option)
     events.init.add_listener(_on_init)
     events.test_start.add_listener(_on_test_start)
     events.test_stop.add_listener(_on_test_stop)

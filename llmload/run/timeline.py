@@ -4,7 +4,8 @@ How it works: the load shape runs where the run is steered (the local process or
 master). At every tier change it calls `begin_tier(...)`; the sample sink, which runs in the
 same process (samples are written on the master in distributed runs), calls
 `tier_at(ts_start_s)` to stamp each row with its tier and phase. Without a shape (plain
-`locust -u N`) every row is tier 0, phase "measure". `timeline_for(environment)` gives the
+`locust -u N`) rows come stamped already: tier 0, and warmup or measure by the ramp rule of
+run/warmup.py (the timeline answers tier 0, "measure" for any other). `timeline_for(environment)` gives the
 environment's timeline (created on first use), so two environments in one process (tests,
 a second run) never share tiers.
 

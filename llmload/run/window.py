@@ -70,9 +70,24 @@ def is_rate_limited(error: Any) -> bool:
 
 def snapshot(stats: Any) -> StatsSnapshot:
     """Totals of a Locust `RequestStats` (local or the master's merged copy) right now."""
+    return _totals(stats.entries.values(), stats.errors.values())
+
+
+def scenario_snapshots(stats: Any) -> dict[str, StatsSnapshot]:
+    """`snapshot` per scenario (the entries' name) right now."""
+    entries: dict[str, list] = {}
+    errors: dict[str, list] = {}
+    for entry in stats.entries.values():
+        entries.setdefault(entry.name, []).append(entry)
+    for error in stats.errors.values():
+        errors.setdefault(error.name, []).append(error)
+    return {name: _totals(mine, errors.get(name, [])) for name, mine in entries.items()}
+
+
+def _totals(entries: Any, errors: Any) -> StatsSnapshot:
     ttft: Counter[int] = Counter()
     requests = failures = tokens = dropped = 0
-    for entry in stats.entries.values():
+    for entry in entries:
         if entry.method == TTFT_TYPE:
             ttft.update(entry.response_times)
         elif entry.method == DROPPED_TYPE:
@@ -81,7 +96,7 @@ def snapshot(stats: Any) -> StatsSnapshot:
             requests += entry.num_requests  # failures included
             failures += entry.num_failures
             tokens += entry.total_content_length
-    limited = sum(e.occurrences for e in stats.errors.values() if is_rate_limited(e))
+    limited = sum(e.occurrences for e in errors if is_rate_limited(e))
     return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped)
 
 

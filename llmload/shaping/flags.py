@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from llmload.run.warmup import SHAPE_WARMUP_S, add_warmup_option, parse_span_s, warmup_seconds
+
 
 class ShapeOptionError(ValueError):
     """A shape flag has a value we cannot use; the message says what to fix."""
@@ -39,7 +41,6 @@ def parse_number_list(text: str, what: str = "tiers", integer: bool = True) -> l
     return values
 
 
-_SPAN = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
@@ -50,11 +51,10 @@ def parse_offset_s(text: str) -> float:
     if clock:
         h, m, s = clock.groups()
         return int(h) * 3600 + int(m) * 60 + int(s or 0)
-    span = _SPAN.match(text)
-    if not text or not span:
-        raise ShapeOptionError(f"bad time {text!r}: use 90, 90s, 2m, 1h30m or 09:30")
-    h, m, s = (float(g) if g else 0.0 for g in span.groups())
-    return h * 3600 + m * 60 + s
+    try:
+        return parse_span_s(text)
+    except ValueError:
+        raise ShapeOptionError(f"bad time {text!r}: use 90, 90s, 2m, 1h30m or 09:30") from None
 
 
 def parse_schedule(text: str, last_seconds: float, scale: float = 1.0) -> list[tuple[int, float]]:
@@ -128,8 +128,7 @@ def add_shape_arguments(parser: Any) -> None:
     add("--step-users", type=int, default=None, help="users added per tier")
     add("--max-users", type=int, default=None, help="last tier's users (inclusive)")
     add("--tier-seconds", type=_span_s, default=60.0, help="how long each tier is held (90, 90s, 2m, 1h30m)")
-    add("--warmup-seconds", type=_span_s, default=10.0,
-        help="first seconds of each tier flagged phase=warmup (the ramp is added)")
+    add_warmup_option(parser)  # shared with runs without a shape: registered once
     add("--stop-at-knee", action="store_true", default=False,
         help="stop after a tier whose p99 TTFT > --knee-factor x tier 1's, or error rate > --max-error-rate")
     add("--knee-factor", type=float, default=3.0, help="early stop: p99 TTFT multiple of the tier-1 baseline")
@@ -165,4 +164,9 @@ def options_with_defaults(parsed: Any) -> argparse.Namespace:
     options.run_dir = None
     if parsed is not None:
         vars(options).update(vars(parsed))
+    try:
+        given = warmup_seconds(options)
+    except ValueError as exc:
+        raise ShapeOptionError(str(exc)) from None
+    options.warmup_seconds = SHAPE_WARMUP_S if given is None else given
     return options

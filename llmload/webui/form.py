@@ -9,7 +9,9 @@ only when a given shape is picked in the class picker. So, at render time:
   * shape flags are kept only for the kinds of shape the page can start (the one shape of the
     locustfile, or every shape the class picker offers; all of them when a shape is not one of
     ours); without any shape they are left out. Picking another shape in the class picker does
-    not change the list (Locust's form has no hook for that).
+    not change the list (Locust's form has no hook for that);
+  * `--warmup-seconds` is always kept: a run without a shape reads it too (run/warmup.py), so it
+    sits under Run there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ TARGET = ("model", "api_key", "transport", "endpoint", "connect_timeout_s", "fir
           "request_timeout_s", "retries", "on_429", "max_retry_wait_s", "failure_backoff", "insecure")
 SLO = ("slo_profile",)
 RUN = ("run_dir", "embedded_server_args")
+SHARED = ("warmup_seconds",)
+"""shape flags a run without a shape reads too"""
 SHAPE_COMMON = ("warmup_seconds", "stop_at_knee", "knee_factor", "max_error_rate", "min_tier_requests")
 SHAPE_FLAGS = {
     "step": ("tiers", "start_users", "step_users", "max_users", "tier_seconds", *SHAPE_COMMON),
@@ -59,9 +63,11 @@ def page_shapes(environment: Any) -> list[Any]:
     return [environment.shape_class] if getattr(environment, "shape_class", None) is not None else []
 
 
-def group_of(name: str, shape_flags: tuple[str, ...]) -> str:
+def group_of(name: str, shape_flags: tuple[str, ...], shaped: bool = True) -> str:
     if name in TARGET:
         return "Target"
+    if name in SHARED and not shaped:
+        return "Run"
     if name in shape_flags:
         return "Load shape"
     if name in SLO:
@@ -75,9 +81,9 @@ def arrange(extra_options: dict[str, dict], shapes: list[Any]) -> dict[str, dict
     keep = shown_shape_flags(shapes)
     grouped: dict[str, list[tuple[str, dict]]] = {g: [] for g in GROUPS}
     for name, option in extra_options.items():
-        if name in shape_flags and name not in keep:
+        if name in shape_flags and name not in keep and name not in SHARED:
             continue
-        group = group_of(name, shape_flags)
+        group = group_of(name, shape_flags, shaped=bool(shapes))
         if isinstance(option, dict):
             help_text = option.get("help_text") or ""
             if not str(help_text).startswith("["):

@@ -2,10 +2,12 @@
 
 A tier's row is the difference between the stats snapshots the shape took at the end of its
 warm-up (or its start, while it warms up) and at its end (or now): the windows the shape's knee
-rule judges (`run.timeline.TierRecord`). Without a shape, one row per scenario over the whole
-run, plus "all" when there are several. Percentiles are `window.percentile_ms` over Locust's
-1 ms buckets; output tokens/s is output tokens (the LLM events' response_length) over the
-window's wall-clock seconds.
+rule judges (`run.timeline.TierRecord`). Without a shape, one row per scenario, plus "all" when
+there are several, over what was measured: the stretches between the run's warm-up windows
+(run/warmup.py: each ramp and every user's first request), from the per-scenario snapshots taken
+when each window opened and closed; while the first warm-up still goes on, its figures so far,
+labelled "warm-up". Percentiles are `window.percentile_ms` over Locust's 1 ms buckets; output
+tokens/s is output tokens (the LLM events' response_length) over the window's wall-clock seconds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 from llmload.contract import METRIC_TYPES, TTFT_TYPE
 from llmload.run.timeline import Tier, TierRecord
-from llmload.run.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms
+from llmload.run.warmup import RampWarmup
+from llmload.run.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms, scenario_snapshots
 
 MISSING = "-"
 
@@ -154,3 +157,35 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
         rows.append(_row("run", "all", target, "whole run", seconds, requests, failures, limited, tokens,
                          dict(counts)))
     return rows
+
+
+def measured_rows(warmup: RampWarmup, stats: Any, users: int, now_s: float) -> list[dict] | None:
+    """No shape: per scenario, what was sent outside the warm-up windows (None: nothing measured yet)."""
+    spans = warmup.measure_spans(scenario_snapshots(stats), now_s)
+    if not spans:
+        return None
+    waiting = warmup.progress()
+    phase = "measure (warm-up excluded" + (f"; new ramp warming up: {waiting})" if waiting else ")")
+    names = sorted({name for before, after, _ in spans for name in (*before, *after)})
+    totals = {name: _summed(diff(before.get(name, StatsSnapshot()), after.get(name, StatsSnapshot()))
+                            for before, after, _ in spans) for name in names}
+    seconds = sum(span_s for _, _, span_s in spans)
+    rows = [_window_row(name, _users(users), phase, seconds, w) for name, w in totals.items() if w.requests]
+    if len(rows) > 1:
+        rows.append(_window_row("all", _users(users), phase, seconds, _summed(totals.values())))
+    return rows
+
+
+def _summed(windows: Any) -> TierWindow:
+    counts: Counter[int] = Counter()
+    requests = failures = limited = tokens = dropped = 0
+    for w in windows:
+        counts.update(w.ttft_counts)
+        requests, failures, limited = requests + w.requests, failures + w.failures, limited + w.rate_limited
+        tokens, dropped = tokens + w.output_tokens, dropped + w.dropped
+    return TierWindow(requests, failures, limited, tokens, dropped, dict(counts))
+
+
+def _window_row(name: str, target: str, phase: str, seconds: float, w: TierWindow) -> dict:
+    return _row("run", name, target, phase, seconds, w.requests, w.failures, w.rate_limited, w.output_tokens,
+                w.ttft_counts)

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from llmload.run.timeline import timeline_for
+from llmload.run.warmup import RampWarmup
 from llmload.run.window import snapshot
 from llmload.webui import honest
 from llmload.webui.health import read_health, tier_health
-from llmload.webui.rows import TierFigures, figures_row, run_rows, tier_figures
+from llmload.webui.rows import TierFigures, figures_row, measured_rows, run_rows, tier_figures
 from llmload.webui.series import ACTIVE_STATES, Sampler
 from llmload.webui.verdicts import knee, slo_profile_name, slo_verdict
 
@@ -81,7 +82,20 @@ class LLMTab:
         stats = self.environment.stats
         end_s = self.run_end_s if self.run_end_s is not None else now_s
         runner = self.environment.runner
-        return run_rows(stats, runner.user_count if runner is not None else 0, max(0.0, end_s - stats.start_time))
+        users = runner.user_count if runner is not None else 0
+        warmup = self.warmup()
+        measured = measured_rows(warmup, stats, users, end_s) if warmup is not None else None
+        if measured is not None:
+            return measured
+        rows = run_rows(stats, users, max(0.0, end_s - stats.start_time))
+        waiting = warmup.progress() if warmup is not None else ""
+        return [{**row, "phase": f"warm-up ({waiting})"} for row in rows] if waiting else rows
+
+    def warmup(self) -> RampWarmup | None:
+        """The warm-up windows of a run without a shape (run/ramps.py), None before any such run."""
+        ctx = getattr(self.environment, "llmload_run", None)
+        warmup = ctx.ramps.warmup if ctx is not None else None
+        return warmup if warmup is not None and warmup.windows else None
 
     # --- Locust listeners --------------------------------------------------------------------
     def on_test_start(self, **_kw: Any) -> None:

@@ -1,0 +1,106 @@
+"""A run without a shape flags its ramp as warm-up: every user's first request, and everything sent before
+each user has finished a request after the last spawn, is phase=warmup; a later ramp (users added) is
+warm-up again until the new users have each finished one. Locust's real LocalRunner, embedded server."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import gevent
+import pytest
+
+from llmload.server.launch import EmbeddedServer
+from llmload.users import ChatUser
+from tests.helpers import read_csv
+
+pytestmark = pytest.mark.integration
+
+
+class Chat(ChatUser):
+    scenario = "plain"
+    prompt_tokens = 8
+
+
+def start_run(server_url, run_dir, args=()):
+    from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+    from locust.env import Environment
+    from locust.event import Events
+
+    from llmload.run.listeners import install
+
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    events = Events()
+    install(events)
+    events.init_command_line_parser.fire(parser=parser)
+    options = parser.parse_args(["--host", server_url, "--run-dir", str(run_dir), "--max-tokens", "4", *args])
+    env = Environment(user_classes=[Chat], host=server_url, parsed_options=options, events=events, stop_timeout=5)
+    runner = env.create_local_runner()
+    env.events.init.fire(environment=env, runner=runner, web_ui=None)
+    return env, runner
+
+
+def finish(env, runner):
+    runner.quit()
+    env.events.quitting.fire(environment=env, reason="test")
+    return sorted(read_csv(env.llmload_run.sink.run_dir / "samples.csv"), key=lambda r: float(r["ts_start_s"]))
+
+
+def first_rows(rows):
+    firsts = {}
+    for row in rows:
+        firsts.setdefault(row["user"], row)
+    return firsts
+
+
+def end_s(row):
+    return float(row["ts_start_s"]) + float(row["e2e_ms"]) / 1000.0
+
+
+def test_ramp_and_first_requests_are_warmup_then_measure(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="llmload")
+    with EmbeddedServer(["--preset", "exact"]) as server:
+        env, runner = start_run(server.url, tmp_path / "run")
+        runner.start(4, spawn_rate=4)  # one user every 0.25 s
+        gevent.sleep(2.5)
+        from llmload.webui.tab import LLMTab
+
+        tab_rows = LLMTab(env).rows()
+        runner.start(6, spawn_rate=20)  # two more users: a new ramp
+        gevent.sleep(1.5)
+        rows = finish(env, runner)
+    phases = [r["phase"] for r in rows]
+    assert set(phases) == {"warmup", "measure"} and all(r["tier"] == "0" for r in rows)
+    firsts = first_rows(rows)
+    assert len(firsts) == 6 and all(r["phase"] == "warmup" for r in firsts.values())
+    # the first ramp: one warm-up stretch, then measure, until the new users came
+    new_users = sorted(firsts.values(), key=lambda r: float(r["ts_start_s"]))[4:]
+    second_ramp_s = min(float(r["ts_start_s"]) for r in new_users)
+    first = [r for r in rows if float(r["ts_start_s"]) < second_ramp_s - 0.25]
+    boundary_s = min(float(r["ts_start_s"]) for r in first if r["phase"] == "measure")
+    assert all((r["phase"] == "measure") == (float(r["ts_start_s"]) >= boundary_s) for r in first)
+    # it ended once every one of the 4 users had finished a request after the last of them was spawned
+    last_spawn_s = max(float(r["ts_start_s"]) for r in list(firsts.values())[:4])
+    for user in list(firsts)[:4]:
+        mine = [r for r in first if r["user"] == user]
+        assert any(last_spawn_s <= end_s(r) <= boundary_s + 0.05 for r in mine), user
+    # the new users' first requests are warm-up again, later requests measured again
+    assert any(r["phase"] == "measure" and float(r["ts_start_s"]) > second_ramp_s for r in rows)
+    assert sum("warm-up over" in m for m in caplog.messages) == 2
+    # the LLM tab's row leaves the warm-up out, and says so
+    assert len(tab_rows) == 1 and tab_rows[0]["phase"] == "measure (warm-up excluded)"
+    assert 0 < tab_rows[0]["requests"] < sum(1 for r in rows if float(r["ts_start_s"]) < second_ramp_s)
+
+
+def test_warmup_seconds_given_flags_that_long_after_the_ramp(tmp_path):
+    with EmbeddedServer(["--preset", "exact"]) as server:
+        env, runner = start_run(server.url, tmp_path / "run", ["--warmup-seconds", "1.5"])
+        started_s = time.time()
+        runner.start(2, spawn_rate=100)
+        gevent.sleep(2.5)
+        rows = finish(env, runner)
+    warm = [float(r["ts_start_s"]) - started_s for r in rows if r["phase"] == "warmup"]
+    measured = [float(r["ts_start_s"]) - started_s for r in rows if r["phase"] == "measure"]
+    assert warm and measured and max(warm) < min(measured)
+    assert min(measured) >= 1.5 and max(warm) < 1.6  # the window: 1.5 s from the run's start (test_start)
