@@ -22,7 +22,8 @@ class Chat(ChatUser):
     prompt_tokens = 8
 
 
-def start_run(server_url, run_dir, args=()):
+def start_run(server_url, run_dir, args=(), distributed=None):
+    """A LocalRunner (or with `distributed`, "master" or the master's port: a master or worker runner)."""
     from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
     from locust.env import Environment
     from locust.event import Events
@@ -36,7 +37,12 @@ def start_run(server_url, run_dir, args=()):
     events.init_command_line_parser.fire(parser=parser)
     options = parser.parse_args(["--host", server_url, "--run-dir", str(run_dir), "--max-tokens", "4", *args])
     env = Environment(user_classes=[Chat], host=server_url, parsed_options=options, events=events, stop_timeout=5)
-    runner = env.create_local_runner()
+    if distributed == "master":
+        runner = env.create_master_runner("127.0.0.1", 0)
+    elif distributed is not None:
+        runner = env.create_worker_runner("127.0.0.1", distributed)
+    else:
+        runner = env.create_local_runner()
     env.events.init.fire(environment=env, runner=runner, web_ui=None)
     return env, runner
 
@@ -104,3 +110,28 @@ def test_warmup_seconds_given_flags_that_long_after_the_ramp(tmp_path):
     measured = [float(r["ts_start_s"]) - started_s for r in rows if r["phase"] == "measure"]
     assert warm and measured and max(warm) < min(measured)
     assert min(measured) >= 1.5 and max(warm) < 1.6  # the window: 1.5 s from the run's start (test_start)
+
+
+def test_distributed_workers_stamp_their_rows_and_the_master_hears_when_it_is_over(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="llmload")
+    with EmbeddedServer(["--preset", "exact"]) as server:
+        master_env, master = start_run(server.url, tmp_path / "run", distributed="master")
+        worker_env, worker = start_run(server.url, tmp_path / "worker", distributed=master.server.port)
+        try:
+            deadline = time.monotonic() + 10
+            while master.worker_count < 1 and time.monotonic() < deadline:
+                gevent.sleep(0.05)
+            master.start(3, spawn_rate=3)
+            gevent.sleep(2.5)
+            master.stop()
+            gevent.sleep(0.5)
+        finally:
+            worker.quit()
+            rows = finish(master_env, master)
+            worker_env.events.quitting.fire(environment=worker_env, reason="test")
+    firsts = first_rows(rows)
+    assert len(firsts) == 3 and all(r["phase"] == "warmup" and r["worker"] == "w0" for r in firsts.values())
+    boundary_s = min(float(r["ts_start_s"]) for r in rows if r["phase"] == "measure")
+    assert all((r["phase"] == "measure") == (float(r["ts_start_s"]) >= boundary_s) for r in rows)
+    assert master_env.llmload_run.ramps.warmup.windows[0].end_s is not None  # the worker told the master
+    assert sum("warm-up over" in m and "workers reported" in m for m in caplog.messages) == 1
