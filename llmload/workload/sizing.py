@@ -29,7 +29,7 @@ class SizingError(ValueError):
 
 
 def _words(n: int, rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
+    return " ".join(rng.choices(WORDS, k=n))
 
 
 class TokenizerSizer:

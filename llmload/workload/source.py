@@ -96,7 +96,7 @@ class PromptSource:
             prompt = data.prompt if self.chat or not data.messages else "\n".join(m["content"] for m in data.messages)
             return WorkItem(label, prompt, messages, max_tokens or data.output_tokens, len(prompt.split()))
         if spec.input_tokens is None:
-            text = " ".join(rng.choice(WORDS) for _ in range(self.prompt_words))
+            text = " ".join(rng.choices(WORDS, k=self.prompt_words))
             return WorkItem(label, text, None, max_tokens, self.prompt_words)
         target = spec.input_tokens.draw(rng, inp)
         if spec.max_context:
