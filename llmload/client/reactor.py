@@ -32,8 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gevent
 from gevent import get_hub, monkey
 from gevent.hub import Waiter
+from greenlet import GreenletExit, getcurrent
 
 _epoll: Any = monkey.get_original("select", "epoll") if monkey.is_module_patched("select") else None
 if _epoll is None:
@@ -78,6 +80,7 @@ class Reactor:
         self.streams: dict[int, Stream] = {}
         self._poll: Any = None
         self._running = False
+        self._greenlet: Any = None
 
     def add(self, raw: Any) -> Stream:
         """Start reading `raw` (the non-blocking socket under a gevent socket) for its user."""
@@ -97,6 +100,9 @@ class Reactor:
                 self._poll.unregister(stream.fd)
             except OSError:  # already closed: the kernel dropped it from the set
                 pass
+            reader = self._greenlet
+            if not self.streams and reader is not None and reader is not getcurrent():
+                reader.kill(block=False)  # its watcher would keep the hub's loop alive for nothing
 
     def wait(self, stream: Stream) -> None:
         """Block the calling greenlet until a read of `stream` may end it (or at once if one came)."""
@@ -111,9 +117,7 @@ class Reactor:
             stream.woken = False
 
     def _spawn(self) -> None:
-        import gevent
-
-        gevent.spawn(self._run)
+        self._greenlet = gevent.spawn(self._run)
 
     def _run(self) -> None:
         hub = get_hub()
@@ -122,9 +126,12 @@ class Reactor:
             while self.streams:
                 hub.wait(watcher)
                 self._read_ready()
+        except GreenletExit:  # the last stream left (remove)
+            pass
         finally:
             watcher.close()
             self._running = False
+            self._greenlet = None
             if self.streams:  # added while the loop was ending
                 self._running = True
                 hub.loop.run_callback(self._spawn)

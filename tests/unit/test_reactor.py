@@ -82,3 +82,14 @@ def test_end_of_file_wakes_and_unregisters(pair):
 ])
 def test_may_end(data, ends):
     assert reactor.may_end(data) is ends
+
+
+def test_the_reader_ends_when_its_last_stream_leaves(pair):
+    """A reader waiting on no stream would keep the hub's loop alive (and a lone script from ending)."""
+    ours, _peer = pair
+    stream = reactor.READER.add(ghc_compat.raw_socket(ours))
+    gevent.sleep(0.01)
+    assert reactor.READER._greenlet is not None
+    reactor.READER.remove(stream)
+    gevent.sleep(0.01)
+    assert reactor.READER._greenlet is None and not reactor.READER._running
