@@ -22,6 +22,7 @@ import gevent.event
 from locust.runners import WorkerRunner
 
 from llmload.client.request import StreamRequest
+from llmload.run import overload
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
 from llmload.run.options import RunOptions
@@ -117,7 +118,8 @@ class RunContext:
 
     def start_health(self) -> None:
         if self.health is None:
-            self.health = HealthMonitor(self.worker, self.sink.add_health, self.users_now, lambda: self.inflight)
+            self.health = HealthMonitor(self.worker, self.sink.add_health, self.users_now, lambda: self.inflight,
+                                        on_overload=lambda text: overload.announce(self.environment, self.worker, text))
         self.health.start()
 
     @property

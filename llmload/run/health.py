@@ -19,6 +19,10 @@ code held the loop: too many streams for one core, or a slow task); one that use
 while the machine was busy is *starved* (other processes had the cores); little CPU on an idle
 machine is *blocked* (a blocking call: DNS, disk, a non-gevent library).
 
+Overload: each window's lag samples and CPU also go to an `OverloadWatch` (overload.py), which
+warns while the run goes when the last 5 s passed its limits (lag p99 > 10 ms or CPU > 85 % of a
+core), once per episode, through `on_overload`.
+
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
 loop every ~10 s at a few hundred streams, during which every arriving chunk waits (it
@@ -41,6 +45,7 @@ import gevent
 import psutil
 
 from llmload.client.timing import percentile
+from llmload.run.overload import WINDOW_S, OverloadWatch
 
 HOST = socket.gethostname()
 
@@ -69,8 +74,12 @@ class LagWindow:
 
 class HealthMonitor:
     def __init__(self, worker: str, emit: Callable[[dict], None], users: Callable[[], int],
-                 inflight: Callable[[], int], interval_s: float = 0.010, report_s: float = 1.0) -> None:
+                 inflight: Callable[[], int], interval_s: float = 0.010, report_s: float = 1.0,
+                 on_overload: Callable[[str], None] | None = None) -> None:
         self.worker = worker
+        self.overload = OverloadWatch(worker, windows=max(1, round(WINDOW_S / report_s)))
+        self.on_overload = on_overload
+        """called with the warning when an overload episode starts, '' when it ends"""
         self.emit = emit
         self.users = users
         self.inflight = inflight
@@ -90,6 +99,7 @@ class HealthMonitor:
 
     def start(self) -> None:
         if self._greenlet is None or self._greenlet.dead:
+            self.overload.reset()
             self._process.cpu_percent(None)  # prime: the next call measures from here
             psutil.cpu_percent(None)
             self._greenlet = gevent.spawn(self._run)
@@ -125,12 +135,16 @@ class HealthMonitor:
         lag_max, lag_p50 = self.window.summary()
         self.last_max_ms = lag_max or 0.0
         self.window_worst_cpu_ms = self.window.worst_cpu_ms
-        self.window = LagWindow()
+        lags_ms, self.window = self.window.lags_ms, LagWindow()
+        cpu_percent, machine_cpu_percent = self._process.cpu_percent(None), psutil.cpu_percent(None)
         self.emit({
             "ts_s": round(time.time(), 3), "worker": self.worker,
             "loop_lag_ms_max": round(lag_max, 3) if lag_max is not None else "",
             "loop_lag_ms_p50": round(lag_p50, 3) if lag_p50 is not None else "",
-            "cpu_percent": self._process.cpu_percent(None), "users": users, "inflight": self.inflight(),
-            "lag_cpu_ms": round(self.window_worst_cpu_ms, 3), "machine_cpu_percent": psutil.cpu_percent(None),
+            "cpu_percent": cpu_percent, "users": users, "inflight": self.inflight(),
+            "lag_cpu_ms": round(self.window_worst_cpu_ms, 3), "machine_cpu_percent": machine_cpu_percent,
             "host": HOST, "pid": os.getpid(),
         })
+        change = self.overload.observe(lags_ms, cpu_percent, machine_cpu_percent)
+        if change is not None and self.on_overload is not None:
+            self.on_overload(change)

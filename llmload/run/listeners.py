@@ -12,7 +12,9 @@
   server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher; without a
-  load shape, the warm-up watch (ramps.py: the ramp and each user's first request are warm-up).
+  load shape, the warm-up watch (ramps.py: the ramp and each user's first request are warm-up);
+  warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
+  again at each spawning_complete). A new run starts with no live warnings on the board.
 - test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
   records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
@@ -30,7 +32,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, server_metrics, stop, workers
+from llmload.run import ending, files, overload, server_metrics, stop, workers
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_cached_default_args, use_precise_buckets
@@ -55,6 +57,9 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if isinstance(runner, WorkerRunner):
         workers.attach_worker(runner)
         return
+    if isinstance(runner, MasterRunner):
+        overload.listen(environment)
+    environment.events.spawning_complete.add_listener(lambda **_kw: overload.check_ceiling(environment))
     book = workers.book_for(environment)
     if book is not None:  # a worker joined or was lost: run.json says so at once
         book.on_change = lambda: write_run_json(environment)
@@ -102,6 +107,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
     ending.reset(environment)
     environment.llmload_run_end = None
+    overload.board(environment).clear()  # a new run: its own warnings
     if ctx.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
         ending.watch_signals(environment)
     if ctx.sink.writes_files:
@@ -132,6 +138,8 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         book.begin_run()
     ctx.ramps.start()
     ctx.sink.start()
+    if not isinstance(environment.runner, WorkerRunner):
+        overload.check_ceiling(environment)
 
 
 def _on_test_stop(environment: Any, **_kw: Any) -> None:

@@ -4,7 +4,9 @@ Routes are added to Locust's app under its blueprint's URL prefix (so `--web-bas
 applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` applies):
   <base>/llmload/charts          the charts page (static/charts.html + charts.js: hand-drawn SVG)
   <base>/llmload/static/<file>   its script, and inject.js (the bar added to Locust's page)
-  <base>/llmload/data.json       series, tiers, verdicts, health; `?since=T` sends only newer points
+  <base>/llmload/data.json       series, tiers, verdicts, health, live warnings (run/overload.py: a
+                                 generator overloaded, the SDK's ceiling) and a plain run's warm-up;
+                                 `?since=T` sends only newer points
   <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json of the current/last run
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
                                  analysis never runs inside the Locust process), its report.html
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmload.run import overload
 from llmload.webui.health import generator_health, read_health, tier_health
 from llmload.webui.rows import target_text, tier_load
 from llmload.webui.series import ACTIVE_STATES
@@ -62,6 +65,15 @@ def current_health(rows: list[dict], now_s: float, runner: Any) -> list[dict]:
     return entries
 
 
+def warmup_text(tab: Any) -> str:
+    """A run without a shape: where its warm-up stands ('' with a shape or before any run)."""
+    warmup = tab.warmup()
+    if warmup is None:
+        return ""
+    waiting = warmup.progress()
+    return f"warm-up: {waiting}" if waiting else "warm-up over: the LLM tab leaves it out"
+
+
 def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
     now_s = time.time() if now_s is None else now_s
     figs = tab.tier_figures(now_s)
@@ -77,6 +89,8 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
         "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
         "health": current_health(health_rows, now_s, runner), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
+        "warnings": [text for _, text in sorted(overload.board(tab.environment).items())],
+        "warmup": warmup_text(tab),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
     }
 

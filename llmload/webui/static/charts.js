@@ -125,7 +125,11 @@ function verdicts(data) {
   const set = (id, html) => { document.getElementById(id).innerHTML = html; };
   const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]);
   document.getElementById("state").textContent = "(" + data.state + ")";
-  set("run-dir", data.run_dir ? `writes to <code>${esc(data.run_dir)}</code>` : "no run yet");
+  const banner = document.getElementById("banner"), warnings = data.warnings || [];
+  banner.innerHTML = warnings.map(w => `&#9888; ${esc(w)}`).join("<br>");
+  banner.hidden = !warnings.length;
+  set("run-dir", (data.run_dir ? `writes to <code>${esc(data.run_dir)}</code>` : "no run yet") +
+    (data.warmup ? ` (${esc(data.warmup)})` : ""));
   set("knee-verdict", `<span class="${data.knee.kind === "knee" ? "warn" : ""}">${esc(data.knee.text)}</span>`);
   set("saturation-verdict", esc(data.saturation.text));
   set("slo-profile", esc(data.slo_profile) + (data.slo_ttft_p95_ms ? ` (p95 TTFT &le; ${data.slo_ttft_p95_ms} ms,` :

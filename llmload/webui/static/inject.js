@@ -1,5 +1,6 @@
 // Added to Locust's page by llmload: a bar with the run folder, the verdicts so far and links to
-// the LLM charts, the run's CSVs and the report so far. Polls data.json (without the series).
+// the LLM charts, the run's CSVs and the report so far, and a red banner with the live warnings
+// (a generator overloaded, the SDK's ceiling) while there are any. Polls data.json (without the series).
 // z-index 1200: above Locust's app bar (MUI 1100), below its dialogs (MUI modal 1300), so the
 // "New" / "Edit" forms are never covered.
 "use strict";
@@ -15,6 +16,12 @@
   bar.innerHTML = "<b>LLM</b>" + link("charts", "Charts &#8599;", "llmload-charts") +
     link("files/samples.csv", "samples.csv", "llmload-samples") + link("files/tiers.csv", "tiers.csv", "llmload-tiers") +
     link("report", "report so far &#8599;", "llmload-report") + '<span id="llmload-status"></span>';
+  const banner = document.createElement("div");  // live warnings (overload, the SDK's ceiling): hidden when none
+  banner.id = "llmload-banner";
+  banner.setAttribute("role", "alert");
+  banner.style.cssText = "display:none;flex-basis:100%;padding:6px 10px;background:#b71c1c;color:#fff;" +
+    "font-weight:600;border-radius:4px";
+  bar.prepend(banner);
   document.body.appendChild(bar);
   document.body.style.paddingBottom = "36px";
   async function poll() {
@@ -26,8 +33,12 @@
         const sick = d.health.filter(h => h.warning).map(h => `${esc(h.worker)}: ${esc(h.warning)}`);
         const generators = !d.health.length ? "" : sick.length ?
           ` · <b style="color:#ffb74d">generators (last 10 s): ${sick.join("; ")}</b>` : " · generators ok";
+        const warnings = d.warnings || [];
+        banner.innerHTML = warnings.map(w => `&#9888; ${esc(w)}`).join("<br>");
+        banner.style.display = warnings.length ? "block" : "none";
         document.getElementById("llmload-status").innerHTML =
-          (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") + `${esc(d.knee.text)} · ` +
+          (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") +
+          (d.warmup ? `<span id="llmload-warmup">${esc(d.warmup)}</span> · ` : "") + `${esc(d.knee.text)} · ` +
           `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}` + generators;
         document.body.style.paddingBottom = (bar.offsetHeight + 8) + "px";  // never hide the page's end
       }
