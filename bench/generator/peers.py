@@ -79,7 +79,7 @@ def aiperf_client(max_tokens: int, tokenizer: Path) -> Client:
                 meta, metrics = record.get("metadata", {}), record.get("metrics", {})
                 ttft = metrics.get("time_to_first_token", {}).get("value")
                 rows.append({"request_id": meta.get("x_request_id", ""), "ttft_ms": ttft, "loop_lag_ms": None,
-                             "chunks": int(metrics.get("output_sequence_length", {}).get("value") or 0),
+                             "chunks": None,  # its token counts use our stand-in tokenizer: the truth log's
                              "ok": ttft is not None and not record.get("error") and not meta.get("was_cancelled")})
         return rows
 
@@ -103,7 +103,7 @@ def guidellm_client(max_tokens: int, tokenizer: Path) -> Client:
             for stats in requests.get(kind) or []:
                 rows.append({"request_id": (stats.get("response_id") or "").removeprefix("chatcmpl-"),
                              "ttft_ms": stats.get("time_to_first_token_ms"), "loop_lag_ms": None,
-                             "chunks": int(stats.get("output_tokens") or 0), "ok": kind == "successful"})
+                             "chunks": None, "ok": kind == "successful"})  # as for AIPerf: the truth log's
         return rows
 
     return Client("guidellm", command, samples, tree=True, note="guidellm; loop lag not exposed")

@@ -66,7 +66,8 @@ class Client:
     command: Callable[[str, int, float, Path], list[str]]
     """(server base URL, streams, seconds, work dir) -> argv"""
     samples: Callable[[Path], list[dict]]
-    """work dir -> rows of request_id, ttft_ms (float or None), chunks, loop_lag_ms (float or None), ok"""
+    """work dir -> rows of request_id, ttft_ms (float or None), chunks (None: the truth log's output_tokens),
+    loop_lag_ms (float or None), ok"""
     tree: bool = False
     """count the CPU of the whole process tree (tools with worker processes)"""
     note: str = ""
@@ -162,12 +163,19 @@ def measure(client: Client, streams: int, seconds: float, work: Path) -> dict:
     except (OSError, KeyError, ValueError) as exc:
         return {"client": client.name, "streams": streams, "skipped": f"no samples ({exc})",
                 "returncode": watched["returncode"]}
-    row = summarize(client.name, streams, samples, read_truth(truth_path), watched) | {"note": client.note}
+    row = summarize(client.name, streams, samples, read_truth(truth_path), watched)
+    notes = [client.note]
+    if watched["returncode"]:
+        row["log_tail"] = (work / "client.log").read_text(errors="replace").strip().splitlines()[-8:]
+        notes.append(f"exit code {watched['returncode']}")
     if client.extra is not None:
         try:
-            row |= client.extra(work)
+            extra = client.extra(work)
         except (OSError, KeyError, ValueError) as exc:
-            row["note"] = f"{client.extra.__name__} failed: {exc}"
+            extra = {"note": f"{client.extra.__name__} failed: {exc}"}
+        notes.append(extra.pop("note", ""))
+        row |= extra
+    row["note"] = "; ".join(filter(None, notes))
     return row
 
 
@@ -186,7 +194,8 @@ def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched
     start_s, end_s = _window(matched)
     errors = [s["ttft_ms"] - truth_ttft_ms(t) for s, t in matched]
     warm = [s["ttft_ms"] - truth_ttft_ms(t) for s, t in matched if t["arrival_s"] >= start_s + WARMUP_S]
-    chunks = sum(s["chunks"] for s in ok)
+    chunks = int(sum(truth.get(s["request_id"], {}).get("output_tokens", 0) if s["chunks"] is None else s["chunks"]
+                     for s in ok))
     sampler: CpuSampler = watched["sampler"]
     wall_s = max(1e-9, end_s - start_s)
     cpu_s = sampler.between("client", start_s, end_s)
