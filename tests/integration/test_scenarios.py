@@ -1,9 +1,16 @@
-"""Every scenario runs headless against the embedded server and records what it promises."""
+"""Every scenario runs headless against the embedded server and records what it promises.
+
+The runs (every scenario, the top-level locustfile twice, the prefill sweep) are independent
+subprocesses, each with its own embedded server on its own port and its own run folder, and mostly
+idle (a few users, 8-token answers: ~2 CPU-s each over ~9 s), so the module fixture starts them
+PARALLEL_RUNS at a time instead of one after the other; each test reads the run it needs.
+"""
 
 import csv
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,13 +38,30 @@ CASES = {
 
 
 KINDS = {"open_loop": "rate", "spike": "spike", "soak": "soak", "schedule": "schedule"}  # others: step
+EMBEDDED_KEY = "sk-embedded-secret-123"
+PLAIN = {
+    "prefill_sweep": ["scenarios/prefill_sweep.py", "--max-tokens", "8", "--prompt-tokens", "32", "--spawn-rate",
+                      "50", "-u", "1", "-t", "4s", "--max-context", "2100"],
+    "locustfile": ["locustfile.py", "-u", "2", "-r", "2", "-t", "3s", "--max-tokens", "4"],
+    "locustfile_key": ["locustfile.py", "-u", "1", "-r", "1", "-t", "2s", "--max-tokens", "4", "--api-key",
+                       EMBEDDED_KEY, "--embedded-server-args", f"--preset demo --api-key {EMBEDDED_KEY}"],
+}
+"""runs without a shape: locustfile and its arguments"""
+PARALLEL_RUNS = 3
+LOOP_LAG_LIMIT_MS = 50.0
+"""the report's generator lag limit (analysis/tiers.py, webui/health.py)"""
+
+
+def locust_run(locustfile, args, run_dir, summary=True):
+    cmd = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--run-dir", str(run_dir),
+           *(["--only-summary"] if summary else []), *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 def run_scenario(name, args, run_dir):
-    cmd = [sys.executable, "-m", "locust", "-f", f"scenarios/{name}.py", "--headless", "--max-tokens", "8",
-           "--prompt-tokens", "32", "--spawn-rate", "50", "--run-dir", str(run_dir), "--only-summary", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return locust_run(f"scenarios/{name}.py", ["--max-tokens", "8", "--prompt-tokens", "32", "--spawn-rate", "50",
+                                              *args], run_dir)
 
 
 def rows(path):
@@ -47,12 +71,13 @@ def rows(path):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run every scenario once (in turn) and keep (process, run_dir) by name."""
-    out = {}
-    for name, args in CASES.items():
-        run_dir = tmp_path_factory.mktemp(name)
-        out[name] = (run_scenario(name, args, run_dir), run_dir)
-    return out
+    """Run every scenario and plain run once, PARALLEL_RUNS at a time; (process, run_dir) by name."""
+    dirs = {name: tmp_path_factory.mktemp(name) / "run" for name in [*CASES, *PLAIN]}
+    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+        futures = {name: pool.submit(run_scenario, name, args, dirs[name]) for name, args in CASES.items()}
+        futures.update({name: pool.submit(locust_run, cmd[0], cmd[1:], dirs[name], name != "locustfile_key")
+                        for name, cmd in PLAIN.items()})
+        return {name: (future.result(), dirs[name]) for name, future in futures.items()}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -69,8 +94,12 @@ def test_scenario_runs_and_writes_samples_and_tiers(runs, name):
 
 
 def test_long_context_prompts_have_higher_ttft(runs):
-    samples = rows(runs["long_context"][1] / "samples.csv")
-    by_kind = {k: [float(r["ttft_ms"]) for r in samples if r["scenario"] == k and r["ttft_ms"]]
+    samples = [r for r in rows(runs["long_context"][1] / "samples.csv") if r["ttft_ms"]]
+    # a row whose generator loop stalled past the report's limit (the end-of-run shutdown, a busy machine)
+    # is no evidence about the server's prefill: the report flags such rows, and so does this test
+    trusted = [r for r in samples if float(r["loop_lag_ms"] or 0) <= LOOP_LAG_LIMIT_MS]
+    assert len(trusted) >= 0.8 * len(samples)
+    by_kind = {k: [float(r["ttft_ms"]) for r in trusted if r["scenario"] == k]
                for k in ("short-context", "long-context")}
     assert min(by_kind["long-context"]) > max(by_kind["short-context"])  # +2000 tokens x 0.05 ms prefill
 
@@ -104,29 +133,21 @@ def test_open_loop_records_schedule_lag(runs):
     assert samples and all(r["schedule_lag_ms"] != "" for r in samples)
 
 
-def test_top_level_locustfile_runs_against_the_embedded_server_by_default(tmp_path):
-    cmd = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-r", "2", "-t", "3s",
-           "--max-tokens", "4", "--run-dir", str(tmp_path / "run"), "--only-summary"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+def test_top_level_locustfile_runs_against_the_embedded_server_by_default(runs):
+    proc, run_dir = runs["locustfile"]
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "embedded server (--preset demo) at http://127.0.0.1:" in proc.stderr
-    samples = rows(tmp_path / "run" / "samples.csv")
+    samples = rows(run_dir / "samples.csv")
     assert samples and all(r["error"] == "" and r["model_returned"] == "llmload-sim" for r in samples)
 
 
-def test_embedded_server_key_never_reaches_logs_or_run_json(tmp_path):
-    secret = "sk-embedded-secret-123"
-    cmd = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "1", "-r", "1", "-t", "2s",
-           "--max-tokens", "4", "--run-dir", str(tmp_path / "run"), "--api-key", secret,
-           "--embedded-server-args", f"--preset demo --api-key {secret}"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+def test_embedded_server_key_never_reaches_logs_or_run_json(runs):
+    proc, run_dir = runs["locustfile_key"]
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert rows(tmp_path / "run" / "samples.csv"), "the key was accepted: requests succeeded"
-    assert secret not in proc.stdout + proc.stderr
-    for path in (tmp_path / "run").iterdir():
-        assert secret not in path.read_text(), path.name
+    assert rows(run_dir / "samples.csv"), "the key was accepted: requests succeeded"
+    assert EMBEDDED_KEY not in proc.stdout + proc.stderr
+    for path in run_dir.iterdir():
+        assert EMBEDDED_KEY not in path.read_text(), path.name
 
 
 def test_tool_call_streams_have_a_ttft(runs):
@@ -139,12 +160,12 @@ def test_embeddings_rows_are_measured(runs):
     assert samples and all(r["endpoint"] == "embeddings" and float(r["e2e_ms"]) > 0 for r in samples)
 
 
-def test_prefill_sweep_walks_prompt_lengths(tmp_path):
+def test_prefill_sweep_walks_prompt_lengths(runs):
     """No shape: one user walks the lengths for -t; every length is its own scenario label."""
-    proc = run_scenario("prefill_sweep", ["-u", "1", "-t", "4s", "--max-context", "2100"], tmp_path)
+    proc, run_dir = runs["prefill_sweep"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    samples = [r for r in rows(tmp_path / "samples.csv") if r["error"] == ""]
+    samples = [r for r in rows(run_dir / "samples.csv") if r["error"] == ""]
     labels = {r["scenario"] for r in samples}
     assert len(labels) >= 3 and all(label.startswith("prefill-in") for label in labels), labels
     by_label = {}
