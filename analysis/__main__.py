@@ -9,6 +9,8 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
   check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
 A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
+A run recorded with --ship histograms (no samples.csv) gets report, tiers, knee and check from its
+histograms (histreport.py); plots, compare and watch need per-request rows and say so.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Targ
     return analyze(run, profile, target, profile_source(run, args.slo), stall_ms)
 
 
+def _hist_analysis(args: argparse.Namespace):
+    """The HistAnalysis of a run recorded with --ship histograms, None for any other folder."""
+    from analysis.histreport import hist_analysis
+
+    return hist_analysis(args.run_dir, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
+
+
 def _target(args: argparse.Namespace) -> Target | None:
     for kind in ("rps", "users", "tok_s"):
         value = getattr(args, f"target_{kind}")
@@ -47,6 +56,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from analysis.figures import build_figures
     from analysis.report import answer_items, write_report
 
+    hist = _hist_analysis(args)
+    if hist is not None:
+        from analysis.histreport import cmd_report as hist_report
+
+        return hist_report(hist, args.out)
     a = _analysis(args, target=_target(args))
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,6 +84,11 @@ def _stopped(a) -> None:
 
 
 def cmd_tiers(args: argparse.Namespace) -> int:
+    hist = _hist_analysis(args)
+    if hist is not None:
+        from analysis.histreport import print_text
+
+        return print_text(hist, knee_only=False, fmt=args.format)
     a = _analysis(args)
     if args.format != "text":
         from analysis.tierformat import render
@@ -103,6 +122,11 @@ def cmd_tiers(args: argparse.Namespace) -> int:
 def cmd_knee(args: argparse.Namespace) -> int:
     from analysis.report import capacity_sentence, knee_rows
 
+    hist = _hist_analysis(args)
+    if hist is not None:
+        from analysis.histreport import print_text
+
+        return print_text(hist, knee_only=True)
     a = _analysis(args)
     if not a.climbs:
         print(f"run {a.run.name}: a {a.kind} run does not raise the load tier by tier, so it has no knee. "

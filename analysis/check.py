@@ -24,8 +24,10 @@ from xml.sax.saxutils import quoteattr
 import pandas as pd
 
 from analysis import goodput, tiers
+from analysis.histograms import Histograms
+from analysis.histrun import hist_table, is_histogram_run, load_hist_run
 from analysis.loader import load_run
-from analysis.slo import LATENCY, Criterion, Objective
+from analysis.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
 from analysis.text import load_with_unit
 
 PASS, FAIL, CANNOT = "PASS", "FAIL", "CANNOT JUDGE"
@@ -54,17 +56,40 @@ UNTIMED = ("error_rate", "rate_429")
 """criteria a lagging generator cannot distort"""
 
 
-def judge_tier(row: pd.Series, measured: pd.DataFrame, obj: Objective, unit: str) -> list[Verdict]:
+def measure(row: pd.Series, measured: pd.DataFrame | None, c: Criterion,
+            hists: Histograms | None) -> tuple[float, int, str, str]:
+    """A criterion's value on one tier: (value, how many values are behind it, what they are, why it cannot be
+    had at all or ''). `measured` None: a run recorded with --ship histograms (every latency from `hists`)."""
+    tier = int(row["tier"])
+    if c.metric in POOLED:
+        if hists is None or not hists.has(POOLED[c.metric]):
+            return math.nan, 0, "gaps", "the run has no histograms.csv of inter-token gaps"
+        return hists.percentile(tier, POOLED[c.metric], c.percentile / 100.0), hists.count(tier, POOLED[c.metric]), \
+            "gaps", ""
+    if c.metric in LATENCY and measured is None:
+        value = hists.percentile(tier, HIST_METRICS[c.metric], c.percentile / 100.0) if hists else math.nan
+        return value, int(row["ok"]), "successes", ""
+    if c.metric == "goodput_rps" and measured is None:
+        return math.nan, int(row["sent"]), "requests", "goodput needs per-request rows (record with --ship rows)"
+    value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
+    return value, int(row["ok"] if c.metric in LATENCY else row["sent"]), \
+        "successes" if c.metric in LATENCY else "requests", ""
+
+
+def judge_tier(row: pd.Series, measured: pd.DataFrame | None, obj: Objective, unit: str,
+               hists: Histograms | None = None) -> list[Verdict]:
     out = []
     load = load_with_unit(row["load"], unit)
     for c in obj.criteria:
-        value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
+        value, have, what, missing = measure(row, measured, c, hists)
         need = goodput.samples_needed(c)
-        if c.metric in LATENCY and row["ok"] == 0 and row["sent"] >= 20:
+        timed = c.metric in LATENCY or c.metric in POOLED
+        if missing:
+            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, missing))
+        elif timed and row["ok"] == 0 and row["sent"] >= 20:
             out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))
-        elif (c.metric in LATENCY and row["ok"] < need) or row["sent"] < 20:
-            have = int(row["ok"] if c.metric in LATENCY else row["sent"])
-            what = "successes" if c.metric in LATENCY else "requests"
+        elif (timed and have < need) or row["sent"] < 20:
+            have, what = (have, what) if timed else (int(row["sent"]), "requests")
             out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, f"{have} {what}, need {need}"))
         else:
             ok = value >= c.limit if c.at_least else value <= c.limit
@@ -95,21 +120,27 @@ class Check:
 
 def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
               capacity_at_least: float | None = None) -> Check:
+    if is_histogram_run(run_dir):
+        hrun = load_hist_run(run_dir)
+        return judge(hrun.name, hrun.load_unit, hist_table(hrun), None, obj, at_load, capacity_at_least,
+                     hrun.histograms)
     run = load_run(run_dir)
     table = tiers.tier_table(run)
     measured = tiers.verdict_rows(run)
     goodput.add_goodput(table, measured, obj)
-    return judge(run.name, run.load_unit, table, measured, obj, at_load, capacity_at_least)
+    return judge(run.name, run.load_unit, table, measured, obj, at_load, capacity_at_least, run.histograms)
 
 
-def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame, obj: Objective,
-          at_load: float | None = None, capacity_at_least: float | None = None) -> Check:
-    """The gate on a tier table that already has the objective's goodput (`goodput.add_goodput`)."""
+def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective,
+          at_load: float | None = None, capacity_at_least: float | None = None,
+          hists: Histograms | None = None) -> Check:
+    """The gate on a tier table that already has the objective's goodput (`goodput.add_goodput`); `measured`
+    None and `hists`: a run recorded with --ship histograms."""
     rows = table[~table["short"].astype(bool) & (table["sent"] > 0)].sort_values("load", kind="stable")
     if rows.empty:
         return Check(obj, (), CANNOT, f"cannot judge {name}: no tier with measured requests")
     if capacity_at_least is not None:
-        return _capacity(rows, measured, obj, unit, capacity_at_least)
+        return _capacity(rows, measured, obj, unit, capacity_at_least, hists)
     if at_load is not None:
         hit = rows[(rows["load_target"] == at_load) | (rows["load"] == at_load)]
         if hit.empty:
@@ -119,16 +150,17 @@ def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame, obj
         row = hit.iloc[-1]
     else:
         row = rows.iloc[-1]
-    verdicts = judge_tier(row, measured, obj, unit)
+    verdicts = judge_tier(row, measured, obj, unit, hists)
     status = status_of(verdicts)
     return Check(obj, tuple(verdicts), status, f"SLO {obj.name} at tier {int(row['tier'])} "
                  f"({load_with_unit(row['load'], unit)}): {status}")
 
 
-def _capacity(rows: pd.DataFrame, measured: pd.DataFrame, obj: Objective, unit: str, need: float) -> Check:
+def _capacity(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective, unit: str, need: float,
+              hists: Histograms | None) -> Check:
     capacity, shown = None, []
     for _, row in rows.iterrows():
-        shown = judge_tier(row, measured, obj, unit)
+        shown = judge_tier(row, measured, obj, unit, hists)
         if status_of(shown) != PASS:
             break
         capacity = float(row["load"])

@@ -112,8 +112,9 @@ def describe(knee: Knee, load_unit: str) -> str:
     past = ev[ev["tier"] == knee.first_past_tier].iloc[0]
     why = []
     if past["left_band"]:
-        why.append(f"p99 TTFT {past['ttft_p99_ms']:.0f} ms (CI {past['ttft_p99_ci_lo_ms']:.0f}-"
-                   f"{past['ttft_p99_ci_hi_ms']:.0f}) left the low-load band of <= {knee.band_hi_ms:.0f} ms")
+        ci = (f" (CI {past['ttft_p99_ci_lo_ms']:.0f}-{past['ttft_p99_ci_hi_ms']:.0f})"
+              if past["ttft_p99_ci_lo_ms"] == past["ttft_p99_ci_lo_ms"] else "")  # none from histograms
+        why.append(f"p99 TTFT {past['ttft_p99_ms']:.0f} ms{ci} left the low-load band of <= {knee.band_hi_ms:.0f} ms")
     if past["reject_rate"] > REJECT_LIMIT:
         dropped = float(past["drop_rate"])
         if past["reject_rate"] - dropped > REJECT_LIMIT or not dropped:

@@ -15,6 +15,7 @@ How it works:
   run) is optional and read as is; `server_metrics.py` picks the names it knows.
 - Optional sample columns (`retry_after_source`, `ratelimit_remaining_*`) are empty for runs
   written before they existed.
+- `histograms.csv` (every inter-token gap per tier and phase: `histograms.py`) is optional.
 - `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
   is named in `Run.notes`. `locust_failures.csv` (Locust's failures table) is read when
   present, to reconcile run totals with what Locust showed.
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import csvrows, windows
+from analysis import csvrows, histograms, windows
 from llmload.contract import SAMPLE_COLUMNS
 
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
@@ -71,6 +72,8 @@ class Run:
     """Locust's failures table (Method, Name, Error, Occurrences) when locust_failures.csv exists"""
     server_metrics: pd.DataFrame | None = None
     """server_metrics.csv (ts_s unix, name, value: the target's Prometheus metrics) when present"""
+    histograms: histograms.Histograms | None = None
+    """histograms.csv (every inter-token gap; pooled ITL) when present"""
 
     @property
     def shape(self) -> dict:
@@ -96,7 +99,8 @@ def load_run(path: str | Path) -> Run:
     history = _read_history(path, notes)
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
                tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
-               failures=_read_failures(path), server_metrics=_read_server_metrics(path))
+               failures=_read_failures(path), server_metrics=_read_server_metrics(path),
+               histograms=histograms.read(path))
 
 
 def _read_info(path: Path, notes: list[str]) -> dict:
@@ -118,7 +122,9 @@ def _read_info(path: Path, notes: list[str]) -> dict:
 def _read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     file = path / "samples.csv"
     if not file.exists():
-        raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload")
+        raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload"
+                       + (" (this one kept histograms only: --ship histograms)" if (path / "histograms.csv").exists()
+                          else ""))
     try:
         header = pd.read_csv(file, nrows=0).columns
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -6,7 +6,7 @@ the report only grows where the data has something to say. Pure: blocks in, no I
 
 from __future__ import annotations
 
-from analysis import splits, text
+from analysis import histograms, splits, text
 from analysis.document import Block, Heading, Table
 
 ms, num = text.ms, text.num
@@ -35,17 +35,24 @@ def retry_blocks(a) -> list[Block]:
 
 def decode_blocks(a) -> list[Block]:
     t = a.table
-    stall_ms = float(t["stall_ms"].iloc[0]) if len(t) else 1000.0
+    stall_ms = float(t["stall_ms"].iloc[0]) if len(t) and t["stall_ms"].notna().any() else 1000.0
+    pooled = "itl_gaps" in t and bool(t["itl_gaps"].sum())
     rows = tuple((str(r.tier), text.load(r.load), ms(r.tpot_p50_ms), ms(r.tpot_p95_ms), ms(r.tpot_p99_ms),
-                  ms(r.itl_mean_p50_ms), ms(r.itl_mean_p95_ms), ms(r.itl_mean_p99_ms), str(r.stalls))
+                  ms(r.itl_mean_p50_ms), ms(r.itl_mean_p95_ms), ms(r.itl_mean_p99_ms),
+                  *((ms(r.itl_gap_p50_ms), ms(r.itl_gap_p95_ms), ms(r.itl_gap_p99_ms), ms(r.itl_gap_p999_ms))
+                    if pooled else ()), str(r.stalls) if r.stalls == r.stalls else "-")
                  for r in t.itertuples())
+    headers = ("tier", "load", "TPOT p50", "p95", "p99", "ITL mean p50", "p95", "p99",
+               *(("ITL every gap p50", "p95", "p99", "p99.9") if pooled else ()), f"stalls (gap > {stall_ms:g} ms)")
+    every_gap = (f"ITL every gap: percentiles of all inter-token gaps of the tier's successful requests together "
+                 f"(histograms.csv, {histograms.PRECISION}; p99.9 from {histograms.MIN_GAPS_P999} gaps): the "
+                 "stream a reader sees, where a few long gaps per request show even when each request's mean "
+                 "hides them. " if pooled else
+                 "This run has no histograms.csv, so no pooled distribution of every gap. ")
     return [Heading("Decode per request: TPOT, ITL and stalls (ms)", 3),
-            Table(("tier", "load", "TPOT p50", "p95", "p99", "ITL mean p50", "p95", "p99",
-                   f"stalls (gap > {stall_ms:g} ms)"), rows,
-                  note="Percentiles over requests of each request's TPOT and mean inter-token gap: samples.csv "
-                       "keeps per-request gap figures (mean, p50, p99, max), not every gap, so no pooled "
-                       "distribution of all gaps exists. Stalls: successful requests whose longest gap exceeded "
-                       "--stall-ms.")]
+            Table(headers, rows,
+                  note="TPOT and ITL mean: percentiles over requests of each request's TPOT and mean inter-token "
+                       "gap. " + every_gap + "Stalls: successful requests whose longest gap exceeded --stall-ms.")]
 
 
 def token_blocks(a) -> list[Block]:

@@ -7,8 +7,10 @@ of a per-request figure over a tier's successful requests (TTFT, ITL, TPOT, e2e:
 a tier figure: error rate and 429 rate (at most), goodput (at least, requests/s that met
 every per-request criterion: TTFT, ITL, TPOT, e2e within their limits and out tok/s above
 its minimum, the vLLM-bench / DistServe sense).
-ITL is per request: samples.csv keeps each request's mean, p50, p99 and max gap, not every
-gap, so "ITL p95" is the 95th percentile over requests of each request's mean gap.
+"ITL pN" is per request: the Nth percentile over requests of each request's mean gap. "ITL (every
+gap) pN" (`itl_gap`) is pooled: the Nth percentile of every inter-token gap of the tier's successful
+requests, from histograms.csv (within 1 %); it judges the stream a reader sees, stalls included, and
+is not a per-request criterion (goodput does not count it).
 
 Stock objectives: the TTFT targets are the brief's use-case table (an engineering guide, not
 a standard): voice p95 250 ms, chat p95 500 ms, IDE p95 300 ms, batch none. The other limits
@@ -18,6 +20,7 @@ User objectives come from a TOML file (`--slo-file`), one table per name:
     [profiles.support-bot]
     ttft = { p = 95, max_ms = 400 }
     tpot = { p = 95, max_ms = 80 }
+    itl_gap = { p = 99, max_ms = 150 }
     out_tps = { p = 5, min = 15 }
     max_error_rate = 0.01
     max_429_rate = 0.02
@@ -32,6 +35,10 @@ from pathlib import Path
 
 LATENCY = {"ttft": "ttft_ms", "itl": "itl_mean_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "out_tps": "out_tps"}
 """per-request criteria and their samples.csv column"""
+POOLED = {"itl_gap": "itl_gap_ms"}
+"""criteria over every value of a tier, not per request (TOML key -> histograms.csv metric)"""
+HIST_METRICS = {**LATENCY, **POOLED}
+"""every latency criterion -> its histogram metric (a run recorded with --ship histograms)"""
 RATES = {"max_error_rate": "error_rate", "max_429_rate": "rate_429", "min_goodput_rps": "goodput_rps"}
 """tier criteria (TOML key -> tier-table column)"""
 
@@ -50,8 +57,8 @@ class Criterion:
 
     @property
     def label(self) -> str:
-        names = {"ttft": "TTFT", "itl": "ITL (per-request mean)", "tpot": "TPOT", "e2e": "e2e",
-                 "out_tps": "out tok/s per request", "error_rate": "error rate", "rate_429": "429 rate",
+        names = {"ttft": "TTFT", "itl": "ITL (per-request mean)", "itl_gap": "ITL (every gap)", "tpot": "TPOT",
+                 "e2e": "e2e", "out_tps": "out tok/s per request", "error_rate": "error rate", "rate_429": "429 rate",
                  "goodput_rps": "goodput"}
         name = names[self.metric]
         return f"{name} p{self.percentile:g}" if self.percentile is not None else name
@@ -129,7 +136,7 @@ def _parse(name: str, body: object, path: Path) -> Objective:
     crit = []
     for key, value in body.items():
         where = f"--slo-file {path}: profiles.{name}.{key}"
-        if key in LATENCY:
+        if key in HIST_METRICS:
             bound = "min" if key == "out_tps" else "max_ms"
             if not isinstance(value, dict) or bound not in value:
                 raise SloFileError(f"{where}: expected {{ p = 95, {bound} = N }}")
@@ -142,7 +149,7 @@ def _parse(name: str, body: object, path: Path) -> Objective:
                 raise SloFileError(f"{where}: expected a number >= 0")
             crit.append(Criterion(RATES[key], float(value)))
         else:
-            raise SloFileError(f"{where}: unknown key; use {', '.join([*LATENCY, *RATES])}")
+            raise SloFileError(f"{where}: unknown key; use {', '.join([*HIST_METRICS, *RATES])}")
     if not crit:
         raise SloFileError(f"--slo-file {path}: profiles.{name} has no criteria")
     return Objective(name, tuple(crit), f"from {path}")

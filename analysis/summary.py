@@ -1,11 +1,13 @@
-"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/1`).
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/2`).
 
 How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
 facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation
 branch, replicas, warnings, the gate's verdicts for the run's profile); `clean` makes every
 missing figure `null` (never NaN: JSON has none) and every numpy scalar a Python number.
 Field-by-field documentation: docs/summary.md; the JSON Schema: `summary_schema.SCHEMA`.
-A change that removes or renames a field, or changes its meaning, bumps the version.
+A change that removes or renames a field, or changes its meaning, bumps the version. A run recorded
+with --ship histograms gets the same document from its histograms (histreport.py): `source` says so,
+and what histograms cannot give is null.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from analysis import check, ending, goodput, health, tiers
 from analysis.analyze import Analysis
 from analysis.checklist import utc
 from analysis.knees import KneePoint
+from analysis.slo import Objective
 from analysis.workload_view import summary_section
+from llmload.contract import HIST_RELATIVE_ERROR
 
-SCHEMA_ID = "llmload.summary/1"
+SCHEMA_ID = "llmload.summary/2"
 QUANTILES = ("p50", "p95", "p99")
 
 
@@ -89,7 +93,9 @@ def tier_record(row, run_tiers) -> dict:
         "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
                     "p99_ci_high": row["ttft_p99_ci_hi_ms"]},
         "e2e_ms": _quantiles(row, "e2e"), "tpot_ms": _quantiles(row, "tpot"),
-        "itl_mean_ms": _quantiles(row, "itl_mean"), "stalls": row["stalls"], "stall_ms": row["stall_ms"],
+        "itl_mean_ms": _quantiles(row, "itl_mean"),
+        "itl_gap_ms": {**_quantiles(row, "itl_gap", (*QUANTILES, "p999")), "gaps": row.get("itl_gaps", 0)},
+        "stalls": row["stalls"], "stall_ms": row["stall_ms"],
         "wait_ms": row["wait_ms"],
         "window": {"start_unix": window["start_s"], "measure_start_unix": window["measure_start_s"],
                    "end_unix": window["end_s"], "measure_s": window["measure_s"]},
@@ -116,10 +122,21 @@ def capacities(a: Analysis) -> list[dict]:
             for c in a.all_capacities]
 
 
+def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
+    """Where the figures come from: per-request rows (samples.csv) or histograms only (--ship histograms)."""
+    return {"kind": kind, "relative_error": HIST_RELATIVE_ERROR if pooled or kind == "histograms" else None,
+            "cannot_show": list(cannot_show)}
+
+
 def gate(a: Analysis) -> dict:
     """`analysis check` with the run's profile at the highest load (same verdicts, same exit status)."""
-    result = check.judge(a.run.name, a.run.load_unit, a.table, tiers.verdict_rows(a.run), a.objective)
-    return {"objective": a.objective.name, "status": result.status, "exit_code": check.EXIT[result.status],
+    result = check.judge(a.run.name, a.run.load_unit, a.table, tiers.verdict_rows(a.run), a.objective,
+                         hists=a.run.histograms)
+    return gate_record(a.objective, result)
+
+
+def gate_record(objective: Objective, result: check.Check) -> dict:
+    return {"objective": objective.name, "status": result.status, "exit_code": check.EXIT[result.status],
             "headline": result.headline,
             "verdicts": [{"criterion": v.criterion.label, "metric": v.criterion.metric, "status": v.status,
                           "value": v.value, "limit": v.criterion.limit, "at_least": v.criterion.at_least,
@@ -130,7 +147,7 @@ def summary(a: Analysis) -> dict:
     plan = a.plan
     optional = {"workload": summary_section(a.workload)}
     return clean({
-        "schema": SCHEMA_ID, "run": run_facts(a),
+        "schema": SCHEMA_ID, "source": source("samples", a.run.histograms is not None), "run": run_facts(a),
         "goodput_counts": goodput.describe(a.objective),
         "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),

@@ -1,4 +1,4 @@
-"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/1`.
+"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/2`.
 
 How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`); every object
 lists all its fields as required and forbids others, so a field added to `summary.py` without
@@ -39,7 +39,8 @@ TIER = obj(
     sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"}, n_429={"type": "integer"},
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
     goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high"),
-    e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(), stalls={"type": "integer"},
+    e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(),
+    itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,
     stall_ms=NUM, wait_ms=NUM,
     window=obj(start_unix=NUM, measure_start_unix=NUM, end_unix=NUM, measure_s=NUM),
 )
@@ -47,8 +48,8 @@ TIER = obj(
 RUN = obj(
     id={"type": "string"}, host=TEXT, model=TEXT, scenario=TEXT, transport=TEXT,
     shape_kind={"enum": ["step", "rate", "spike", "soak", "schedule"]}, shape_class=TEXT,
-    load_unit={"enum": ["users", "req/s"]}, start_unix=NUM, end_unix=NUM, first_send_utc={"type": "string"},
-    last_send_utc={"type": "string"}, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
+    load_unit={"enum": ["users", "req/s"]}, start_unix=NUM, end_unix=NUM, first_send_utc=TEXT,
+    last_send_utc=TEXT, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
     stopped_early=BOOL, stopped_early_sentence=TEXT, workers=INT, slo_profile={"type": "string"},
     slo_profile_source={"enum": ["--slo", "run.json", "default"]},
 )
@@ -95,9 +96,11 @@ SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "llmload summary.json",
     **optional(obj(
-        schema={"const": "llmload.summary/1"}, run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
+        schema={"const": "llmload.summary/2"},
+        source=obj(kind={"enum": ["samples", "histograms"]}, relative_error=NUM, cannot_show=arr({"type": "string"})),
+        run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
         compute_saturation=KNEE, queueing_onset=KNEE, generator_overloaded=TEXT, capacity=arr(CAPACITY),
-        saturation=obj(branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
+        saturation=obj(nullable=True, branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
                        sentence={"type": "string"}),
         replicas=obj(nullable=True, target=NUM, target_kind={"enum": ["rps", "users", "tok_s"]}, per_replica=NUM,
                      headroom=NUM, replicas=INT, upper_bound=BOOL),

@@ -1,4 +1,4 @@
-"""summary.json (schema llmload.summary/1) on every fixture run, and `tiers --format csv|json|md`."""
+"""summary.json (schema llmload.summary/2) on every fixture run, and `tiers --format csv|json|md`."""
 
 from __future__ import annotations
 
@@ -78,7 +78,24 @@ def test_summary_matches_its_schema_on_every_fixture(name):
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
     assert violations(data, SCHEMA) == []
-    assert data["schema"] == "llmload.summary/1"
+    assert data["schema"] == "llmload.summary/2"
+
+
+def test_a_histogram_runs_summary_matches_the_schema(tmp_path):
+    import shutil
+
+    import fixture_histograms
+
+    from analysis.histreport import hist_analysis, hist_summary
+
+    shutil.copytree(FIXTURE_DIR / "runs" / "shed429", tmp_path / "run")
+    fixture_histograms.as_histograms(tmp_path / "run")  # as --ship histograms records it: no samples.csv
+    h = hist_analysis(str(tmp_path / "run"), None)
+    assert h is not None
+    data = json.loads(json.dumps(hist_summary(h), allow_nan=False))
+    assert violations(data, SCHEMA) == [] and data["source"]["kind"] == "histograms"
+    assert data["source"]["cannot_show"] and data["saturation"] is None
+    assert sum(t["n_429"] for t in data["tiers"]) > 0
 
 
 def test_summary_figures_are_the_reports():

@@ -1,0 +1,117 @@
+"""Pooled ITL from histograms.csv (report, gate, summary) and runs recorded with --ship histograms (issues 11, 14)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis import check, histrun, report_splits, slo, summary, tiers
+from analysis.analyze import analyze, choose_profile
+from analysis.document import to_markdown
+from analysis.histreport import hist_analysis, hist_summary
+from analysis.loader import load_run
+from llmload.contract import HIST_RELATIVE_ERROR
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+
+import fixture_histograms  # noqa: E402
+import make_fixtures  # noqa: E402
+
+STREAM = """[profiles.stream]
+itl = { p = 95, max_ms = 50 }
+itl_gap = { p = 99, max_ms = 100 }
+"""
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    return make_fixtures.run_cli(list(argv))
+
+
+@pytest.fixture(scope="module")
+def hist_knee16(tmp_path_factory) -> Path:
+    """knee16 as --ship histograms records it (no samples.csv), beside the rows it came from."""
+    path = tmp_path_factory.mktemp("hist") / "knee16"
+    shutil.copytree(FIXTURES / "runs" / "knee16", path)
+    fixture_histograms.as_histograms(path)
+    return path
+
+
+def test_the_gate_fails_on_pooled_itl_p99_while_the_per_request_mean_passes(tmp_path):
+    objectives = tmp_path / "slo.toml"
+    objectives.write_text(STREAM)
+    code, out = cli("check", "runs/itlstall", "--slo", "stream", "--slo-file", str(objectives))
+    assert code == 1
+    lines = {line.split("  ")[0].strip() + " " + line[14:44].strip() for line in out.splitlines()[1:3]}
+    assert lines == {"PASS ITL (per-request mean) p95", "FAIL ITL (every gap) p99"}
+    assert "396 ms" in out or "400 ms" in out or "397 ms" in out
+
+
+def test_a_pooled_criterion_cannot_be_judged_without_histograms(tmp_path):
+    objectives = tmp_path / "slo.toml"
+    objectives.write_text(STREAM)
+    code, out = cli("check", "runs/knee16", "--slo", "stream", "--slo-file", str(objectives))
+    assert code == 2 and "CANNOT JUDGE  ITL (every gap) p99" in out and "no histograms.csv" in out
+
+
+def test_pooled_itl_beside_the_per_request_means_in_table_and_summary():
+    run = load_run(FIXTURES / "runs" / "itlstall")
+    table = tiers.tier_table(run).set_index("tier")
+    assert table.loc[2, "itl_mean_p95_ms"] < 50 and 390 <= table.loc[2, "itl_gap_p99_ms"] <= 410
+    assert table.loc[2, "itl_gaps"] == int(run.samples.query("measured and ok and tier == 2")["output_tokens"].sum()
+                                           - len(run.samples.query("measured and ok and tier == 2")))
+    assert np.isnan(table.loc[1, "itl_gap_p999_ms"]) == (table.loc[1, "itl_gaps"] < 1000)
+
+
+def test_the_report_shows_every_gap_beside_the_per_request_means_and_summary_json_carries_it():
+    run = load_run(FIXTURES / "runs" / "itlstall")
+    a = analyze(run, choose_profile(run, None))
+    md = to_markdown(report_splits.decode_blocks(a))
+    assert "ITL mean p50" in md and "ITL every gap p50" in md and "within 1% of the exact one" in md
+    data = summary.summary(a)
+    assert data["schema"] == "llmload.summary/2"
+    assert data["source"] == {"kind": "samples", "relative_error": HIST_RELATIVE_ERROR, "cannot_show": []}
+    assert 390 <= data["tiers"][1]["itl_gap_ms"]["p99"] <= 410 and data["tiers"][1]["itl_gap_ms"]["gaps"] > 0
+
+
+def test_histograms_give_the_rows_counts_and_percentiles_within_the_stated_precision(hist_knee16):
+    assert histrun.is_histogram_run(hist_knee16)
+    rows = tiers.tier_table(load_run(FIXTURES / "runs" / "knee16")).set_index("tier")
+    hist = histrun.hist_table(histrun.load_hist_run(hist_knee16)).set_index("tier")
+    for col in ("sent", "ok", "failed", "n_429"):
+        assert (hist[col] == rows[col]).all(), col
+    for col in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "tpot_p95_ms",
+                "itl_mean_p95_ms"):
+        assert (abs(hist[col] - rows[col]) <= HIST_RELATIVE_ERROR * rows[col] + 0.002).all(), col
+    assert (abs(hist["ok_rps"] - rows["ok_rps"]) <= 1e-9 + 0.02 * rows["ok_rps"]).all()
+
+
+def test_a_histogram_run_reports_its_knee_and_says_what_it_cannot_show(hist_knee16):
+    h = hist_analysis(str(hist_knee16), None)
+    assert h is not None and h.knee.knee_load == make_fixtures.KNOWN["knee16"]["knee_load"]
+    code, out = cli("report", str(hist_knee16))
+    assert code == 0 and "(from histograms)" in out
+    report = (hist_knee16 / "report.md").read_text()
+    assert "From histograms." in report and "within 1% of the exact one" in report and "nan" not in report
+    for sentence in histrun.CANNOT_SHOW:
+        assert sentence[1:40] in report
+    summary = hist_summary(h)
+    assert summary["source"]["kind"] == "histograms" and summary["capacity"] == []
+    assert summary["tiers"][0]["ttft_ms"]["p99_ci_low"] is None and summary["tiers"][0]["goodput_rps"] is None
+    code, out = cli("knee", str(hist_knee16))
+    assert code == 0 and "Knee at 16 users" in out
+
+
+def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, tmp_path):
+    objectives = tmp_path / "slo.toml"
+    objectives.write_text("[profiles.g]\nttft = { p = 95, max_ms = 5000 }\nmin_goodput_rps = 1\n")
+    result = check.run_check(str(hist_knee16), slo.objective("g", str(objectives)), at_load=4)
+    by = {v.criterion.metric: v for v in result.verdicts}
+    assert by["ttft"].status == check.PASS and by["goodput_rps"].status == check.CANNOT
+    assert "--ship rows" in by["goodput_rps"].why
+    code, _out = cli("plots", str(hist_knee16))  # needs rows: one line on stderr
+    assert code == 2
