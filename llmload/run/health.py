@@ -98,8 +98,8 @@ class HealthMonitor:
         return max(self.last_max_ms, self.window.max_ms)
 
     def start(self) -> None:
+        self.overload.reset()  # a new run (the web UI keeps the monitor between runs): its own episodes
         if self._greenlet is None or self._greenlet.dead:
-            self.overload.reset()
             self._process.cpu_percent(None)  # prime: the next call measures from here
             psutil.cpu_percent(None)
             self._greenlet = gevent.spawn(self._run)
