@@ -97,19 +97,30 @@ HIST_FLOOR = 0.001
 """values below this (ms: 1 us) fall in bucket 0, which stands for 0 (absolute error < HIST_FLOOR)"""
 HIST_GROWTH = (1.0 + HIST_RELATIVE_ERROR) / (1.0 - HIST_RELATIVE_ERROR)
 """upper / lower bound of every bucket >= 1, so the value it stands for is within HIST_RELATIVE_ERROR of both ends"""
+HIST_TOP_BUCKET = 1800
+"""the last bucket: values from HIST_UPPERS[HIST_TOP_BUCKET - 1] (about 4e12) up are all counted in it"""
+HIST_UPPERS = tuple(HIST_FLOOR * HIST_GROWTH ** i for i in range(HIST_TOP_BUCKET + 1))
+"""every bucket's exclusive upper bound (bucket 0's is HIST_FLOOR; histograms.csv writes it as 0)"""
 _PER_LOG = 1.0 / math.log(HIST_GROWTH)
 _FLOOR_LOG = math.log(HIST_FLOOR) * _PER_LOG
 
 
 def hist_bucket(value: float) -> int:
     """Bucket of a value: 0 below HIST_FLOOR (and for NaN), else i >= 1 holding
-    [HIST_FLOOR * HIST_GROWTH**(i-1), HIST_FLOOR * HIST_GROWTH**i)."""
-    return int(math.log(value) * _PER_LOG - _FLOOR_LOG) + 1 if value >= HIST_FLOOR else 0
+    [HIST_UPPERS[i - 1], HIST_UPPERS[i]), HIST_UPPERS[i] = HIST_FLOOR * HIST_GROWTH**i (the top bucket: beyond)."""
+    if not value >= HIST_FLOOR:
+        return 0
+    if value >= HIST_UPPERS[-2]:
+        return HIST_TOP_BUCKET
+    bucket = int(math.log(value) * _PER_LOG - _FLOOR_LOG) + 1
+    if value >= HIST_UPPERS[bucket]:  # the logarithm rounded across a bound
+        return bucket + 1
+    return bucket - 1 if value < HIST_UPPERS[bucket - 1] else bucket
 
 
 def hist_upper(bucket: int) -> float:
     """The exclusive upper bound of a bucket (histograms.csv `bucket_upper`); 0 for bucket 0."""
-    return HIST_FLOOR * HIST_GROWTH ** bucket if bucket > 0 else 0.0
+    return HIST_UPPERS[min(bucket, HIST_TOP_BUCKET)] if bucket > 0 else 0.0
 
 
 def hist_value(bucket_upper: float) -> float:

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from analysis import histograms as ah
-from llmload.contract import HIST_FLOOR, HIST_RELATIVE_ERROR, HISTOGRAM_COLUMNS, hist_bucket, hist_upper, hist_value
+from llmload.contract import (
+    HIST_FLOOR,
+    HIST_RELATIVE_ERROR,
+    HIST_TOP_BUCKET,
+    HIST_UPPERS,
+    HISTOGRAM_COLUMNS,
+    hist_bucket,
+    hist_upper,
+    hist_value,
+)
 from llmload.run.histograms import HistogramBook, add_sorted, delta_rows
 
 
@@ -28,7 +37,19 @@ def test_every_bucket_stands_for_its_values_within_the_stated_precision():
         assert bucket >= 1 and hist_upper(bucket - 1) <= value * (1 + 1e-12)
         assert value < hist_upper(bucket) * (1 + 1e-12)
         assert abs(hist_value(hist_upper(bucket)) - value) <= HIST_RELATIVE_ERROR * value * (1 + 1e-9)
-    assert hist_bucket(0.0) == hist_bucket(HIST_FLOOR / 2) == 0 and hist_value(hist_upper(0)) == 0.0
+    assert hist_bucket(0.0) == hist_bucket(HIST_FLOOR / 2) == hist_bucket(float("nan")) == 0
+    assert hist_value(hist_upper(0)) == 0.0
+
+
+def test_bounds_belong_to_the_bucket_above_and_huge_values_to_the_top_one():
+    for bucket in range(1, HIST_TOP_BUCKET - 1, 7):
+        assert hist_bucket(HIST_UPPERS[bucket]) == bucket + 1
+        assert hist_bucket(HIST_UPPERS[bucket] * (1 - 1e-12)) == bucket
+    assert hist_bucket(1e300) == hist_bucket(float("inf")) == HIST_TOP_BUCKET
+    counts: dict[int, int] = {}
+    add_sorted(counts, [0.0, HIST_FLOOR, *HIST_UPPERS[1:60:3], 1e300, float("inf")])
+    assert sum(counts.values()) == 24
+    assert counts[HIST_TOP_BUCKET] == 2 and counts[0] == 1
 
 
 @pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0])
@@ -44,7 +65,8 @@ def test_percentiles_match_numpy_within_the_stated_precision(q):
 
 
 def test_sorted_counting_equals_one_value_at_a_time():
-    gaps = known_gaps(seed=3, n=5000).tolist()
+    gaps = [*known_gaps(seed=3, n=5000).tolist(), *HIST_UPPERS[100:400:2]]
+    gaps.sort()
     fast: dict[int, int] = {}
     add_sorted(fast, gaps)
     slow: dict[int, int] = {}
