@@ -32,7 +32,7 @@ def test_pooled_itl_is_the_true_inter_token_time_and_both_records_agree(tmp_path
 
     server = embedded_server("--preset", "exact", truth_log=False)
     run_dir = tmp_path / "run"
-    run_locally(Chat, server.url, run_dir, ["--max-tokens", "24", "--ship", "both"], users=3, seconds=2.0)
+    run_locally(Chat, server.url, run_dir, ["--max-tokens", "24", "--ship", "both"], users=3, seconds=1.5)
     attempts_rows = [r for r in read_csv(run_dir / "samples.csv") if r["phase"] == "measure"]
     rows = [r for r in attempts_rows if r["error"] == ""]
     hists = ah.read(run_dir)  # the measure phase, like the rows kept here
