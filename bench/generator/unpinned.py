@@ -229,6 +229,7 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
 
     results_dir.mkdir(parents=True, exist_ok=True)
     host = machine_facts()
+    code_at_start = code_state()
     peer_clients, skipped = available_peers(MAX_TOKENS) if peers else ([], ["peers not run (--no-peers)"])
     rows = []
     with tempfile.TemporaryDirectory(prefix="llmload-bench-unpinned-") as tmp:
@@ -240,7 +241,8 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
     host["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     table = with_ratios(rows)
     result = {"mode": "unpinned", "server_args": list(SERVER_ARGS), "seconds": seconds, "warmup_s": WARMUP_S,
-              "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host, **code_state(),
+              "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host, "code_at_start": code_at_start,
+              "code_at_end": code_state(),
               "when": time.strftime("%Y-%m-%d %H:%M:%S"), "peers_skipped": skipped, "rows": table}
     (results_dir / "generator_unpinned.json").write_text(json.dumps(result, indent=2) + "\n")
     (results_dir / "generator_unpinned.md").write_text(report(result))
@@ -257,14 +259,26 @@ def code_state() -> dict:
     return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted": [line[3:] for line in changed]}
 
 
+def code_text(start: dict, end: dict) -> str:
+    """The llmload code a run measured, in words (the work tree may change while the bench runs)."""
+    def one(state: dict) -> str:
+        if state["uncommitted"] is None:
+            return f"commit {state['commit']} (uncommitted files not recorded)"
+        dirty = f" plus uncommitted changes to {', '.join(state['uncommitted'])}" if state["uncommitted"] else ""
+        return f"commit {state['commit']}{dirty}"
+
+    if start == end:
+        return one(start)
+    return f"the work tree changed during the run: {one(start)} at the start, {one(end)} at the end"
+
+
 def report(result: dict) -> str:
     host = result["machine"]
     others = [r["others_cpu_percent"] for r in result["rows"] if r.get("others_cpu_percent") is not None]
     skipped = "".join(f"- {line}\n" for line in result["peers_skipped"])
-    dirty = f" plus uncommitted changes to {', '.join(result['uncommitted'])}" if result["uncommitted"] else ""
     return (
         f"# Generator benchmark, unpinned: llmload beside the reference client\n\n"
-        f"{result['when']}, llmload at commit {result['commit']}{dirty}. "
+        f"{result['when']}; llmload measured: {code_text(result['code_at_start'], result['code_at_end'])}. "
         f"Server: `python -m llmload.server {' '.join(result['server_args'])}` (TTFT 200 ms, "
         f"one token per chunk every 10 ms, {result['max_tokens']} tokens per request), a fresh one per run; each "
         f"client ran alone for {result['seconds']:g} s per stream count, nothing pinned. Machine: "
