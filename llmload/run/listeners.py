@@ -32,7 +32,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, overload, server_metrics, stop, workers
+from llmload.run import ending, files, locust_compat, overload, server_metrics, stop, workers
 from llmload.run.context import context_for
 from llmload.run.guard import RunGuard
 from llmload.run.locust_compat import use_cached_default_args, use_precise_buckets
@@ -138,6 +138,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         book.begin_run()
     ctx.ramps.start()
     ctx.sink.start()
+    locust_compat.warm_stop_path()
     if not isinstance(environment.runner, WorkerRunner):
         overload.check_ceiling(environment)
 

@@ -7,6 +7,7 @@ Locust, run it first. The supported range is pinned in requirements.txt.
 from __future__ import annotations
 
 import gc
+import inspect
 from typing import Any
 
 CHECKED_VERSION = "2.47.0"
@@ -162,3 +163,16 @@ def replace_form(request: Any, pairs: list[tuple[str, str]]) -> None:
     from werkzeug.datastructures import ImmutableMultiDict
 
     request.form = ImmutableMultiDict(pairs)
+
+
+def warm_stop_path() -> None:
+    """Make `runner.stop()` cheap before it is needed (call at test start, untimed).
+
+    Locust's `Runner.stop` logs its caller with `inspect.stack()`, whose first call in a process
+    maps every loaded module to its file (~50 ms with Locust, gevent, pandas loaded) while the
+    hub is blocked: every first token that arrived meanwhile was stamped late, at each run's
+    end and at each shape's stop. Walking the stack once here fills inspect's caches, so the
+    stop's own walk costs ~2 ms (tests/unit/test_compat.py checks that stop still calls it).
+    """
+    inspect.stack()
+

@@ -137,3 +137,19 @@ def test_install_marks_live_on_the_events_object_not_its_id():
     assert installed == 200
     events = Events()
     assert first_time(events, "probe") and not first_time(events, "probe") and first_time(events, "other")
+
+
+def test_runner_stop_still_walks_the_stack_and_the_warm_up_maps_every_module():
+    """locust_compat.warm_stop_path exists for Runner.stop's inspect.stack(): its cold walk maps every
+    loaded module to its file (~50 ms with the hub blocked); after the warm-up there is none left to map."""
+    import sys
+
+    from locust.runners import Runner
+
+    from llmload.run import locust_compat
+
+    assert "inspect.stack()" in inspect.getsource(Runner.stop)
+    locust_compat.warm_stop_path()
+    with_files = {name for name, module in sys.modules.copy().items()
+                  if inspect.ismodule(module) and getattr(module, "__file__", None)}
+    assert with_files <= set(inspect._filesbymodname)  # what getmodule would otherwise walk at stop
