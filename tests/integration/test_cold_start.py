@@ -70,3 +70,27 @@ def test_openai_prepare_resolves_once(monkeypatch):
     OpenAITransport("http://localhost:9/v1").prepare()
     assert calls == [("localhost", 9)]
     resolve._cache.clear()
+
+
+def test_an_address_literal_needs_no_lookup(no_lookups):
+    no_lookups()
+    assert resolve.prepare("127.0.0.1", 80) and resolve.prepare("::1", 80)
+
+
+def test_users_starting_together_share_one_lookup(monkeypatch):
+    """16 users starting at once used to start 16 lookups (and the resolver's threads) in parallel."""
+    calls = []
+    real = gevent.socket.getaddrinfo
+
+    def slow(*args, **kw):
+        calls.append(args[:2])
+        gevent.sleep(0.05)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(gevent.socket, "getaddrinfo", slow)
+    resolve._cache.clear()
+    results = [gevent.spawn(resolve.addresses, "localhost", 8080) for _ in range(16)]
+    gevent.joinall(results, raise_error=True)
+    assert calls == [("localhost", 8080)]
+    assert all(r.value == results[0].value for r in results)
+    resolve._cache.clear()
