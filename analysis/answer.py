@@ -9,7 +9,7 @@ capacity under every stock profile.
 from __future__ import annotations
 
 from analysis import capacity as cap_mod
-from analysis import ending, health, queueing, ratelimit, text, totals, workers
+from analysis import ending, health, queueing, ramps, ratelimit, text, totals, workers
 from analysis.analyze import Analysis
 from analysis.document import Table
 from analysis.shape import NAMES
@@ -30,6 +30,8 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
     view = a.workload
     items = [("Prefill:", view.prefill_sentence)] if view is not None and view.sweep else []
     items += [("Stopped early:", stopped)] if stopped else []
+    if a.run.warm_only:
+        items.append(("Warm-up only:", ramps.warm_only_sentence(a.run.info)))
     lost = workers.lost_sentences(a.run)
     if lost:
         items.append(("Workers lost:", " ".join(lost)))

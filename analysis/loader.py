@@ -9,7 +9,8 @@ How it works:
   trusted on its own: tiers.csv decides (disagreements are counted in the notes).
 - A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
   last completed request; an incomplete tier measured too briefly is marked `short`
-  (`windows.py`). Without tiers.csv the tiers come from the samples' `tier`/`phase` columns.
+  (`windows.py`). Without tiers.csv the tiers come from the samples' `tier`/`phase` columns, each row's phase
+  honoured; a run without a load shape gets one tier per ramp of users (`ramps.py`).
 - Rows a killed writer cut, or malformed rows, are skipped with a note (`csvrows.py`).
 - `server_metrics.csv` (ts_s, name, value: the target's Prometheus metrics scraped during the
   run) is optional and read as is; `server_metrics.py` picks the names it knows.
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import csvrows, histograms, windows
+from analysis import csvrows, histograms, ramps, windows
 from llmload.contract import SAMPLE_COLUMNS
 
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
@@ -74,11 +75,20 @@ class Run:
     """server_metrics.csv (ts_s unix, name, value: the target's Prometheus metrics) when present"""
     histograms: histograms.Histograms | None = None
     """histograms.csv (every inter-token gap; pooled ITL) when present"""
+    ramps: int = 0
+    """a run without a load shape raised in several ramps: one tier per ramp (`ramps.py`; 0 otherwise)"""
+    warm_only: bool = False
+    """no row is phase=measure (the warm-up never ended): every row is measured, and the report says so"""
 
     @property
     def shape(self) -> dict:
         shape = self.info.get("shape")
         return shape if isinstance(shape, dict) else {}
+
+    @property
+    def plain(self) -> bool:
+        """a run without a load shape (run.json records none): one tier per ramp of users"""
+        return ramps.plain(self.info)
 
 
 def load_run(path: str | Path) -> Run:
@@ -90,17 +100,24 @@ def load_run(path: str | Path) -> Run:
     info = _read_info(path, notes)
     samples = _read_samples(path, notes)
     tiers_raw = _read_tiers(path, notes)
+    found = None
     if tiers_raw is None:
-        tiers_raw = _tiers_from_samples(samples)
-        notes.append("tiers.csv missing: tiers taken from the samples' tier/phase columns.")
+        found = ramps.tiers_from_samples(samples, info)
+        tiers_raw = found.tiers
+        notes.extend(found.notes)
     tiers, load_unit = _finish_tiers(tiers_raw, samples, info, notes)
-    _align(samples, tiers, notes)
+    _align(samples, tiers, notes, honour_phase=found is not None and not found.warm_only)
+    hists = histograms.read(path)
+    if found is not None and found.ramps > 1 and hists is not None:
+        hists = None
+        notes.append(f"histograms.csv counts this run without a load shape as one tier: the every-gap ITL cannot "
+                     f"be split into its {found.ramps} ramps and is left out.")
     health = _read_optional(path / "health.csv", ("ts_s",), notes)
     history = _read_history(path, notes)
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
                tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
-               failures=_read_failures(path), server_metrics=_read_server_metrics(path),
-               histograms=histograms.read(path))
+               failures=_read_failures(path), server_metrics=_read_server_metrics(path), histograms=hists,
+               ramps=found.ramps if found is not None else 0, warm_only=found is not None and found.warm_only)
 
 
 def _read_info(path: Path, notes: list[str]) -> dict:
@@ -180,21 +197,6 @@ def _read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
     return tiers.sort_values("start_s").reset_index(drop=True)
 
 
-def _tiers_from_samples(samples: pd.DataFrame) -> pd.DataFrame:
-    tier_col = samples["tier"].fillna(0)
-    ts = samples["ts_start_s"]
-    grouped = ts.groupby(tier_col)
-    start = grouped.min()
-    measure_ts = ts.where(samples["phase"].astype(str) == "measure")  # not warmup, not after
-    measure_start = measure_ts.groupby(tier_col).min().fillna(start)
-    users = samples["users_now"].groupby(tier_col).median()
-    return pd.DataFrame({
-        "tier": start.index.astype(int), "start_s": start.to_numpy(), "end_s": np.nan,
-        "target_users": users.to_numpy(), "target_rps": np.nan,
-        "warmup_s": (measure_start - start).to_numpy(), "dropped": np.nan,
-    }).sort_values("start_s").reset_index(drop=True)
-
-
 def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
                   notes: list[str]) -> tuple[pd.DataFrame, str]:
     tiers = windows.close_open_tiers(tiers, samples, notes)
@@ -215,13 +217,17 @@ def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
     return tiers, load_unit
 
 
-def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str]) -> None:
+def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_phase: bool = False) -> None:
+    """Each sample's tier (-1 outside every window) and `measured`; `honour_phase`: tiers came from the samples,
+    so a row's own warmup/after phase also keeps it out."""
     ts = samples["ts_start_s"].to_numpy()
     starts = tiers["start_s"].to_numpy()
     idx = np.searchsorted(starts, ts, side="right") - 1
     safe = np.clip(idx, 0, len(tiers) - 1)
     inside = (idx >= 0) & (ts < tiers["end_s"].to_numpy()[safe])
     measured = inside & (ts >= tiers["measure_start_s"].to_numpy()[safe])
+    if honour_phase:
+        measured &= ramps.honoured(samples)
     if "tier" in samples:
         samples["tier_logged"] = samples["tier"]
     samples["tier"] = np.where(inside, tiers["tier"].to_numpy()[safe], -1)
@@ -232,7 +238,7 @@ def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str]) -> None
     phase = samples["phase"].astype(str).to_numpy()
     logged = np.isin(phase, ["warmup", "measure"])
     disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
-    if disagree:
+    if disagree and not honour_phase:
         notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")
 
 

@@ -48,7 +48,9 @@ def decode_blocks(a) -> list[Block]:
                  f"(histograms.csv, {histograms.PRECISION}; p99.9 from {histograms.MIN_GAPS_P999} gaps): the "
                  "stream a reader sees, where a few long gaps per request show even when each request's mean "
                  "hides them. " if pooled else
-                 "This run has no histograms.csv, so no pooled distribution of every gap. ")
+                 ("No pooled distribution of every gap: histograms.csv holds this run without a load shape as one "
+                  "tier, which cannot be split into its ramps. " if a.run.ramps > 1 else
+                  "This run has no histograms.csv, so no pooled distribution of every gap. "))
     return [Heading("Decode per request: TPOT, ITL and stalls (ms)", 3),
             Table(headers, rows,
                   note="TPOT and ITL mean: percentiles over requests of each request's TPOT and mean inter-token "

@@ -1,0 +1,103 @@
+"""Runs without a load shape (no tiers.csv, every row tier 0): each row's phase is honoured, a later ramp is its
+own tier, a warm-up that never ended is said plainly, and the window ends when the run stopped sending."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import capacity, ramps
+from analysis.analyze import analyze
+from analysis.answer import answer_items
+from analysis.loader import load_run
+from analysis.synthetic import write_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+import fixture_faults as ff  # noqa: E402
+import make_fixtures  # noqa: E402
+
+CHAT = capacity.PROFILES["chat"]
+
+
+def copy_fixture(tmp_path: Path, name: str) -> Path:
+    return Path(shutil.copytree(FIXTURES / "runs" / name, tmp_path / name))
+
+
+def shaped_twin(tmp_path: Path) -> Path:
+    """plainramps as the step shape the simulation ran (tiers.csv, run.json's shape)."""
+    server, run, _ = make_fixtures.FIXTURES["plainramps"]
+    return write_run(tmp_path / "shaped", server, run)
+
+
+def test_a_later_ramp_is_its_own_tier_and_no_warmup_row_is_measured(tmp_path):
+    run = load_run(FIXTURES / "runs" / "plainramps")
+    samples = run.samples
+    assert run.plain and run.ramps == 2 and not run.warm_only
+    assert list(run.tiers["load"]) == [8.0, 16.0] and run.tiers["complete"].all()
+    # the measured rows are exactly the rows the generator stamped measure: the second ramp's warm-up is not
+    assert (samples["measured"] == (samples["phase"] == "measure")).all()
+    second = samples[samples["tier"] == 1]
+    assert (second["phase"] == "warmup").sum() > 100 and not second.loc[second["phase"] == "warmup", "measured"].any()
+    assert not any("tiers.csv" in n or "end_s" in n for n in run.notes)  # normal for a run without a shape
+    # the same tiers, windows and counts as the step shape the simulation ran
+    twin = load_run(shaped_twin(tmp_path))
+    for col in ("start_s", "measure_start_s", "end_s"):
+        assert (run.tiers[col] - twin.tiers[col]).abs().max() < 0.01, col
+    counts = samples[samples["measured"]].groupby("tier").size().tolist()
+    assert counts == twin.samples[twin.samples["measured"]].groupby("tier").size().tolist()
+
+
+def test_workers_each_leave_the_warmup_and_their_users_add_up(tmp_path):
+    server, sim, _ = make_fixtures.FIXTURES["plainramps"]
+    path = write_run(tmp_path / "two", server, sim)
+    ff.plain_run(path, workers=2)
+    run = load_run(path)
+    assert list(run.tiers["load"]) == [8.0, 16.0]  # 4 + 4 users, then 8 + 8
+    frame = run.samples
+    w1_first = frame.loc[(frame["worker"] == "w1") & (frame["phase"] == "measure"), "ts_start_s"].min()
+    assert run.tiers["measure_start_s"].iloc[0] == w1_first  # when the last worker left its warm-up
+    assert not frame.loc[frame["phase"] == "warmup", "measured"].any()
+
+
+def test_a_warmup_that_never_ended_is_said_in_one_line_and_every_row_counts(tmp_path):
+    path = copy_fixture(tmp_path, "plainramps")
+    samples = pd.read_csv(path / "samples.csv", keep_default_na=False, dtype=str)
+    samples["phase"] = "warmup"
+    samples.to_csv(path / "samples.csv", index=False)
+    run = load_run(path)
+    assert run.warm_only and run.samples["measured"].all()
+    a = analyze(run, CHAT)
+    lead, sentence = answer_items(a)[0]
+    assert lead == "Warm-up only:" and sentence == ramps.warm_only_sentence(run.info)
+    assert sentence.startswith("the warm-up never ended before the run stopped (not every user had completed")
+    assert "every figure in this report comes from warm-up rows" in sentence
+    assert sentence[:1].upper() + sentence[1:] in a.warnings
+
+
+def test_the_last_window_ends_when_the_run_stopped_sending(tmp_path):
+    run = load_run(FIXTURES / "runs" / "plainramps")
+    assert run.tiers["end_s"].iloc[-1] == run.info["started_unix"] + run.info["options"]["run_time"]
+    # without a -t end: the first user to finish its last request (it would have sent again), not the last one
+    path = copy_fixture(tmp_path, "plainramps")
+    info = json.loads((path / "run.json").read_text())
+    info["end"] = {"reason": "stopped from the web UI", "planned": False, "detail": ""}
+    (path / "run.json").write_text(json.dumps(info))
+    run = load_run(path)
+    samples = run.samples
+    done = samples["ts_start_s"] + samples["e2e_ms"] / 1000
+    end_s = run.tiers["end_s"].iloc[-1]
+    assert samples["ts_start_s"].max() < end_s < done.max()
+    assert end_s == done.groupby(samples["user"]).max().min()
+
+
+def test_ramps_of_one_run_split_histograms_no_further(tmp_path):
+    path = copy_fixture(tmp_path, "plainramps")
+    (path / "histograms.csv").write_text("tier,phase,metric,bucket_upper,count\n0,measure,itl_gap_ms,3.0,10\n")
+    run = load_run(path)
+    assert run.histograms is None
+    assert any("cannot be split into its 2 ramps" in n for n in run.notes)
