@@ -26,8 +26,10 @@ core), once per episode, through `on_overload`.
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
 loop every ~10 s at a few hundred streams, during which every arriving chunk waits (it
-was the largest term of the TTFT error p99). Once the user count has been steady for a
-whole report window, the monitor calls `gc.freeze()`: everything alive then (modules,
+was the largest term of the TTFT error p99). When a run starts (before any user), and
+again once the user count has been steady for a whole report window, the monitor calls
+`gc.freeze()` (without the first one, the first full collection of a run could fall on its
+first requests: a ~50 ms stop, TTFT +50 ms on a whole wave at 64 streams): everything alive then (modules,
 users, their clients) moves to the permanent generation, which collections skip. It is
 cheap (a list splice), done again after each change of the user count; objects are still
 freed by reference counting as usual, only cyclic garbage alive at that instant is kept.
@@ -99,6 +101,7 @@ class HealthMonitor:
 
     def start(self) -> None:
         self.overload.reset()  # a new run (the web UI keeps the monitor between runs): its own episodes
+        gc.freeze()  # before the first requests (module docstring)
         if self._greenlet is None or self._greenlet.dead:
             self._process.cpu_percent(None)  # prime: the next call measures from here
             psutil.cpu_percent(None)
