@@ -185,7 +185,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
             out.append(f"{where}: no request was measured in it.")
         elif row.too_few:
             out.append(f"{where}: only {row.ok} successful requests; p99 needs at least {tiers.MIN_SAMPLES_P99} "
-                       "to be stable. Hold the tier longer.")
+                       "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:
             out.append(health.warning(where, row))
     retries = int(table["retries"].sum())

@@ -61,7 +61,7 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
         items.append(("Per replica:", f"plan on {at_least}{a.capacity.ok_rps * usable:.1f} req/s "
                       f"({at_least}{a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
                       f"deployment, {cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity"
-                      + ("; a lower bound, since nothing broke in the tested range" if lower else "")
+                      + (f"; a lower bound, since {cap_mod.nothing_broke(a.capacity.tiers)}" if lower else "")
                       + " (add --target-rps N to the report command for the replica count)."))
     if a.scenario_table is not None and len(a.scenario_table):
         items.append(("Scenarios:", a.scenario_sentence))
@@ -85,14 +85,21 @@ def capacity_table(a: Analysis) -> Table:
     rows = []
     for cap in a.all_capacities:
         limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
-        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}", "below": "below lowest tier",
+        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}",
+                 "below": "below the tested load" if cap.tiers == 1 else "below lowest tier",
                  "none": "-"}[cap.status]
         rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.goodput_rps),
                      text.num(cap.out_tok_s, 0), cap.limited_by))
     return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
                   "out tok/s", "limited by"), tuple(rows), numeric_from=1,
                  note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; capacity interpolated between tiers. Goodput = requests/s "
-                      "that met every per-request criterion of the profile's objective (TTFT, TPOT, e2e limits: "
-                      "docs/gates.md), at the last tier within the SLO (not interpolated), or at the highest load "
-                      "when nothing broke.")
+                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1))
+
+
+def _interpolation(one_load: bool) -> str:
+    goodput = ("Goodput = requests/s that met every per-request criterion of the profile's objective (TTFT, TPOT, "
+               "e2e limits: docs/gates.md), ")
+    if one_load:
+        return "one load level, so nothing to interpolate. " + goodput + "at that load where it met the SLO."
+    return ("capacity interpolated between tiers. " + goodput + "at the last tier within the SLO (not interpolated), "
+            "or at the highest load when nothing broke.")

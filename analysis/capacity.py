@@ -63,6 +63,8 @@ class Capacity:
     interpolated: per-request goodput falls off a cliff where p95 crosses the limit, so a value between
     the tiers would read as most requests missing the SLO at the capacity); NaN without a goodput column"""
     goodput_load: float = math.nan
+    tiers: int = 0
+    """tiers with requests that the search looked at (1: one load level, nothing to interpolate)"""
 
 
 def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
@@ -86,17 +88,24 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
         if not broken:
             continue
         if i == 0:
-            return Capacity(profile, "below", 0.0, 0.0, 0.0, _at(broken[0][0], row), float(row["load"]))
+            return Capacity(profile, "below", 0.0, 0.0, 0.0, _at(broken[0][0], row), float(row["load"]),
+                            tiers=len(rows))
         prev = rows.iloc[i - 1]
         fractions = [(_fraction(prev[col], row[col], limit), _at(text, row)) for text, col, limit in broken]
         frac, text = min(fractions)
         def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
             return float(prev[col] + frac * (row[col] - prev[col])) if col in row else math.nan
         return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text,
-                        goodput_rps=float(prev.get("goodput_rps", math.nan)), goodput_load=float(prev["load"]))
+                        goodput_rps=float(prev.get("goodput_rps", math.nan)), goodput_load=float(prev["load"]),
+                        tiers=len(rows))
     top = rows.iloc[-1]
     return Capacity(profile, "beyond", float(top["load"]), float(top["ok_rps"]), float(top["out_tok_s"]),
-                    "nothing broke in the tested range", goodput_rps=float(top.get("goodput_rps", math.nan)))
+                    nothing_broke(len(rows)), goodput_rps=float(top.get("goodput_rps", math.nan)),
+                    tiers=len(rows))
+
+
+def nothing_broke(tiers: int) -> str:
+    return "nothing broke at the only load tested" if tiers == 1 else "nothing broke in the tested range"
 
 
 def phase_verdict(table: pd.DataFrame, profile: SloProfile) -> str:
@@ -157,6 +166,8 @@ def describe(cap: Capacity, load_unit: str) -> str:
         return head + "unknown (no requests measured)."
     if cap.status == "below":
         lowest = f" of {load_with_unit(cap.lowest_load, load_unit)}" if cap.lowest_load == cap.lowest_load else ""
+        if cap.tiers == 1 and lowest:
+            return head + f"below {load_with_unit(cap.lowest_load, load_unit)}, the only load tested: {cap.limited_by}."
         return head + f"below the lowest tested load{lowest}: {cap.limited_by}."
     figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
     if cap.goodput_rps == cap.goodput_rps:
@@ -165,7 +176,7 @@ def describe(cap: Capacity, load_unit: str) -> str:
             figures += f" at {load_with_unit(cap.goodput_load, load_unit)}, the last tier within it"
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":
-        return head + f"at least {cap.load:g} {unit} ({figures}); nothing broke in the tested range."
+        return head + f"at least {cap.load:g} {unit} ({figures}); {nothing_broke(cap.tiers)}."
     return head + f"{cap.load:.1f} {unit} ({figures}), interpolated; limited by {cap.limited_by}."
 
 
@@ -204,7 +215,7 @@ def describe_plan(plan: ReplicaPlan, cap: Capacity) -> str:
     if plan.replicas is None:
         return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
     lower = cap.status == "beyond"
-    extra = " (capacity is a lower bound: nothing broke in the tested range)" if lower else ""
+    extra = f" (capacity is a lower bound: {nothing_broke(cap.tiers)})" if lower else ""
     count = f"at most {plan.replicas}" if lower else str(plan.replicas)
     each = "at least " if lower else ""
     return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {count} replicas "

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.loader import Run
 from analysis.saturation import Saturation
+from analysis.text import seconds
 
 QUESTIONS = (
     "Are TTFT percentiles given (not only means)?",
@@ -59,10 +60,13 @@ def _usage(run: Run) -> str:
 def _percentiles(table: pd.DataFrame) -> str:
     ok = int(table["ok"].sum())
     few = table[table["too_few"] & (table["sent"] > 0)]
-    text = f"Yes: p50/p95/p99 TTFT per tier from {ok} successful measured requests, p99 with a 95% bootstrap CI"
+    per = " per tier" if len(table) > 1 else ""
+    text = f"Yes: p50/p95/p99 TTFT{per} from {ok} successful measured requests, p99 with a 95% bootstrap CI"
     if (table["ok"] >= 1000).any():
         text += ", p99.9 where a tier has 1000+"
-    if len(few):
+    if len(few) == 1:
+        text += f"; tier {few['tier'].iloc[0]} has under 100 requests (p99 unreliable)"
+    elif len(few):
         text += f"; tiers {', '.join(str(t) for t in few['tier'])} have under 100 requests (p99 unreliable)"
     return text + "."
 
@@ -70,10 +74,32 @@ def _percentiles(table: pd.DataFrame) -> str:
 def _window(run: Run, table: pd.DataFrame) -> str:
     ts = run.samples["ts_start_s"]
     loads = ", ".join(f"{v:g}" for v in table["load"])
-    warm = run.tiers["warmup_s"]
-    warm_text = f"{warm.iloc[0]:g} s" if warm.nunique() == 1 else "per-tier"
-    return (f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min); tiers at {loads} "
-            f"{run.load_unit}; each tier measured after a {warm_text} warm-up.")
+    warm = sorted({seconds(v) for v in run.tiers["warmup_s"]}, key=lambda t: float(t.split()[0]))
+    warm_text = warm[0] if len(warm) == 1 else f"{warm[0].split()[0]}-{warm[-1]}"
+    span = f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"
+    if run.warm_only:
+        return f"{span}; {_levels(run, table, loads)}; no request after the warm-up: every figure is from warm-up rows."
+    if run.plain:
+        return (f"{span}; {_levels(run, table, loads)}; " + ("each ramp " if len(table) > 1 else "")
+                + f"measured after a {warm_text} warm-up ({warmup_rule(run.info)}).")
+    where = f"tiers at {loads}" if len(table) > 1 else f"one tier at {loads}"
+    return f"{span}; {where} {run.load_unit}; " + ("each tier " if len(table) > 1 else "") + \
+        f"measured after a {warm_text} warm-up."
+
+
+def _levels(run: Run, table: pd.DataFrame, loads: str) -> str:
+    """A run without a load shape: 'held at 8 users', or its ramps."""
+    if len(table) == 1:
+        return f"no load shape, held at {loads} {run.load_unit}"
+    return f"no load shape, {len(table)} ramps at {loads} {run.load_unit}"
+
+
+def warmup_rule(info: dict) -> str:
+    """What the warm-up of a run without a load shape was: --warmup-seconds, else the users' first requests."""
+    fixed = (info.get("options") or {}).get("warmup_seconds")
+    if isinstance(fixed, (int, float)):
+        return f"--warmup-seconds {fixed:g} from the ramp's start"
+    return "until every user had completed a request after the last one was spawned"
 
 
 def _split(breakdown: pd.DataFrame, split: str, a: str, b: str, run: Run) -> str:

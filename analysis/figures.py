@@ -64,11 +64,12 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
         ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
          "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
          lambda ax: plots.plot_knee(ax, table, a.knee, a.profile.ttft_p95_ms, unit, knees)),
-        ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; the grey dashed "
-         "line is the fitted queueing model (c slots: min(load / one user's low-load cycle, plateau)). A flat "
-         "line means added load no longer adds throughput.",
+        ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; " + (
+            "the grey dashed line is the fitted queueing model (c slots: min(load / one user's low-load cycle, "
+            "plateau)). " if a.fit is not None else "") + "A flat line means added load no longer adds throughput.",
          lambda ax: plots.plot_throughput(ax, table, a.fit, knees, unit)),
-        ("queue_fit", "Mean TTFT measured against the fitted slots-plus-queue model.",
+        ("queue_fit", "Mean TTFT measured against the fitted slots-plus-queue model." if a.fit is not None else
+         "Mean TTFT measured per tier; no slots-plus-queue model was fitted (the answer says why).",
          lambda ax: plots.plot_queue_fit(ax, table, a.fit, unit)),
         ("inflight", "Requests in flight (Little's law: requests/s x mean latency) against the target, and the "
          "estimated wait (TTFT growth not explained by slower batches).",
@@ -79,13 +80,14 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
          "is p99.",
          lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
         ("timeline", "The whole run: p99 TTFT per time window (left axis); users and output tokens/s scaled to "
-         "the users axis (right axis). Bands: every other tier shaded grey, each tier's warm-up (excluded "
-         "from the tables) shaded orange.",
+         "the users axis (right axis). " + ("Band: the warm-up (excluded from the tables) shaded orange."
+                                            if len(a.table) == 1 else "Bands: every other tier shaded grey, each "
+                                            "tier's warm-up (excluded from the tables) shaded orange."),
          lambda ax: plots.plot_timeline(ax, series, a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
     ]
-    if not a.climbs:
+    if not a.climbs or len(table) < 2:  # one load level: no curve across loads to draw
         specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]
     view = a.workload
     if view is not None and view.prefill_fit is not None:

@@ -77,7 +77,8 @@ def _facts(h: HistAnalysis) -> tuple[tuple[str, str], ...]:
             ("model", str(info.get("model", "unknown"))),
             ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
             ("time window", f"{utc(tiers['start_s'].min())} to {utc(tiers['end_s'].max())} (tiers)"),
-            ("load", f"{len(h.table)} tiers at {', '.join(load(v) for v in h.table['load'])} {h.run.load_unit}"),
+            ("load", f"{text.plural(len(h.table), 'tier')} at {', '.join(load(v) for v in h.table['load'])} "
+                     f"{h.run.load_unit}"),
             ("load generator workers", str(info.get("workers", "unknown"))),
             ("requests recorded", f"{total} attempts, {int(h.table['sent'].sum())} measured"),
             ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"))

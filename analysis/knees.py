@@ -114,8 +114,10 @@ def queueing_onset(table: pd.DataFrame, unit: str) -> KneePoint:
                          f"not reached up to {load_with_unit(prev['load'], unit)} (tier {int(prev['tier'])}), where "
                          f"{_no_wait(prev)}; at the next tier, {load_with_unit(first['load'], unit)}, {why}.")
     if i == 0:
+        where = (f"{load_with_unit(first['load'], unit)}, the only load tested" if len(rows) == 1 else
+                 f"the lowest tier tested, {load_with_unit(first['load'], unit)}")
         return KneePoint("below", float(first["load"]), int(first["tier"]), None, None,
-                         f"at or below the lowest tier tested, {load_with_unit(first['load'], unit)}: {why}.")
+                         f"at or below {where}: {why}.")
     onset = rows.iloc[i - 1]
     return KneePoint("within", float(onset["load"]), int(onset["tier"]), float(first["load"]), int(first["tier"]),
                      f"at {load_with_unit(onset['load'], unit)} (tier {int(onset['tier'])}): requests start to "

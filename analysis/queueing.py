@@ -85,6 +85,8 @@ def not_identifiable(table: pd.DataFrame, load_unit: str, knee, sheds: bool, cli
     if not knee.reached:
         top = table[table["ok"] > 0]
         lower = f" (at least {top['inflight'].max():.1f} requests were in service at once)" if len(top) else ""
+        if len(table[table["sent"] > 0]) == 1:
+            return "not identifiable: one load level cannot show a throughput plateau" + lower
         return "not identifiable: no throughput plateau reached" + lower
     fit = fit_queue(table, load_unit)
     if sheds:

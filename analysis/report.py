@@ -16,7 +16,7 @@ from pathlib import Path
 from analysis import goodput, knees, server_metrics, summary, text, totals
 from analysis.analyze import Analysis
 from analysis.answer import answer_items, capacity_sentence, capacity_table
-from analysis.checklist import utc
+from analysis.checklist import utc, warmup_rule
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from analysis.report_splits import split_blocks
 from analysis.report_workload import workload_blocks
@@ -41,6 +41,12 @@ GLOSSARY = (
     ("429", "HTTP 'too many requests': the server refuses work (sheds load), ideally saying when to retry "
      "(Retry-After)."),
 )
+PLAIN_GLOSSARY = {
+    "tier": ("tier", "a load level. Without a load shape, each ramp of users is one: the start, and users added "
+             "later (from the web UI), each held until the next ramp or the end."),
+    "warm-up": ("warm-up", "the start of each ramp, until every user had completed a request after the last one "
+                "was spawned (or --warmup-seconds): excluded from every figure except the time series."),
+}
 
 
 def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -54,8 +60,7 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
         ("model", str(info.get("model", "unknown"))),
         ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
         ("time window", f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"),
-        ("load shape", f"{NAMES.get(a.kind, a.kind)}" + (f" ({shape.get('class')})" if shape.get("class") else "")
-         + f": {len(a.table)} tiers at {', '.join(text.load(v) for v in a.table['load'])} {a.run.load_unit}"),
+        ("load shape", _shape_fact(a, shape)),
         ("load generator workers", str(info.get("workers", "unknown"))),
         ("requests recorded", f"{len(a.run.samples)} attempts, {int(a.run.samples['measured'].sum())} measured"),
         ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
@@ -67,9 +72,7 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
         Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
-             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " Every figure below comes from the "
-             "per-request samples of each tier's measured window (warm-up excluded); latencies use successful "
-             "requests only."),
+             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " " + _source(a)),
         Heading("The answer"),
         Bullets(tuple(answer_items(a)), callout="answer"),
     ]
@@ -155,7 +158,8 @@ def _closing_blocks(a: Analysis) -> list[Block]:
         out.append(Table(*_tuple(text.phase_rows(a.phases)), numeric_from=1,
                          note="Each phase's measured window; starts at = seconds after the first tier began."))
     out.append(Heading("Reading this report"))
-    out.append(Bullets(GLOSSARY))
+    out.append(Bullets(tuple(PLAIN_GLOSSARY.get(term, (term, meaning)) if a.run.plain else (term, meaning)
+                             for term, meaning in GLOSSARY)))
     return out
 
 
@@ -166,7 +170,10 @@ def _latency_blocks(a: Analysis) -> list[Block]:
     out.append(Table(*_tuple(text.latency_rows(a.table)),
                      note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
                           "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
-                          "slows down is not counted as waiting."))
+                          "slows down is not counted as waiting" + (
+                              ". With one load level that tier is its own baseline: 0 by construction, whether or "
+                              "not requests waited (the server's queue metric, when recorded, tells)." if
+                              len(a.table) == 1 else ".")))
     out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
     labels = a.header_mode.labels
     out.append(Para(a.header_mode.sentence))
@@ -195,7 +202,34 @@ def _load_story(a: Analysis) -> str:
         return f"{hi} {unit} held for {len(a.table)} windows."
     if a.kind == "schedule":
         return f"a schedule of {len(a.table)} steps between {lo} and {hi} {unit}."
+    if len(a.table) == 1:
+        return f"held at {hi} {unit}" + (" (no load shape)." if a.run.plain else " (one tier).")
+    if a.run.plain:
+        return f"raised ramp by ramp from {lo} to {hi} {unit} (no load shape: each ramp of users is a tier)."
     return f"raised tier by tier from {lo} to {hi} {unit}."
+
+
+def _source(a: Analysis) -> str:
+    """Where every figure comes from: the measured window(s), warm-up excluded (or warm-up only)."""
+    if a.run.warm_only:
+        return ("Every figure below comes from the per-request samples of warm-up rows: the warm-up never ended "
+                "(see the answer); latencies use successful requests only.")
+    if a.run.plain:
+        window = "its measured window" if len(a.table) == 1 else "each ramp's measured window"
+        warm = f"warm-up excluded: {warmup_rule(a.run.info)}"
+    else:
+        window = "its measured window" if len(a.table) == 1 else "each tier's measured window"
+        warm = "warm-up excluded"
+    return f"Every figure below comes from the per-request samples of {window} ({warm}); latencies use " \
+        "successful requests only."
+
+
+def _shape_fact(a: Analysis, shape: dict) -> str:
+    loads = f"{', '.join(text.load(v) for v in a.table['load'])} {a.run.load_unit}"
+    if a.run.plain:
+        return "none (" + (f"held at {loads}" if len(a.table) == 1 else f"{len(a.table)} ramps at {loads}") + ")"
+    return f"{NAMES.get(a.kind, a.kind)}" + (f" ({shape.get('class')})" if shape.get("class") else "") + \
+        f": {text.plural(len(a.table), 'tier')} at {loads}"
 
 
 def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
@@ -213,7 +247,7 @@ def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...],
 def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Evidence of the two knees per tier (knees.py)."""
     t = a.table[a.table["sent"] > 0].sort_values("load", kind="stable")
-    peak = t["ok_rps"].max()
+    peak = t["ok_rps"].max() if len(t) > 1 else float("nan")  # one load level: no plateau to compare with
     headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",
                "waiting", "server waiting", "waits")
     rows = [(str(r.tier), text.load(r.load), text.num(r.ok_rps), text.pct(r.ok_rps / peak if peak > 0 else

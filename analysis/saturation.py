@@ -54,7 +54,8 @@ def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_uni
         return Saturation("cannot tell", None, f"{what}: saturation behaviour unknown.", 1)
     top = rows.iloc[-1]
     tier = int(top["tier"])
-    where = f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})"
+    where = (f"At {load_with_unit(top['load'], load_unit)} (tier {tier}, the only load tested)" if len(rows) == 1
+             else f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})")
     if load_unit == "req/s":
         where += f", sending {top['rps']:.1f} req/s of the {top['load']:g} asked ({top['ok_rps']:.1f} ok),"
     sent = int(top["sent"])

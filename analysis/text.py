@@ -30,6 +30,18 @@ def pct(value: float) -> str:
     return "0%" if abs(value) < 0.0005 else f"{value:.1%}"
 
 
+def seconds(value: float) -> str:
+    """'4.0 s', '2 s' (whole seconds and from 10 s on without decimals), '-' when unknown."""
+    if value is None or math.isnan(value):
+        return "-"
+    whole = abs(value - round(value)) < 1e-6 or abs(value) >= 10
+    return f"{value:.0f} s" if whole else f"{value:.1f} s"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def load(value: float) -> str:
     return f"{value:g}"
 

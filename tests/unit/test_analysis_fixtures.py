@@ -68,5 +68,6 @@ def test_cli_text_matches_golden(file):
     _assert_golden(file, output)
 
 
-def test_report_md_matches_golden():
-    _assert_golden("knee16_report.md", make_fixtures.report_md("knee16"))
+@pytest.mark.parametrize("name", make_fixtures.GOLDEN_REPORTS)
+def test_report_md_matches_golden(name):
+    _assert_golden(f"{name}_report.md", make_fixtures.report_md(name))

@@ -4,13 +4,14 @@ own tier, a warm-up that never ended is said plainly, and the window ends when t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from analysis import capacity, ramps
+from analysis import capacity, ramps, text
 from analysis.analyze import analyze
 from analysis.answer import answer_items
 from analysis.loader import load_run
@@ -101,3 +102,21 @@ def test_ramps_of_one_run_split_histograms_no_further(tmp_path):
     run = load_run(path)
     assert run.histograms is None
     assert any("cannot be split into its 2 ramps" in n for n in run.notes)
+
+
+def test_one_load_level_is_worded_as_one(tmp_path):
+    """`locust -u 8 -t ..`: 'held at 8 users', never 'tier by tier from 8 to 8', 'highest' or 'lowest' of one, or
+    a warm-up of 3.96794 s (the whole report is golden: plainone_report.md)."""
+    md = make_fixtures.report_md("plainone")
+    assert "held at 8 users (no load shape)" in md and "none (held at 8 users)" in md
+    for wrong in ("tier by tier", "from 8 to 8", "highest load", "lowest tier tested", "lowest tested load",
+                  "1 tiers", "each tier measured", "tiers 0 have", "fitted slots-plus-queue", "in the tested range"):
+        assert wrong not in md, wrong
+    assert "At 8 users (tier 0, the only load tested) it queues" in md
+    assert "measured after a 2.1 s warm-up (until every user had completed a request" in md
+    assert re.search(r"\d\.\d{3,} s\b", md) is None
+
+
+def test_seconds_read_sensibly():
+    assert [text.seconds(v) for v in (3.96794, 2.0, 0.25, 12.345, float("nan"))] == [
+        "4.0 s", "2 s", "0.2 s", "12 s", "-"]

@@ -87,7 +87,7 @@ GOLDEN = {
         "waiting on average, TTFT growth beyond what slower batches explain); waiting starts between 4 and 8."),
     5: ("failing", "At the highest load (4 users, tier 3) it fails instead of queueing or shedding: 12.8% of "
         "requests failed (19 other errors (5xx, broken streams, protocol)), none refused, no wait measured."),
-    6: ("single", "At the highest load (8 users, tier 1): cannot tell whether the server is saturated: one load "
+    6: ("single", "At 8 users (tier 1, the only load tested): cannot tell whether the server is saturated: one load "
         "level gives no low-load baseline to see a wait against, and no request was refused. Test several "
         "loads, or record the server's queue metrics."),
     7: ("noknee", "At the highest load (8 users, tier 4) no request waited, was refused or failed: not "
