@@ -41,7 +41,7 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import body_lines, ghc_compat, reactor, resolve, sse
+from llmload.client import body_lines, ghc_compat, keepalive, kstamp, reactor, resolve, sse
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -69,6 +69,22 @@ def _unverified_context(**_kw) -> gevent.ssl.SSLContext:
     return context
 
 
+def _stamped_socket(family: int, kind: int, protocol: int) -> kstamp.StampedSocket:
+    """The pool's plain-TCP sockets: packets stamped by the kernel, reads noting when they arrived."""
+    sock = kstamp.StampedSocket(family, kind, protocol)
+    kstamp.enable(sock)
+    return sock
+
+
+def _read(sock, line_by_line: bool, clock: Callable[[], float]) -> tuple[bytes, float]:
+    """One read and when it arrived: the kernel's time on a StampedSocket (line by line until the
+    first token, so a backlog does not date the first token at the last packet's arrival)."""
+    if not isinstance(sock, kstamp.StampedSocket):
+        return sock.recv(BLOCK_SIZE), clock()
+    data = sock.recv_line(BLOCK_SIZE) if line_by_line else sock.recv(BLOCK_SIZE)
+    return data, sock.read_time_s
+
+
 class FastTransport:
     name = "fast"
 
@@ -94,6 +110,8 @@ class FastTransport:
         self.query = f"?{query}" if query else ""
         self._connect_s: float | None = None
         self._connecting = False
+        self.kernel_times = clock is time.perf_counter and url.scheme == "http"
+        """plain TCP on the kernel's clock: packets stamped at arrival (kstamp), read by the reactor"""
         self.client = self._new_client()
 
     def _new_client(self) -> HTTPClient:
@@ -122,6 +140,9 @@ class FastTransport:
         ghc_compat.wrap_socket_factory(client, timed)
         host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
         ghc_compat.set_resolver(client, lambda: resolve.addresses(host, port))
+        ghc_compat.set_alive_check(client, keepalive.is_idle)  # no yield between t0 and the send
+        if self.kernel_times:
+            ghc_compat.set_tcp_socket_factory(client, _stamped_socket)
         return client
 
     def prepare(self) -> None:
@@ -148,14 +169,15 @@ class FastTransport:
         text_times = timing.text_times
         body = ghc_compat.body_buffer(resp)
         sock = ghc_compat.response_socket(resp)
-        raw = None
+        raw = None  # plain TCP on the perf_counter clock: read with the kernel's arrival times
         if sock is not None:
             wait, read_event = ghc_compat.readable_waiter(sock)
             # TLS: bytes already decrypted inside the SSL object do not make the socket readable
             tls_pending = getattr(sock, "pending", None)
-            if tls_pending is None and reactor.available() and resp.get("content-length") is None:
+            if isinstance(sock, kstamp.StampedSocket):
                 raw = ghc_compat.raw_socket(sock)
-        t: float = timing.t_headers or 0.0  # set: the headers are in
+        by_reactor = raw is not None and reactor.available() and resp.get("content-length") is None
+        t: float = timing.t_headers or 0.0  # set: the headers are in (lines that came with them: that time)
         waiting_first = True
         while True:
             end = body.rfind(b"\n")
@@ -173,15 +195,14 @@ class FastTransport:
                 sse.feed_blocks(pending, feed)
                 return
             if not waiting_first:
-                if raw is not None:
+                if by_reactor:
                     body_lines.read_rest(resp, raw, feed, pending)
                     return
                 if not (tls_pending is not None and tls_pending()):
                     # the next chunk is usually not there yet: wait for readability first instead of
                     # a recv that fails with EAGAIN (a wasted syscall and exception per chunk)
                     wait(read_event)
-            data = sock.recv(BLOCK_SIZE)
-            t = clock()
+            data, t = _read(sock, waiting_first, clock)
             try:
                 resp.feed(data)  # raises HTTPParseError when the connection closed mid-message
             except HTTPParseError:
@@ -237,6 +258,8 @@ class FastTransport:
             resp = self.client.request("POST", self.prefix + PATHS[req.endpoint] + self.query, body=body,
                                        headers=headers)
             timing.headers()
+            if isinstance(ghc_compat.response_socket(resp), kstamp.StampedSocket):  # when they arrived
+                timing.t_headers = max(ghc_compat.response_socket(resp).read_time_s, timing.t0 or 0.0)
             self._read_response(resp, req, attempt, pending)
         except gevent.Timeout as t_exc:
             attempt.exc = attempt.cap_error(t_exc)

@@ -46,3 +46,13 @@ def raw_socket(sock: Any) -> Any:
 def set_resolver(client: Any, resolve: Callable[[], list[Any]]) -> None:
     """Replace the pool's per-connection name resolution (`ConnectionPool._resolve`)."""
     client._connection_pool._resolve = resolve
+
+
+def set_alive_check(client: Any, is_idle: Callable[[Any], bool]) -> None:
+    """Replace the pool's reuse check of a pooled socket (`ConnectionPool._is_socket_alive`)."""
+    client._connection_pool._is_socket_alive = is_idle
+
+
+def set_tcp_socket_factory(client: Any, factory: Callable[[int, int, int], Any]) -> None:
+    """Replace the pool's plain socket constructor (`ConnectionPool._create_tcp_socket(family, type, proto)`)."""
+    client._connection_pool._create_tcp_socket = factory

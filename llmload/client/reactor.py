@@ -7,11 +7,11 @@ delays every timestamp it takes. The reactor reads all the streams of the proces
 greenlet instead:
 
     wait until the reactor's epoll fd is readable (one gevent wake-up for all the streams)
-    for every ready socket: data = raw.recv(); t = clock(); reads.append((t, data))
+    for every ready socket: data, t = kstamp.recv(raw); reads.append((t, data))
     wake the stream's user only if this read may end its stream
 
-Every read keeps its own time, taken right after its `recv` (the same time the user's own
-`recv` would have had, minus its wake-up cost). A user registers its plain-TCP socket once
+Every read keeps its own time: when its last byte arrived, from the kernel's packet stamp
+(client/kstamp.py), else taken right after its read. A user registers its plain-TCP socket once
 its first token is in (before it, every read is parsed at once by the user: the first-token
 cap must be cancelled on time), waits, and on wake-up decodes the reads in order. A read
 "may end the stream" when it is empty (the peer closed), holds `[DONE]` or an error event,
@@ -36,6 +36,8 @@ import gevent
 from gevent import get_hub, monkey
 from gevent.hub import Waiter
 from greenlet import GreenletExit, getcurrent
+
+from llmload.client import kstamp
 
 _epoll: Any = monkey.get_original("select", "epoll") if monkey.is_module_patched("select") else None
 if _epoll is None:
@@ -143,12 +145,11 @@ class Reactor:
             if stream is None:
                 continue
             try:
-                data = stream.raw.recv(READ_BYTES)
+                data, t = kstamp.recv(stream.raw, READ_BYTES)
             except BlockingIOError:
                 continue
             except OSError as exc:
-                stream.error, data = exc, b""
-            t = clock()
+                stream.error, data, t = exc, b"", clock()
             stream.reads.append((t, data))
             if not data:
                 self.remove(stream)  # closed: an empty read would repeat forever

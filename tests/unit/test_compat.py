@@ -115,6 +115,12 @@ def test_geventhttpclient_private_names_exist():
     wrapped = []
     ghc_compat.wrap_socket_factory(client, lambda create: wrapped.append(create) or create)
     assert wrapped == [original]
+    pool = client._connection_pool
+    for name in ("_resolve", "_is_socket_alive", "_create_tcp_socket"):  # replaced by the fast transport
+        assert callable(getattr(pool, name)), name
+    pool_source = inspect.getsource(type(pool))
+    assert "self._resolve()" in pool_source and "self._is_socket_alive(sock)" in pool_source
+    assert "self._create_tcp_socket(" in pool_source
     source = inspect.getsource(inspect.getmodule(HTTPSocketPoolResponse))
     assert "self._sock" in source and "self._body_buffer" in source
     sock = gevent.socket.socket()
