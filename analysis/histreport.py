@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import capacity as cap_mod
-from analysis import check, goodput, health, knees, summary, text
+from analysis import check, goodput, health, knees, ramps, summary, text
 from analysis import knee as knee_mod
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, Heading, Para, Table, to_html, to_markdown
@@ -76,12 +76,16 @@ def _facts(h: HistAnalysis) -> tuple[tuple[str, str], ...]:
     return (("run", h.run.name), ("target host", str(info.get("host", "unknown"))),
             ("model", str(info.get("model", "unknown"))),
             ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
-            ("time window", f"{utc(tiers['start_s'].min())} to {utc(tiers['end_s'].max())} (tiers)"),
+            ("time window", f"{_utc(tiers['start_s'].min())} to {_utc(tiers['end_s'].max())} (tiers)"),
             ("load", f"{text.plural(len(h.table), 'tier')} at {', '.join(load(v) for v in h.table['load'])} "
                      f"{h.run.load_unit}"),
             ("load generator workers", str(info.get("workers", "unknown"))),
             ("requests recorded", f"{total} attempts, {int(h.table['sent'].sum())} measured"),
             ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"))
+
+
+def _utc(ts: float) -> str:
+    return utc(ts) if ts == ts else "unknown"
 
 
 def _tier_tables(h: HistAnalysis) -> list[Block]:
@@ -121,8 +125,9 @@ def _failures(h: HistAnalysis) -> list[Block]:
 
 def blocks(h: HistAnalysis) -> list[Block]:
     unit, knee = h.run.load_unit, h.knee
-    answer = [("Knee (p99 TTFT):", knee_mod.describe(knee, unit)), ("Compute saturation:", h.compute.sentence),
-              ("Queueing onset:", h.onset.sentence), ("SLO gate:", h.gate.headline)]
+    answer = [("Warm-up only:", ramps.warm_only_sentence(h.run.info))] if h.run.warm_only else []
+    answer += [("Knee (p99 TTFT):", knee_mod.describe(knee, unit)), ("Compute saturation:", h.compute.sentence),
+               ("Queueing onset:", h.onset.sentence), ("SLO gate:", h.gate.headline)]
     hot = health.exclusion_sentence(h.table, unit)
     if hot:
         answer.append(("Generator overloaded:", hot))

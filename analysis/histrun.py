@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import histograms, waiting
+from analysis import histograms, ramps, waiting
 from analysis.histograms import Histograms
 from analysis.loader import RunError, _read_info, _read_optional, _read_tiers
 from analysis.tiers import MIN_SAMPLES_P999, PERCENTILES, _add_flags, _add_health
@@ -55,6 +55,8 @@ class HistRun:
     histograms: Histograms
     health: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
+    warm_only: bool = False
+    """no attempt is phase=measure (the warm-up never ended): the warm-up histograms are read instead"""
 
 
 def load_hist_run(path: str | Path) -> HistRun:
@@ -64,21 +66,58 @@ def load_hist_run(path: str | Path) -> HistRun:
     hists = histograms.read(path)
     if hists is None or hists.attempts is None:
         raise RunError(f"{path}: histograms.csv or attempts.csv is not readable (written by --ship histograms)")
+    phases = set(hists.attempts["phase"])
+    warm_only = "warmup" in phases and "measure" not in phases
+    if warm_only:
+        notes.append(ramps.warm_only_sentence(info)[:1].upper() + ramps.warm_only_sentence(info)[1:])
+        hists = Histograms(hists.frame.replace({"phase": {"warmup": "measure"}}),
+                           hists.attempts.replace({"phase": {"warmup": "measure"}}))
     tiers = _read_tiers(path, notes)
     if tiers is None:
-        tiers = _tiers_from_histograms(hists, info, notes)
+        tiers = _tiers_from_histograms(hists, info, path, notes)
     tiers, unit = _windows(tiers, info)
     health = _read_optional(path / "health.csv", ("ts_s",), notes)
-    return HistRun(path, str(info.get("run_id") or path.name), info, tiers, unit, hists, health, tuple(notes))
+    return HistRun(path, str(info.get("run_id") or path.name), info, tiers, unit, hists, health, tuple(notes),
+                   warm_only)
 
 
-def _tiers_from_histograms(hists: Histograms, info: dict, notes: list[str]) -> pd.DataFrame:
-    numbers = sorted(int(t) for t in hists.attempts["tier"].unique()) if hists.attempts is not None else [0]
+def _tiers_from_histograms(hists: Histograms, info: dict, path: Path, notes: list[str]) -> pd.DataFrame:
+    """Without tiers.csv: each tier spans the run. A run without a load shape (one tier, tier 0) keeps no send
+    times, so its measure window is estimated: the run's length x the share of its attempts sent after the
+    warm-up (steady sending assumed)."""
+    attempts = hists.attempts if hists.attempts is not None else pd.DataFrame({"tier": [0], "phase": ["measure"],
+                                                                              "attempts": [0]})
+    numbers = sorted(int(t) for t in attempts["tier"].unique())
     users = (info.get("options") or {}).get("num_users")
-    notes.append("tiers.csv missing: each tier's window is the whole run (run.json started_unix to ended_unix).")
-    return pd.DataFrame({"tier": numbers, "start_s": info.get("started_unix", np.nan),
-                         "end_s": info.get("ended_unix", np.nan), "target_users": users, "target_rps": np.nan,
-                         "warmup_s": 0.0, "dropped": np.nan})
+    start_s, end_s = info.get("started_unix", np.nan), _end_s(info, path, notes)
+    warmup_s = 0.0
+    if ramps.plain(info) and len(numbers) == 1:
+        total = int(attempts["attempts"].sum())
+        measured = int(attempts.loc[attempts["phase"] == "measure", "attempts"].sum())
+        warmup_s = (end_s - start_s) * (1 - measured / total) if total else 0.0
+        notes.append(f"No tiers.csv (a run without a load shape) and no send times in histograms: the measure window "
+                     f"is estimated as the run's length x the share of attempts sent after the warm-up ({measured} "
+                     f"of {total}).")
+    else:
+        notes.append("tiers.csv missing: each tier's window is the whole run (run.json started_unix to ended_unix).")
+    return pd.DataFrame({"tier": numbers, "start_s": start_s, "end_s": end_s, "target_users": users,
+                         "target_rps": np.nan, "warmup_s": warmup_s, "dropped": np.nan})
+
+
+def _end_s(info: dict, path: Path, notes: list[str]) -> float:
+    """When the run stopped sending: start + --run-time for a -t end, else the earlier of ended_unix and the last
+    write of its histogram files (a run stopped from the web UI quits later; a run going on has no end yet)."""
+    started, ended = info.get("started_unix"), info.get("ended_unix")
+    run_time = (info.get("options") or {}).get("run_time")
+    end = info.get("end") if isinstance(info.get("end"), dict) else {}
+    if end.get("reason") == "-t" and isinstance(started, (int, float)) and isinstance(run_time, (int, float)):
+        return float(started) + float(run_time)
+    written = max((path / name).stat().st_mtime for name in ("histograms.csv", "attempts.csv"))
+    if isinstance(ended, (int, float)):
+        return min(float(ended), written)
+    notes.append("run.json has no end yet (the run is going on, or was stopped from the web UI): its window ends "
+                 "at the last write of histograms.csv / attempts.csv.")
+    return written
 
 
 def _windows(tiers: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, str]:

@@ -5,11 +5,17 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
   <base>/llmload/charts          the charts page (static/charts.html + charts.js: hand-drawn SVG)
   <base>/llmload/static/<file>   its script, and inject.js (the bar added to Locust's page)
   <base>/llmload/data.json       series, tiers, verdicts, health, live warnings (run/overload.py: a
-                                 generator overloaded, the SDK's ceiling) and a plain run's warm-up;
+                                 generator overloaded, the SDK's ceiling), a plain run's warm-up, the
+                                 run's files and `ship` / `note` (--ship histograms: no samples.csv);
                                  `?since=T` sends only newer points
-  <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json of the current/last run
+  <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json, histograms.csv,
+                                 attempts.csv of the current/last run (a missing one: 404, one line)
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
-                                 analysis never runs inside the Locust process), its report.html
+                                 analysis never runs inside the Locust process), its report.html; a
+                                 run recorded with --ship histograms gets the report from histograms
+With --ship histograms the run writes no samples.csv: the LLM tab, the charts and the verdicts come
+from Locust's stats as always; the files list and the report name the histogram files, and `note`
+says in one line what is not there.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from llmload.webui.verdicts import SLO_TTFT_P95_MS, knee, saturation, slo_verdic
 
 STATIC = Path(__file__).with_name("static")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUN_FILES = ("samples.csv", "tiers.csv", "health.csv", "run.json")
+RUN_FILES = ("samples.csv", "tiers.csv", "health.csv", "run.json", "histograms.csv", "attempts.csv")
+HISTOGRAMS_ONLY = ("--ship histograms: this run keeps no per-request rows (no samples.csv); its figures are in "
+                   "histograms.csv and attempts.csv, and the report so far comes from them (no per-request splits).")
 REPORT_TIMEOUT_S = 120.0
 
 
@@ -74,6 +82,25 @@ def warmup_text(tab: Any) -> str:
     return f"warm-up: {waiting}" if waiting else "warm-up over: the LLM tab leaves it out"
 
 
+def ship_mode(tab: Any) -> str:
+    """--ship of the current run: 'rows', 'histograms' or 'both'."""
+    return str(getattr(getattr(tab.environment, "parsed_options", None), "ship", None) or "rows")
+
+
+def histograms_only(tab: Any, run_dir: Path | None) -> bool:
+    """The run keeps no samples.csv (--ship histograms), by its option or by its files."""
+    if run_dir is not None and (run_dir / "samples.csv").exists():
+        return False
+    return ship_mode(tab) == "histograms" or (run_dir is not None and (run_dir / "histograms.csv").exists()
+                                              and (run_dir / "attempts.csv").exists())
+
+
+def reportable(run_dir: Path) -> bool:
+    """The analysis has something to read: samples.csv, or histograms.csv with attempts.csv."""
+    return (run_dir / "samples.csv").exists() or (
+        (run_dir / "histograms.csv").exists() and (run_dir / "attempts.csv").exists())
+
+
 def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
     now_s = time.time() if now_s is None else now_s
     figs = tab.tier_figures(now_s)
@@ -92,6 +119,7 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "warnings": [text for _, text in sorted(overload.board(tab.environment).items())],
         "warmup": warmup_text(tab),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
+        "ship": ship_mode(tab), "note": HISTOGRAMS_ONLY if histograms_only(tab, run_dir) else "",
     }
 
 
@@ -127,14 +155,20 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
 
     def files(name: str) -> Any:
         run_dir = tab.run_dir()
-        if name not in RUN_FILES or run_dir is None or not (run_dir / name).exists():
+        if name not in RUN_FILES:
             abort(404)
+        if run_dir is None or not (run_dir / name).exists():
+            why = HISTOGRAMS_ONLY if name == "samples.csv" and histograms_only(tab, run_dir) else \
+                f"No run has written {name} yet."
+            return Response(why + "\n", mimetype="text/plain", status=404)
         return send_from_directory(run_dir.resolve(), name, mimetype="text/plain", max_age=0)
 
     def report() -> Any:
         run_dir = tab.run_dir()
-        if run_dir is None or not (run_dir / "samples.csv").exists():
-            return Response("<p>No run has written samples.csv yet.</p>", mimetype="text/html", status=404)
+        if run_dir is None or not reportable(run_dir):
+            what = "histograms.csv and attempts.csv (--ship histograms)" if histograms_only(tab, run_dir) else \
+                "samples.csv"
+            return Response(f"<p>No run has written {what} yet.</p>", mimetype="text/html", status=404)
         with one_report:
             ok, text = run_report(run_dir)
         if ok:

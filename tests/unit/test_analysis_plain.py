@@ -4,6 +4,7 @@ own tier, a warm-up that never ended is said plainly, and the window ends when t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import capacity, ramps, text
+from analysis import capacity, histreport, ramps, text
 from analysis.analyze import analyze
 from analysis.answer import answer_items
+from analysis.document import Bullets
+from analysis.histreport import hist_analysis
+from analysis.histrun import hist_table, load_hist_run
 from analysis.loader import load_run
 from analysis.synthetic import write_run
 
@@ -120,3 +124,43 @@ def test_one_load_level_is_worded_as_one(tmp_path):
 def test_seconds_read_sensibly():
     assert [text.seconds(v) for v in (3.96794, 2.0, 0.25, 12.345, float("nan"))] == [
         "4.0 s", "2 s", "0.2 s", "12 s", "-"]
+
+
+def hist_copy(tmp_path: Path, phase: str | None = None) -> Path:
+    """plainone as --ship histograms records it (no samples.csv, no tiers.csv); `phase` rewrites every row's."""
+    import fixture_histograms
+
+    path = copy_fixture(tmp_path, "plainone")
+    if phase is not None:
+        samples = pd.read_csv(path / "samples.csv", keep_default_na=False, dtype=str)
+        samples["phase"] = phase
+        samples.to_csv(path / "samples.csv", index=False)
+    fixture_histograms.as_histograms(path)
+    return path
+
+
+def test_histograms_of_a_run_without_a_shape_estimate_its_measure_window(tmp_path):
+    rows = analyze(load_run(FIXTURES / "runs" / "plainone"), CHAT).table.iloc[0]
+    hist = hist_table(load_hist_run(hist_copy(tmp_path))).iloc[0]
+    assert hist["sent"] == rows["sent"] and hist["complete"]
+    assert abs(hist["ok_rps"] / rows["ok_rps"] - 1) < 0.1  # not diluted by the warm-up (was 0.79 of it)
+
+
+def test_histograms_of_a_run_going_on_end_at_their_last_write(tmp_path):
+    path = hist_copy(tmp_path)
+    info = json.loads((path / "run.json").read_text())
+    info.update(ended_unix=None, end=None)
+    (path / "run.json").write_text(json.dumps(info))
+    written = info["started_unix"] + 9.0
+    for name in ("histograms.csv", "attempts.csv"):
+        os.utime(path / name, (written, written))
+    run = load_hist_run(path)
+    assert run.tiers["end_s"].iloc[0] == written and any("no end yet" in n for n in run.notes)
+    assert make_fixtures.run_cli(["report", str(path)])[0] == 0  # was: 'Invalid value NaN'
+
+
+def test_histograms_of_a_warmup_that_never_ended_are_read_and_said(tmp_path):
+    h = hist_analysis(str(hist_copy(tmp_path, phase="warmup")), None)
+    assert h is not None and h.run.warm_only and h.table["sent"].iloc[0] > 0
+    answer = next(b for b in histreport.blocks(h) if isinstance(b, Bullets))
+    assert answer.items[0] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))

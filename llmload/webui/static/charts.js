@@ -130,6 +130,11 @@ function verdicts(data) {
   banner.hidden = !warnings.length;
   set("run-dir", (data.run_dir ? `writes to <code>${esc(data.run_dir)}</code>` : "no run yet") +
     (data.warmup ? ` (${esc(data.warmup)})` : ""));
+  const note = document.getElementById("files-note");  // --ship histograms: no samples.csv
+  note.textContent = data.note || "";
+  note.hidden = !data.note;
+  document.getElementById("link-samples").hidden = !!data.note;
+  document.getElementById("link-histograms").hidden = !data.note;
   set("knee-verdict", `<span class="${data.knee.kind === "knee" ? "warn" : ""}">${esc(data.knee.text)}</span>`);
   set("saturation-verdict", esc(data.saturation.text));
   set("slo-profile", esc(data.slo_profile) + (data.slo_ttft_p95_ms ? ` (p95 TTFT &le; ${data.slo_ttft_p95_ms} ms,` :

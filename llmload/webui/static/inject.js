@@ -1,6 +1,7 @@
 // Added to Locust's page by llmload: a bar with the run folder, the verdicts so far and links to
-// the LLM charts, the run's CSVs and the report so far, and a red banner with the live warnings
-// (a generator overloaded, the SDK's ceiling) while there are any. Polls data.json (without the series).
+// the LLM charts, the run's CSVs (those it wrote: histograms.csv instead of samples.csv with --ship histograms)
+// and the report so far, and a red banner with the live warnings (a generator overloaded, the SDK's ceiling)
+// while there are any. Polls data.json (without the series).
 // z-index 1200: above Locust's app bar (MUI 1100), below its dialogs (MUI modal 1300), so the
 // "New" / "Edit" forms are never covered.
 "use strict";
@@ -14,8 +15,10 @@
     `style="color:#8ab4ff">${label}</a>`;
   const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]);
   bar.innerHTML = "<b>LLM</b>" + link("charts", "Charts &#8599;", "llmload-charts") +
-    link("files/samples.csv", "samples.csv", "llmload-samples") + link("files/tiers.csv", "tiers.csv", "llmload-tiers") +
+    link("files/samples.csv", "samples.csv", "llmload-samples") +
+    link("files/histograms.csv", "histograms.csv", "llmload-histograms") + link("files/tiers.csv", "tiers.csv", "llmload-tiers") +
     link("report", "report so far &#8599;", "llmload-report") + '<span id="llmload-status"></span>';
+  bar.querySelector("#llmload-histograms").style.display = "none";  // shown instead of samples.csv when histograms only
   const banner = document.createElement("div");  // live warnings (overload, the SDK's ceiling): hidden when none
   banner.id = "llmload-banner";
   banner.setAttribute("role", "alert");
@@ -36,9 +39,14 @@
         const warnings = d.warnings || [];
         banner.innerHTML = warnings.map(w => `&#9888; ${esc(w)}`).join("<br>");
         banner.style.display = warnings.length ? "block" : "none";
+        const histOnly = !!d.note;  // --ship histograms: no samples.csv, the histograms instead
+        document.getElementById("llmload-samples").style.display = histOnly ? "none" : "";
+        document.getElementById("llmload-histograms").style.display = histOnly ? "" : "none";
         document.getElementById("llmload-status").innerHTML =
           (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") +
-          (d.warmup ? `<span id="llmload-warmup">${esc(d.warmup)}</span> · ` : "") + `${esc(d.knee.text)} · ` +
+          (d.warmup ? `<span id="llmload-warmup">${esc(d.warmup)}</span> · ` : "") +
+          (histOnly ? `<span id="llmload-note" title="${esc(d.note)}">histograms only (--ship histograms)</span> · ` : "") +
+          `${esc(d.knee.text)} · ` +
           `${esc(d.saturation.text)} · SLO ${esc(d.slo_profile)}: ${esc(slo)}` + generators;
         document.body.style.paddingBottom = (bar.offsetHeight + 8) + "px";  // never hide the page's end
       }
