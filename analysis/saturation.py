@@ -13,7 +13,16 @@ or *other* (5xx other than 503, broken streams, protocol errors). Rows, first ma
 | 4 | its requests waited (`waiting.py`; open loop: dropped)     | queues            |
 | 5 | more than REJECT_LIMIT timed out or failed otherwise       | fails             |
 | 6 | only one load level and no server queue metric             | cannot tell       |
-| 7 | otherwise                                                  | not saturated     |
+| 7 | throughput dropped past the plateau (below)                | degrades          |
+| 8 | otherwise                                                  | not saturated     |
+
+*Throughput dropped*: a tier above the best one (by load) has successful req/s at least DROP_SHARE
+(15 %) below the best tier's, and the gap exceeds NOISE_Z (3) standard deviations of the two rates
+(Poisson counts over their windows: a conservative noise for a closed loop). Rows 2-5 then add
+"throughput fell from X req/s at N users to Y at M users (Z below): the server degrades under
+overload" (the lowest such tier), and row 7 is that alone: no wait, refusal or failure, yet less
+work done (an engine thrashing: preemption, swapping). Tiers whose load was not applied are not
+compared.
 
 "Waited" is the queueing-onset test (`knees.py`), never a raw TTFT rise: a concurrency cap
 that refuses work while CPU contention slows every step is shedding, not queueing. Shedding
@@ -33,12 +42,14 @@ from analysis.text import load_with_unit
 
 REJECT_LIMIT = 0.01
 MAJORITY = 0.5
+DROP_SHARE = 0.15
+NOISE_Z = 3.0
 
 
 @dataclass(frozen=True)
 class Saturation:
     kind: str
-    """'queues', 'sheds', 'queues and sheds', 'times out', 'fails', 'not saturated', 'cannot tell'"""
+    """'queues', 'sheds', 'queues and sheds', 'times out', 'fails', 'degrades', 'not saturated', 'cannot tell'"""
     tier: int | None
     sentence: str
     rule: int = 0
@@ -58,32 +69,59 @@ def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_uni
              else f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})")
     if load_unit == "req/s":
         where += f", sending {top['rps']:.1f} req/s of the {top['load']:g} asked ({top['ok_rps']:.1f} ok),"
-    sent = int(top["sent"])
+    sent, drop = int(top["sent"]), throughput_drop(rows, load_unit)
+    fell = f"; {drop}" if drop else ""
     if top["timeout_rate"] >= MAJORITY:
         return Saturation("times out", tier, f"{where} it times out: {int(top['n_timeout'])} of {sent} requests "
                           f"({top['timeout_rate']:.1%}) hit the client timeout and {int(top['ok'])} succeeded; "
-                          "the server neither answered in time nor refused" + _tail(top, "timeout") + ".", 2)
+                          "the server neither answered in time nor refused" + _tail(top, "timeout") + fell + ".", 2)
     waits = bool(top["waits"])
     if top["shed_rate"] > REJECT_LIMIT:
         text = f"{where} it sheds load: {top['shed_rate']:.1%} of requests refused ({_codes(top)}), " \
                f"{ratelimit.hint_text(top)}"
         text += f"; and it queues: {_wait(top, onset)}" if waits else _accepted(top)
-        return Saturation("queues and sheds" if waits else "sheds", tier, text + _tail(top, "") + ".", 3)
+        return Saturation("queues and sheds" if waits else "sheds", tier, text + _tail(top, "") + fell + ".", 3)
     if waits:
         return Saturation("queues", tier, f"{where} {_queue_lead(top)}: {_wait(top, onset)}"
-                          + _tail(top, "") + ".", 4)
+                          + _tail(top, "") + fell + ".", 4)
     if top["timeout_rate"] + top["other_fail_rate"] > REJECT_LIMIT:
         return Saturation("fails", tier, f"{where} it fails instead of queueing or shedding: "
                           f"{top['timeout_rate'] + top['other_fail_rate']:.1%} of requests failed "
-                          f"({_failures(top)}), none refused, no wait measured.", 5)
+                          f"({_failures(top)}), none refused, no wait measured{fell}.", 5)
     if len(rows) == 1 and top.get("srv_waiting_mean", float("nan")) != top.get("srv_waiting_mean", float("nan")):
         return Saturation("cannot tell", tier, f"{where}: cannot tell whether the server is saturated: one load "
                           "level gives no low-load baseline to see a wait against, and no request was refused. "
                           "Test several loads, or record the server's queue metrics.", 6)
+    if drop:
+        return Saturation("degrades", tier, f"{where} no request waited, was refused or failed, yet {drop}; "
+                          "requests took longer without waiting in a queue (the engine itself slowed down: "
+                          "preemption, swapping).", 7)
     plateau = (f" Throughput stopped growing {compute.sentence.split(':')[0]}, so more load would soon wait."
                if compute.reached else "")
     return Saturation("not saturated", tier, f"{where} no request waited, was refused or failed: not saturated "
-                      f"in the tested range.{plateau}", 7)
+                      f"in the tested range.{plateau}", 8)
+
+
+def throughput_drop(rows: pd.DataFrame, load_unit: str) -> str:
+    """'throughput fell from X req/s at N to Y at M (Z% below): the server degrades under overload', or ''
+    (module docstring). `rows`: tiers with requests, in load order."""
+    applied = rows[~rows["under_applied"].astype(bool)] if "under_applied" in rows else rows
+    if len(applied) < 2:
+        return ""
+    x = applied["ok_rps"].fillna(0.0).to_numpy()
+    best = int(x.argmax())
+    if x[best] <= 0:
+        return ""
+    if best == len(applied) - 1:
+        return ""
+    i = best + 1 + int(x[best + 1:].argmin())  # the weakest tier above the best one
+    hi, lo = applied.iloc[best], applied.iloc[i]
+    noise = (hi["ok"] / hi["rate_window_s"] ** 2 + lo["ok"] / lo["rate_window_s"] ** 2) ** 0.5
+    if not (x[i] <= (1 - DROP_SHARE) * x[best] and x[best] - x[i] > NOISE_Z * noise):
+        return ""
+    return (f"throughput fell from {x[best]:.1f} req/s at {load_with_unit(hi['load'], load_unit)} to {x[i]:.1f} "
+            f"at {load_with_unit(lo['load'], load_unit)} ({1 - x[i] / x[best]:.0%} below): the server degrades "
+            "under overload")
 
 
 def _queue_lead(top: pd.Series) -> str:

@@ -90,7 +90,8 @@ WORKLOAD = optional(obj(
     prefill=PREFILL,
 ), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill")
 
-SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "times out", "fails", "not saturated", "cannot tell"]
+SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "times out", "fails", "degrades", "not saturated",
+                    "cannot tell"]
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -90,7 +90,10 @@ GOLDEN = {
     6: ("single", "At 8 users (tier 1, the only load tested): cannot tell whether the server is saturated: one load "
         "level gives no low-load baseline to see a wait against, and no request was refused. Test several "
         "loads, or record the server's queue metrics."),
-    7: ("noknee", "At the highest load (8 users, tier 4) no request waited, was refused or failed: not "
+    7: ("thrash", "At the highest load (32 users, tier 5) no request waited, was refused or failed, yet throughput "
+        "fell from 36.9 req/s at 8 users to 21.5 at 32 users (42% below): the server degrades under overload; "
+        "requests took longer without waiting in a queue (the engine itself slowed down: preemption, swapping)."),
+    8: ("noknee", "At the highest load (8 users, tier 4) no request waited, was refused or failed: not "
         "saturated in the tested range."),  # tier 5's generator was overloaded: left out (health.py)
 }
 
@@ -119,6 +122,30 @@ def test_no_requests_cannot_tell():
 ])
 def test_shedding_and_server_queue_phrases(name, phrase):
     assert phrase in run_of(name).saturation.sentence
+
+
+OVERLOAD = ("At the highest load (32 users, tier 5) it queues: requests waited about 1160 ms each (23.9 waiting on "
+            "average, TTFT growth beyond what slower batches explain); waiting starts between 8 and 16; throughput "
+            "fell from 36.2 req/s at 8 users to 20.6 at 32 users (43% below): the server degrades under overload.")
+
+
+def test_a_throughput_drop_past_the_plateau_is_said_in_the_verdict_and_the_checklist():
+    a = run_of("overload")
+    assert a.saturation.kind == "queues" and a.saturation.sentence == OVERLOAD
+    assert dict(a.checklist)["At full load: does it queue or return 429 (with Retry-After)?"] == OVERLOAD
+    by_load = a.table.set_index("load")["ok_rps"].round(1)
+    assert (by_load[8.0], by_load[32.0]) == (36.2, 20.6)  # the figures of the sentence are the table's
+
+
+def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():
+    from analysis.saturation import throughput_drop
+    table = pd.DataFrame({"load": [1.0, 2.0, 4.0], "ok": [20, 40, 34], "rate_window_s": 10.0,
+                          "ok_rps": [2.0, 4.0, 3.4], "under_applied": False})
+    assert throughput_drop(table, "users") == ""  # 15 % below, but 40 vs 34 requests is noise
+    many = table.assign(ok=[2000, 4000, 3400], ok_rps=[200.0, 400.0, 340.0])
+    assert throughput_drop(many, "users").startswith("throughput fell from 400.0 req/s at 2 users to 340.0 at 4")
+    assert throughput_drop(many.assign(ok=[2000, 4000, 3500], ok_rps=[200.0, 400.0, 350.0]), "users") == ""
+    assert throughput_drop(many.assign(under_applied=[False, False, True]), "users") == ""
 
 
 def test_503_and_stream_errors_are_counted_once():
