@@ -119,7 +119,8 @@ def _capacities(run: Run, table: pd.DataFrame, profile: cap_mod.SloProfile
     rows = tiers.verdict_rows(run)
     table["goodput_rps"] = goodput.goodput_rps(table, rows, goodput.objective_for(profile))
     judged = table[table["judged"]]
-    capacity = cap_mod.capacity_under_slo(judged, profile)
+    tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
+    capacity = cap_mod.capacity_under_slo(judged, profile, tested)
     caps = []
     for name in cap_mod.PROFILES:
         if name == profile.name:
@@ -127,7 +128,7 @@ def _capacities(run: Run, table: pd.DataFrame, profile: cap_mod.SloProfile
             continue
         other = cap_mod.profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
         own = goodput.goodput_rps(table, rows, goodput.objective_for(other))
-        caps.append(cap_mod.capacity_under_slo(judged.assign(goodput_rps=own[judged.index]), other))
+        caps.append(cap_mod.capacity_under_slo(judged.assign(goodput_rps=own[judged.index]), other, tested))
     return capacity, tuple(caps)
 
 
@@ -142,14 +143,17 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
     judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
     open_loop = run.load_unit == "req/s"
     knee = knee_mod.find_knee(judged, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
-    compute = knees.compute_saturation(judged, run.load_unit)
-    onset = knees.queueing_onset(judged, run.load_unit)
-    sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]))
+    tested = int((table["sent"] > 0).sum())
+    compute = knees.compute_saturation(judged, run.load_unit, tested)
+    onset = knees.queueing_onset(judged, run.load_unit, tested)
+    sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
+                              tested=tested)
     plan = None
     if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(capacity, target.value, target.kind, run.load_unit, target.headroom)
     breakdown = tiers.breakdown_table(run)
-    fit_note = queueing.not_identifiable(judged, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind)
+    fit_note = queueing.not_identifiable(judged, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind,
+                                         tested)
     fit = queueing.fit_queue(judged, run.load_unit) if fit_note is None else None
     phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
     return Analysis(
@@ -161,7 +165,7 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
         phases=phase_frame,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
-        compute=compute, onset=onset, header_mode=headers.header_mode(judged),
+        compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested),
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
         objective=goodput.objective_for(profile), workload=workload_view(run),

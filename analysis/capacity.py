@@ -79,8 +79,11 @@ def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: fl
     )
 
 
-def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
+def capacity_under_slo(table: pd.DataFrame, profile: SloProfile, tested: int | None = None) -> Capacity:
+    """`tested`: tiers with requests in the whole run (judged or not; default: those of `table`), for the wording
+    of one load level."""
     rows = table[table["sent"] > 0].sort_values("load", kind="stable").reset_index(drop=True)
+    tested = len(rows) if tested is None else tested
     if rows.empty:
         return Capacity(profile, "none", math.nan, math.nan, math.nan, "no requests measured")
     for i, row in rows.iterrows():
@@ -89,7 +92,7 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
             continue
         if i == 0:
             return Capacity(profile, "below", 0.0, 0.0, 0.0, _at(broken[0][0], row), float(row["load"]),
-                            tiers=len(rows))
+                            tiers=tested)
         prev = rows.iloc[i - 1]
         fractions = [(_fraction(prev[col], row[col], limit), _at(text, row)) for text, col, limit in broken]
         frac, text = min(fractions)
@@ -97,11 +100,10 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile) -> Capacity:
             return float(prev[col] + frac * (row[col] - prev[col])) if col in row else math.nan
         return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text,
                         goodput_rps=float(prev.get("goodput_rps", math.nan)), goodput_load=float(prev["load"]),
-                        tiers=len(rows))
+                        tiers=tested)
     top = rows.iloc[-1]
     return Capacity(profile, "beyond", float(top["load"]), float(top["ok_rps"]), float(top["out_tok_s"]),
-                    nothing_broke(len(rows)), goodput_rps=float(top.get("goodput_rps", math.nan)),
-                    tiers=len(rows))
+                    nothing_broke(tested), goodput_rps=float(top.get("goodput_rps", math.nan)), tiers=tested)
 
 
 def nothing_broke(tiers: int) -> str:

@@ -2,7 +2,8 @@
 
 How it works: run.json's `end` ({"reason": ..., "planned": bool}) says how the load generator
 stopped; a run.json with neither `end` nor `ended_unix` was killed (nothing ran its clean-up).
-The run *stopped early* when it was killed, when its stop was not planned, when its last tier
+The run *stopped early* when it was killed, when its stop was not planned (a run without a load shape
+stopped from the web UI is not early: that stop is its plan), when its last tier
 has no end_s (only when run.json has a shape: a shapeless run's one window ends with its last
 request), or when fewer tiers ran than run.json's shape lists. A `-t` cut is planned but
 can still stop early (the shape had tiers left). For an early stop the report's first answer
@@ -20,6 +21,9 @@ import pandas as pd
 
 from analysis.loader import Run
 from analysis.text import load_with_unit
+
+UI_STOP = "stopped from the web UI"
+"""run.json's end reason for the web UI's Stop (llmload/run/ending.py)"""
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ def run_ending(run: Run, table: pd.DataFrame) -> Ending:
     # a run without a load shape (a prefill sweep, a plain -u/-t run) has no plan to fall short of: its one
     # window ends with its last request, so only a kill or an unplanned stop makes it early
     cut = not bool(last["complete"]) and bool(run.shape)
-    early = how == "killed" or planned is False or cut or bool(missing)
+    ui_stop = end.get("reason") == UI_STOP and not run.shape
+    early = how == "killed" or (planned is False and not ui_stop) or cut or bool(missing)
     return Ending(early, how, planned, int(last["tier"]) if early else None, missing)
 
 

@@ -46,12 +46,14 @@ class HeaderMode:
         return LABELS[self.mode]
 
 
-def header_mode(table: pd.DataFrame) -> HeaderMode:
+def header_mode(table: pd.DataFrame, tested: int | None = None) -> HeaderMode:
+    """`tested`: tiers with requests in the whole run, judged or not (default: those of `table`)."""
     rows = table[(table["ok"] > 0) & table["ttft_mean_ms"].notna()].sort_values("load", kind="stable")
+    one = len(rows) == 1 and (tested is None or tested == 1)
     if len(rows) < 2 or rows["gateway_queue_ms"].isna().all():
         return HeaderMode("unknown", "Headers: when the server sends them cannot be told "
                           + ("(no headers_ms recorded)." if len(rows) >= 2 else
-                             "from one load level." if len(rows) == 1 else "from fewer than two tiers."))
+                             "from one load level." if one else "from fewer than two tiers."))
     lo, hi = rows.iloc[0], rows.iloc[-1]
     d_ttft = float(hi["ttft_mean_ms"] - lo["ttft_mean_ms"])
     d_head = float(hi["gateway_queue_ms"] - lo["gateway_queue_ms"])

@@ -46,11 +46,13 @@ class HistAnalysis:
 def analyze_hist(run: HistRun, profile: cap_mod.SloProfile) -> HistAnalysis:
     table = hist_table(run)
     judged = table[table["judged"]]
+    tested = int((table["sent"] > 0).sum())
     unit = run.load_unit
     objective = goodput.objective_for(profile)
     gate = check.judge(run.name, unit, table, None, objective, hists=run.histograms)
     return HistAnalysis(run, table, knee_mod.find_knee(judged, unit == "req/s"),
-                        knees.compute_saturation(judged, unit), knees.queueing_onset(judged, unit), objective, gate,
+                        knees.compute_saturation(judged, unit, tested), knees.queueing_onset(judged, unit, tested),
+                        objective, gate,
                         tuple(_warnings(run, table)))
 
 

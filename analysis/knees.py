@@ -59,13 +59,15 @@ def _rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["sent"] > 0].sort_values("load", kind="stable").reset_index(drop=True)
 
 
-def compute_saturation(table: pd.DataFrame, unit: str) -> KneePoint:
+def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None) -> KneePoint:
+    """`tested`: tiers with requests in the whole run, judged or not (default: those of `table`)."""
     rows = _rows(table)
     if rows.empty or not (rows["ok"] > 0).any():
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
     if len(rows) == 1:
+        one = "one load level" if (tested or 1) <= 1 else "one load level judged (the others are left out)"
         return KneePoint("none", None, None, None, None,
-                         "unknown: one load level cannot show where added load stops adding throughput.")
+                         f"unknown: {one} cannot show where added load stops adding throughput.")
     x = rows["ok_rps"].fillna(0.0)
     x_max = float(x.max())
     i = int((x >= PLATEAU_SHARE * x_max).to_numpy().argmax())
@@ -89,8 +91,10 @@ def compute_saturation(table: pd.DataFrame, unit: str) -> KneePoint:
                      f"{at['load']:g}{cross}.")
 
 
-def queueing_onset(table: pd.DataFrame, unit: str) -> KneePoint:
+def queueing_onset(table: pd.DataFrame, unit: str, tested: int | None = None) -> KneePoint:
+    """`tested`: tiers with requests in the whole run, judged or not (default: those of `table`)."""
     rows = _rows(table)
+    tested = len(rows) if tested is None else tested
     if rows.empty:
         return KneePoint("none", None, None, None, None, "unknown: no requests measured.")
     hit = (rows["waits"].astype(bool) | (rows["ok"] == 0)).to_numpy()
@@ -114,7 +118,7 @@ def queueing_onset(table: pd.DataFrame, unit: str) -> KneePoint:
                          f"not reached up to {load_with_unit(prev['load'], unit)} (tier {int(prev['tier'])}), where "
                          f"{_no_wait(prev)}; at the next tier, {load_with_unit(first['load'], unit)}, {why}.")
     if i == 0:
-        where = (f"{load_with_unit(first['load'], unit)}, the only load tested" if len(rows) == 1 else
+        where = (f"{load_with_unit(first['load'], unit)}, the only load tested" if tested == 1 else
                  f"the lowest tier tested, {load_with_unit(first['load'], unit)}")
         return KneePoint("below", float(first["load"]), int(first["tier"]), None, None,
                          f"at or below {where}: {why}.")

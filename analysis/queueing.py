@@ -78,14 +78,15 @@ def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
 
 
 def not_identifiable(table: pd.DataFrame, load_unit: str, knee, sheds: bool, climbs: bool = True,
-                     kind: str = "step") -> str | None:
-    """Why the slots model cannot be fitted on this run, or None when it can (see the docstring)."""
+                     kind: str = "step", tested: int | None = None) -> str | None:
+    """Why the slots model cannot be fitted on this run, or None when it can (see the docstring); `tested`: tiers
+    with requests in the whole run, judged or not (default: those of `table`)."""
     if not climbs:
         return f"not identifiable: a {kind} run does not raise the load tier by tier"
     if not knee.reached:
         top = table[table["ok"] > 0]
         lower = f" (at least {top['inflight'].max():.1f} requests were in service at once)" if len(top) else ""
-        if len(table[table["sent"] > 0]) == 1:
+        if (len(table[table["sent"] > 0]) if tested is None else tested) == 1:
             return "not identifiable: one load level cannot show a throughput plateau" + lower
         return "not identifiable: no throughput plateau reached" + lower
     fit = fit_queue(table, load_unit)

@@ -57,15 +57,17 @@ class Saturation:
 
 
 def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_unit: str,
-             recorded: str = "") -> Saturation:
-    """`recorded`: what samples.csv holds when no attempt was measured (`totals.recorded`)."""
+             recorded: str = "", tested: int | None = None) -> Saturation:
+    """`recorded`: what samples.csv holds when no attempt was measured (`totals.recorded`); `tested`: tiers with
+    requests in the whole run, judged or not (default: those of `table`)."""
     rows = table[table["sent"] > 0].sort_values("load", kind="stable")
     if rows.empty:
         what = f"{recorded[0].upper()}{recorded[1:]}" if recorded else "No request was measured in any tier"
         return Saturation("cannot tell", None, f"{what}: saturation behaviour unknown.", 1)
     top = rows.iloc[-1]
     tier = int(top["tier"])
-    where = (f"At {load_with_unit(top['load'], load_unit)} (tier {tier}, the only load tested)" if len(rows) == 1
+    where = (f"At {load_with_unit(top['load'], load_unit)} (tier {tier}, the only load tested)"
+             if (len(rows) if tested is None else tested) == 1
              else f"At the highest load ({load_with_unit(top['load'], load_unit)}, tier {tier})")
     if load_unit == "req/s":
         where += f", sending {top['rps']:.1f} req/s of the {top['load']:g} asked ({top['ok_rps']:.1f} ok),"

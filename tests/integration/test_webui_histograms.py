@@ -93,8 +93,11 @@ def check(answers: dict[str, tuple[int, str]]) -> None:
     assert answers["llmload/files/tiers.csv"] == (404, "No run has written tiers.csv yet.\n")  # no shape
     code, page = answers["llmload/report"]
     assert code == 200 and "From histograms." in page and "Load test report" in page, page[:2000]
-    llm = [row for row in json.loads(answers["stats/requests"][1])["stats"] if row["method"] == "LLM"]
+    stats = json.loads(answers["stats/requests"][1])
+    llm = [row for row in stats["stats"] if row["method"] == "LLM"]
     assert llm and llm[0]["num_requests"] > 0
+    tab = [e["data"] for e in stats["extended_stats"] if e["key"] == "llm"]  # the LLM tab's rows
+    assert tab and tab[0] and tab[0][0]["requests"] > 0, stats["extended_stats"]
 
 
 def test_every_endpoint_answers_a_histograms_only_run(web_ui):

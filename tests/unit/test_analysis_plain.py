@@ -164,3 +164,27 @@ def test_histograms_of_a_warmup_that_never_ended_are_read_and_said(tmp_path):
     assert h is not None and h.run.warm_only and h.table["sent"].iloc[0] > 0
     answer = next(b for b in histreport.blocks(h) if isinstance(b, Bullets))
     assert answer.items[0] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))
+
+
+def test_a_run_without_a_shape_stopped_from_the_web_ui_did_not_stop_early(tmp_path):
+    path = copy_fixture(tmp_path, "plainramps")
+    info = json.loads((path / "run.json").read_text())
+    info["end"] = {"reason": "stopped from the web UI", "planned": False, "detail": ""}
+    (path / "run.json").write_text(json.dumps(info))
+    a = analyze(load_run(path), CHAT)
+    assert not a.ending.stopped_early and not any(lead == "Stopped early:" for lead, _ in answer_items(a))
+    info["end"] = {"reason": "fatal: 401 Unauthorized", "planned": False, "detail": ""}
+    (path / "run.json").write_text(json.dumps(info))
+    assert analyze(load_run(path), CHAT).ending.stopped_early
+
+
+def test_one_load_level_judged_of_several_tested_is_not_the_only_load_tested(tmp_path):
+    path = copy_fixture(tmp_path, "plainramps")
+    health = pd.DataFrame({"ts_s": [1767225600.0 + s for s in range(20)], "worker": "local",
+                           "loop_lag_ms_max": [140.0] * 10 + [1.0] * 10, "loop_lag_ms_p50": [60.0] * 10 + [0.2] * 10,
+                           "cpu_percent": [98.0] * 10 + [20.0] * 10, "users": 8, "inflight": 8})
+    health.to_csv(path / "health.csv", index=False)  # the generator overloaded during the first ramp
+    a = analyze(load_run(path), CHAT)
+    assert list(a.table["judged"]) == [False, True]
+    texts = " ".join([a.saturation.sentence, a.compute.sentence, a.onset.sentence, a.capacity.limited_by])
+    assert "only load tested" not in texts and "one load level judged (the others are left out)" in texts
