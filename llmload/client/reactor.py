@@ -89,7 +89,10 @@ class Reactor:
         if self._poll is None:
             self._poll = _epoll()
         stream = Stream(raw)
-        self._poll.register(stream.fd, _EPOLLIN)
+        try:
+            self._poll.register(stream.fd, _EPOLLIN)
+        except FileExistsError:  # a descriptor number reused while an old registration lingered
+            self._poll.modify(stream.fd, _EPOLLIN)
         self.streams[stream.fd] = stream
         if not self._running:
             self._running = True
