@@ -24,8 +24,11 @@ SERVER = ["--embedded-server-args", "--preset exact", "--max-tokens", "4", "--on
 def locust(run_dir: Path, *args: str, scenario: str = "scenarios/step_load.py") -> subprocess.Popen:
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / scenario), "--headless", "--run-dir", str(run_dir),
            *SERVER, *args]
+    # SIGINT at its default in the child, as `locust` typed in a shell has it: a test suite started as a
+    # background job (`cmd &`) inherits SIGINT ignored, and the child would then ignore the test's SIGINT
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 60) -> str:
