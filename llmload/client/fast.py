@@ -99,7 +99,8 @@ class FastTransport:
         self.prefix = url.path.rstrip("/")
         self.url = url
         self.insecure = insecure
-        self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
+        self.port = url.port or (443 if url.scheme == "https" else 80)
+        self.host = f"{url.hostname}:{self.port}"
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
             if api_key_header:
@@ -138,7 +139,7 @@ class FastTransport:
             return timed_create_socket
 
         ghc_compat.wrap_socket_factory(client, timed)
-        host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+        host, port = url.hostname or "", self.port
         ghc_compat.set_resolver(client, lambda: resolve.addresses(host, port))
         ghc_compat.set_alive_check(client, keepalive.is_idle)  # no yield between t0 and the send
         if self.kernel_times:
@@ -147,7 +148,7 @@ class FastTransport:
 
     def prepare(self) -> None:
         """Before the first timed request (a user's start): resolve the host (client/resolve.py)."""
-        resolve.prepare(self.url.hostname or "", self.url.port or (443 if self.url.scheme == "https" else 80))
+        resolve.prepare(self.url.hostname or "", self.port)
 
     def close(self) -> None:
         self.client.close()
@@ -258,8 +259,9 @@ class FastTransport:
             resp = self.client.request("POST", self.prefix + PATHS[req.endpoint] + self.query, body=body,
                                        headers=headers)
             timing.headers()
-            if isinstance(ghc_compat.response_socket(resp), kstamp.StampedSocket):  # when they arrived
-                timing.t_headers = max(ghc_compat.response_socket(resp).read_time_s, timing.t0 or 0.0)
+            head_sock = ghc_compat.response_socket(resp)
+            if isinstance(head_sock, kstamp.StampedSocket):  # the headers: when they arrived
+                timing.t_headers = max(head_sock.read_time_s, timing.t0 or 0.0)
             self._read_response(resp, req, attempt, pending)
         except gevent.Timeout as t_exc:
             attempt.exc = attempt.cap_error(t_exc)

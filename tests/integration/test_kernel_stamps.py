@@ -5,6 +5,7 @@ says when it wrote the token."""
 from __future__ import annotations
 
 import csv
+import socket
 
 import gevent
 import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
@@ -15,8 +16,13 @@ from llmload.client import kstamp
 from llmload.client.fast import FastTransport
 from llmload.client.request import StreamRequest
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(not kstamp.enable(__import__("socket").socket()), reason="no SO_TIMESTAMPNS here")]
+
+def _kernel_stamps_here() -> bool:
+    with socket.socket() as probe:
+        return kstamp.enable(probe)
+
+
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(not _kernel_stamps_here(), reason="no SO_TIMESTAMPNS here")]
 
 _real_sleep = monkey.get_original("time", "sleep")
 
