@@ -9,7 +9,7 @@ capacity under every stock profile.
 from __future__ import annotations
 
 from analysis import capacity as cap_mod
-from analysis import ending, health, queueing, ramps, ratelimit, text, totals, workers
+from analysis import ending, health, queueing, ramps, ratelimit, saturation, text, totals, workers
 from analysis.analyze import Analysis
 from analysis.document import Table
 from analysis.shape import NAMES
@@ -22,7 +22,13 @@ def capacity_sentence(a: Analysis) -> str:
     source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
     if not a.climbs:
         return cap_mod.phase_verdict(a.table, a.profile) + source
-    return _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ") + source
+    sentence = _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ")
+    if a.capacity.status == "beyond":  # the SLO held everywhere: say when more load did less work all the same
+        drop = saturation.throughput_drop(a.table[a.table["sent"] > 0].sort_values("load", kind="stable"),
+                                          a.run.load_unit)
+        if drop:
+            sentence += f" Within the SLO, but {drop}: plan on the load of the peak, not the highest load."
+    return sentence + source
 
 
 def answer_items(a: Analysis) -> list[tuple[str, str]]:

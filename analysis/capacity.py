@@ -178,7 +178,7 @@ def describe(cap: Capacity, load_unit: str) -> str:
             figures += f" at {load_with_unit(cap.goodput_load, load_unit)}, the last tier within it"
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "beyond":
-        return head + f"at least {cap.load:g} {unit} ({figures}); {nothing_broke(cap.tiers)}."
+        return head + f"at least {load_with_unit(cap.load, unit)} ({figures}); {nothing_broke(cap.tiers)}."
     return head + f"{cap.load:.1f} {unit} ({figures}), interpolated; limited by {cap.limited_by}."
 
 

@@ -137,6 +137,17 @@ def test_a_throughput_drop_past_the_plateau_is_said_in_the_verdict_and_the_check
     assert (by_load[8.0], by_load[32.0]) == (36.2, 20.6)  # the figures of the sentence are the table's
 
 
+def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_one():
+    from analysis.answer import capacity_sentence
+
+    thrash = capacity_sentence(run_of("thrash"))
+    assert thrash.startswith("under the chat SLO") and "at least 32 users (21.5 req/s" in thrash
+    assert ("Within the SLO, but throughput fell from 36.9 req/s at 8 users to 21.5 at 32 users (42% below): the "
+            "server degrades under overload: plan on the load of the peak") in thrash
+    assert "throughput fell" not in capacity_sentence(run_of("knee16"))  # interpolated: no such note
+    assert "at least 1 user (" in capacity_sentence(run_of("prefill"))
+
+
 def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():
     from analysis.saturation import throughput_drop
     table = pd.DataFrame({"load": [1.0, 2.0, 4.0], "ok": [20, 40, 34], "rate_window_s": 10.0,
