@@ -41,7 +41,7 @@ import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import body_lines, ghc_compat, keepalive, kstamp, reactor, resolve, sse
+from llmload.client import body_lines, ghc_compat, keepalive, kstamp, reactor, resolve, sse, startgate
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -253,6 +253,8 @@ class FastTransport:
         self._connecting = False
         resp = None
         pending: list[tuple[float, bytes]] = []  # blocks read but not parsed yet: parsed on every exit
+        if not ghc_compat.has_kept_connection(self.client):
+            startgate.take_turn()  # untimed: openers start one at a time (client/startgate.py)
         attempt.arm()
         try:
             timing.start()

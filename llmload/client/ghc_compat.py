@@ -1,11 +1,12 @@
 """Every reach into geventhttpclient's private names, in one place (checked against 2.6.1).
 
-The fast transport needs three things the public API does not offer:
+The fast transport needs what the public API does not offer:
 - the connection pool's socket factory (`HTTPClient._connection_pool._create_socket`), wrapped
   so an attempt knows whether it opened a connection and how long the connect took;
 - a response's de-chunked body buffer (`HTTPSocketPoolResponse._body_buffer`) and its socket
   (`._sock`), so every `recv` is stamped at the read instead of after 1 KiB is buffered;
 - gevent's own wait-until-readable of that socket (`sock._wait(sock._read_event)`).
+- whether the pool holds a kept-alive connection (`._socket_queue`), for the start gate.
 `tests/unit/test_compat.py` fails when any of these stops existing.
 """
 
@@ -56,3 +57,8 @@ def set_alive_check(client: Any, is_idle: Callable[[Any], bool]) -> None:
 def set_tcp_socket_factory(client: Any, factory: Callable[[int, int, int], Any]) -> None:
     """Replace the pool's plain socket constructor (`ConnectionPool._create_tcp_socket(family, type, proto)`)."""
     client._connection_pool._create_tcp_socket = factory
+
+
+def has_kept_connection(client: Any) -> bool:
+    """Does the client's pool hold a kept-alive connection (the next request may reuse it)?"""
+    return not client._connection_pool._socket_queue.empty()

@@ -48,7 +48,7 @@ import gevent
 import httpx2
 import openai
 
-from llmload.client import resolve
+from llmload.client import resolve, startgate
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -155,6 +155,8 @@ class OpenAITransport:
         self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure,
                                                  headers, query, api_key_header)
         self.auth_omitted: dict = {"Authorization": openai.omit} if api_key_header else {}
+        self.started = False
+        """has this user sent a request yet (the pool is shared: its first opens a connection)"""
         """the SDK accepts a missing Authorization only when a request omits it explicitly"""
 
     def close(self) -> None:
@@ -193,6 +195,9 @@ class OpenAITransport:
             api = self.client.completions if req.endpoint == "completions" else self.client.embeddings
         attempt = Attempt(req, self.name, self.timeouts, clock)
         timing = attempt.timing
+        if not self.started:
+            self.started = True
+            startgate.take_turn()  # untimed: a user's first request opens its connection (client/startgate.py)
         attempt.arm()
         try:
             timing.start()

@@ -6,6 +6,8 @@ every user on start) resolves the host once; new connections reuse the addresses
 
 from __future__ import annotations
 
+import itertools
+
 import gevent.socket
 import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
 import pytest
@@ -94,3 +96,62 @@ def test_users_starting_together_share_one_lookup(monkeypatch):
     assert calls == [("localhost", 8080)]
     assert all(r.value == results[0].value for r in results)
     resolve._cache.clear()
+
+
+def _first_requests_together(url: str, users: int, transport_class=FastTransport) -> list:
+    """`users` users starting in the same loop turn (as `-r N` spawns them), each sending one request."""
+    results: list = []
+
+    def user(i: int) -> None:
+        transport = transport_class(url)
+        transport.prepare()
+        results.append(transport.stream(_request(100 + i)))
+
+    gevent.joinall([gevent.spawn(user, i) for i in range(users)], raise_error=True)
+    return results
+
+
+def test_users_starting_together_open_their_connections_one_after_another(embedded_server):
+    """Each opener takes t0 only once the previous one was resumed from its connect: no connect
+    time includes other users' start-up (without the gate, user 1 of 32 read ~8 ms for ~0.1 ms)."""
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "20", "--decode-ms-per-token", "1")
+    results = sorted(_first_requests_together(server.base_url, 32), key=lambda r: r.t0_perf_s)
+    assert all(r.exception is None and r.conn_reused is False for r in results)
+    for before, after in itertools.pairwise(results):
+        connected_s = before.t0_perf_s + before.connect_ms / 1000.0
+        assert after.t0_perf_s >= connected_s, "a user took t0 while the previous opener's connect was pending"
+
+
+def test_a_kept_connection_does_not_wait_for_the_gate(embedded_server, monkeypatch):
+    from llmload.client import startgate
+
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "1")
+    turns = []
+    real = startgate.take_turn
+    monkeypatch.setattr(startgate, "take_turn", lambda: turns.append(1) or real())
+    transport = FastTransport(server.base_url)
+    results = [transport.stream(_request(200 + n)) for n in range(3)]
+    assert [r.conn_reused for r in results] == [False, True, True]
+    assert turns == [1]
+
+
+def test_the_gate_gives_up_waiting_on_a_loop_that_never_idles():
+    """A saturated loop: the wait ends after max_wait_s (the request goes out, untimed wait)."""
+    import time
+
+    from llmload.client import startgate
+
+    stop = []
+
+    def busy() -> None:  # a greenlet that is always runnable: the loop is never idle
+        while not stop:
+            gevent.sleep(0)
+
+    spinner = gevent.spawn(busy)
+    gevent.sleep(0)
+    started = time.perf_counter()
+    startgate.take_turn(max_wait_s=0.05)
+    waited_s = time.perf_counter() - started
+    stop.append(1)
+    spinner.join()
+    assert 0.04 <= waited_s < 2.0

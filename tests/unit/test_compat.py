@@ -121,6 +121,9 @@ def test_geventhttpclient_private_names_exist():
     pool_source = inspect.getsource(type(pool))
     assert "self._resolve()" in pool_source and "self._is_socket_alive(sock)" in pool_source
     assert "self._create_tcp_socket(" in pool_source
+    assert ghc_compat.has_kept_connection(client) is False  # the start gate reads the pool's queue
+    pool._socket_queue.put(object())
+    assert ghc_compat.has_kept_connection(client) is True
     source = inspect.getsource(inspect.getmodule(HTTPSocketPoolResponse))
     assert "self._sock" in source and "self._body_buffer" in source
     sock = gevent.socket.socket()
