@@ -2,15 +2,13 @@
 
 `take_lines` moves the complete lines the HTTP parser de-chunked into the stash of
 (read time, block of lines); `fed` feeds one stamped read to the parser; `read_rest` reads
-the rest of a stream after its first token through the process's reactor (client/reactor.py)
-and decodes the reads when one may end the stream, or when a cap or a failure ends the attempt.
+the rest of a stream after its first token through the process's reactor (client/reactor.py),
+which decodes each read as it comes, at its read time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from geventhttpclient.response import HTTPParseError
 
 from llmload.client import ghc_compat, reactor, sse
 
@@ -35,29 +33,23 @@ def fed(resp, body: bytearray, t: float, data: bytes, pending: list[tuple[float,
 
 
 def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]]) -> None:
-    """After the first token: the process's reactor reads and stamps; decode when a read may end.
+    """After the first token: the process's reactor reads, stamps and decodes each read as it comes
+    (`consume`, called in the reactor's greenlet); the user waits for the end of its stream.
 
-    The reads of an attempt ended early (a cap) are decoded too, at their read times.
+    A cap that ends the wait early leaves every read consumed so far decoded, at its read time.
     """
     body = ghc_compat.body_buffer(resp)
-    stream = reactor.READER.add(raw)
+
+    def consume(t: float, data: bytes) -> bool:
+        if fed(resp, body, t, data, pending):  # the peer closed
+            sse.feed_blocks(pending, feed)
+            return True
+        return sse.feed_blocks(pending, feed) or resp.message_complete
+
+    stream = reactor.READER.add(raw, consume)
     try:
-        while True:
-            reactor.READER.wait(stream)
-            reads, stream.reads = stream.reads, []
-            for t, data in reads:
-                if not data and stream.error is not None:
-                    raise stream.error
-                if fed(resp, body, t, data, pending):
-                    sse.feed_blocks(pending, feed)
-                    return
-            if sse.feed_blocks(pending, feed) or resp.message_complete:
-                return
+        reactor.READER.wait(stream)
     finally:
         reactor.READER.remove(stream)
-        try:
-            for t, data in stream.reads:  # read before a cap or a failure ended the attempt
-                if fed(resp, body, t, data, pending):
-                    break
-        except (HTTPParseError, OSError):
-            pass
+    if stream.error is not None:
+        raise stream.error

@@ -10,9 +10,8 @@ FastHttpUser is built on) with a pool of one connection. An attempt is
 Every complete SSE line is stamped with the time of the socket read that delivered it.
 Until the first text token the lines are parsed at once (the first-token cap must be
 cancelled on time); after it the process's one reactor (client/reactor.py) reads the
-plain-TCP streams of every user, stamps each read, and wakes the user only when a read may
-end its stream (`[DONE]`, an error event, the end of the body): the user then decodes the
-reads in order (client/body_lines.py). TLS streams keep reading on their own greenlet,
+plain-TCP streams of every user, stamps and decodes each read as it comes (client/body_lines.py),
+and wakes the user when its stream is over. TLS streams keep reading on their own greenlet,
 stashing (read time, block of lines) and parsing a block at once only when it may hold
 `[DONE]` or an error event. The figures equal those of parsing each line at its
 read, at a fraction of the CPU. Every exit path (end of stream, a cap, a cut, a bad frame,
@@ -159,7 +158,7 @@ class FastTransport:
         All complete lines a read delivered get that read's time (the same time `readline`
         would give them, a little more exact for the later ones). Until the first text token
         each block is parsed at once (the first-token cap must be cancelled on time); after
-        it the reactor reads (plain TCP), or blocks are stashed in `pending` and parsed when a
+        it the reactor reads and decodes (plain TCP), or blocks are stashed in `pending` and parsed when a
         cheap byte test says one may end the stream, at the end, or by the caller on a cap or
         a cut. (Locust's `iter_lines` waits for 1 KiB before it yields a line: hence this.)
         """
