@@ -18,7 +18,7 @@ remaining error is the event loop, the kernel's loopback and Python itself.
 
 Loop lag: a task sleeps 10 ms in a loop and records how late it woke; a sample's
 `loop_lag_ms` is the larger of the last full second's max and the current second's (the
-definition llmload's health monitor uses).
+definition llmload's health monitor uses); `--lags-out` also writes every sleep's lateness.
 
     python -m bench.reference_client --port 8400 --streams 64 --seconds 25 --out ref.csv
 
@@ -52,6 +52,8 @@ class LagMonitor:
         self.interval_s, self.report_s = interval_s, report_s
         self.last_max_ms = 0.0
         self.window_max_ms = 0.0
+        self.samples: list[tuple[float, float]] = []
+        """every sleep: (perf_counter s when it woke, lateness ms)"""
 
     @property
     def loop_lag_ms(self) -> float:
@@ -64,7 +66,9 @@ class LagMonitor:
             before = clock()
             await asyncio.sleep(interval)
             now = clock()
-            self.window_max_ms = max(self.window_max_ms, (now - before - interval) * 1000.0)
+            late_ms = (now - before - interval) * 1000.0
+            self.samples.append((now, late_ms))
+            self.window_max_ms = max(self.window_max_ms, late_ms)
             if now - window_start >= self.report_s:
                 self.last_max_ms, self.window_max_ms = self.window_max_ms, 0.0
                 window_start = now
@@ -176,7 +180,8 @@ async def one_stream(port: int, index: int, start_delay_s: float, deadline: floa
         proto.transport.close()
 
 
-async def drive(port: int, streams: int, seconds: float, max_tokens: int) -> list[dict]:
+async def drive(port: int, streams: int, seconds: float, max_tokens: int,
+                lags: list[tuple[float, float]] | None = None) -> list[dict]:
     body = json.dumps({"model": "llmload-sim", "stream": True, "max_tokens": max_tokens,
                        "messages": [{"role": "user", "content": PROMPT}]}).encode()
     deadline = time.perf_counter() + seconds
@@ -185,22 +190,36 @@ async def drive(port: int, streams: int, seconds: float, max_tokens: int) -> lis
     monitor = asyncio.create_task(lag.run(deadline))
     await asyncio.gather(*(one_stream(port, i, i / streams, deadline, body, lag, rows) for i in range(streams)))
     await monitor
+    if lags is not None:
+        lags += lag.samples
     return rows
 
 
-def run(port: int, streams: int, seconds: float, out: Path, max_tokens: int = 100, use_uvloop: bool = False) -> int:
-    """Run the client (the standard asyncio loop, or uvloop's), write its samples CSV; returns the rows written."""
+def run(port: int, streams: int, seconds: float, out: Path, max_tokens: int = 100, use_uvloop: bool = False,
+        lags_out: Path | None = None) -> int:
+    """Run the client (the standard asyncio loop, or uvloop's), write its samples CSV (and with `lags_out`
+    every sleep's lateness: ts_s, lag_ms); returns the rows written."""
+    lags: list[tuple[float, float]] = []
     if use_uvloop:
         import uvloop
 
-        rows = uvloop.run(drive(port, streams, seconds, max_tokens))
+        rows = uvloop.run(drive(port, streams, seconds, max_tokens, lags))
     else:
-        rows = asyncio.run(drive(port, streams, seconds, max_tokens))
+        rows = asyncio.run(drive(port, streams, seconds, max_tokens, lags))
     with open(out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+    if lags_out is not None:
+        write_lags(lags_out, lags)
     return len(rows)
+
+
+def write_lags(path: Path | str, lags: list[tuple[float, float]]) -> None:
+    """Every 10 ms sleep of a loop-lag monitor: ts_s (perf_counter, the truth log's clock), lag_ms."""
+    with open(path, "w", newline="") as f:
+        f.write("ts_s,lag_ms\n")
+        f.writelines(f"{ts:.6f},{lag:.3f}\n" for ts, lag in lags)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=100, help="max_tokens of every request")
     parser.add_argument("--out", type=Path, required=True, help="samples CSV to write")
     parser.add_argument("--uvloop", action="store_true", help="uvloop's event loop instead of the standard one")
+    parser.add_argument("--lags-out", type=Path, help="also write every 10 ms sleep's lateness here (CSV)")
     args = parser.parse_args(argv)
-    run(args.port, args.streams, args.seconds, args.out, args.max_tokens, args.uvloop)
+    run(args.port, args.streams, args.seconds, args.out, args.max_tokens, args.uvloop, args.lags_out)
     return 0
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 RATIO_CLIENT = "llmload / reference"
 RATIO_COLUMNS = ("ttft_err_p50_ms", "ttft_err_p99_ms", "warm_ttft_err_p50_ms", "warm_ttft_err_p99_ms",
-                 "cpu_us_per_chunk", "cpu_us_per_chunk_total", "loop_lag_p99_ms")
+                 "cpu_us_per_chunk", "cpu_us_per_chunk_total", "loop_lag_p99_ms", "sleep_lag_p99_ms")
 COLUMNS = (
     ("streams", "streams"), ("client", "client"), ("requests", "requests"),
     ("ttft_err_p50_ms", "TTFT err p50 ms"), ("ttft_err_p99_ms", "p99 ms"),
     ("warm_ttft_err_p50_ms", "after warm-up p50 ms"), ("warm_ttft_err_p99_ms", "p99 ms"),
     ("cpu_us_per_chunk", "CPU µs/chunk"), ("cpu_us_per_chunk_total", "incl. start-up"),
     ("cpu_percent", "client CPU %"), ("loop_lag_p99_ms", "loop lag p99 ms"),
-    ("server_late_p99_ms", "server late p99 ms"), ("server_cpu_percent", "server CPU %"),
-    ("others_cpu_percent", "other procs CPU %"), ("note", "note"),
+    ("sleep_lag_p99_ms", "sleep lag p99 ms"), ("server_late_p99_ms", "server late p99 ms"),
+    ("server_cpu_percent", "server CPU %"), ("others_cpu_percent", "other procs CPU %"), ("note", "note"),
 )
 
 

@@ -21,7 +21,9 @@ Figures per run (definitions in docs/benchmarks.md):
   completed requests (output tokens summed from its samples; one token per chunk); also the
   whole process's CPU including imports and start-up (rusage of the exited child) / the same chunks;
 - loop lag p99: of the samples' loop_lag_ms (each the larger of the last full second's and the
-  current second's largest 10 ms-sleep lateness);
+  current second's largest 10 ms-sleep lateness); sleep lag p99: of every 10 ms sleep's lateness
+  in the load window (the reference's `--lags-out`; llmload's health monitor's own sleeps, kept by
+  lag_locustfile.py, which runs the default locustfile's user);
 - server lateness p99 (first_byte_s - first_byte_due_s) and server / other processes' CPU in the
   window, to show when the server or the machine, not the client, was the limit.
 """
@@ -73,6 +75,8 @@ class Client:
     note: str = ""
     extra: Callable[[Path], dict] | None = None
     """work dir -> more figures for the row"""
+    lags: Callable[[Path], list[tuple[float, float]]] | None = None
+    """work dir -> every loop-lag sleep (perf_counter s, lateness ms); None: not exposed"""
 
 
 def _float(text: str | None) -> float | None:
@@ -82,7 +86,12 @@ def _float(text: str | None) -> float | None:
 def reference_command(url: str, streams: int, seconds: float, work: Path) -> list[str]:
     return [sys.executable, "-m", "bench.reference_client", "--port", url.rsplit(":", 1)[1],
             "--streams", str(streams), "--seconds", f"{seconds:g}", "--max-tokens", str(MAX_TOKENS),
-            "--out", str(work / "reference.csv")]
+            "--out", str(work / "reference.csv"), "--lags-out", str(work / "lags.csv")]
+
+
+def read_lags(work: Path) -> list[tuple[float, float]]:
+    with open(work / "lags.csv", newline="") as f:
+        return [(float(r["ts_s"]), float(r["lag_ms"])) for r in csv.DictReader(f)]
 
 
 def reference_samples(work: Path) -> list[dict]:
@@ -92,7 +101,8 @@ def reference_samples(work: Path) -> list[dict]:
 
 
 def llmload_command(url: str, streams: int, seconds: float, work: Path) -> list[str]:
-    return [str(Path(sys.executable).parent / "locust"), "-f", "locustfile.py", "--headless",
+    return ["env", f"LLMLOAD_BENCH_LAGS={work / 'lags.csv'}",  # exec: the same process id
+            str(Path(sys.executable).parent / "locust"), "-f", "bench/generator/lag_locustfile.py", "--headless",
             "-u", str(streams), "-r", str(streams), "-t", f"{seconds:g}s", "--host", url + "/v1",
             "--max-tokens", str(MAX_TOKENS), "--run-dir", str(work / "run")]
 
@@ -125,8 +135,8 @@ def llmload_lag_causes(work: Path) -> dict:
     return {"lag_causes": counts, "note": f"seconds with loop lag > {LAG_CAUSE_MS:g} ms: {text or 'none'}"}
 
 
-REFERENCE = Client("reference", reference_command, reference_samples)
-LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes)
+REFERENCE = Client("reference", reference_command, reference_samples, lags=read_lags)
+LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes, lags=read_lags)
 
 
 def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path) -> dict:
@@ -163,7 +173,13 @@ def measure(client: Client, streams: int, seconds: float, work: Path) -> dict:
     except (OSError, KeyError, ValueError) as exc:
         return {"client": client.name, "streams": streams, "skipped": f"no samples ({exc})",
                 "returncode": watched["returncode"]}
-    row = summarize(client.name, streams, samples, read_truth(truth_path), watched)
+    lags = None
+    if client.lags is not None:
+        try:
+            lags = client.lags(work)
+        except (OSError, KeyError, ValueError):
+            lags = None  # the client died before writing them: the column stays empty
+    row = summarize(client.name, streams, samples, read_truth(truth_path), watched, lags)
     notes = [client.note]
     if watched["returncode"]:
         row["log_tail"] = (work / "client.log").read_text(errors="replace").strip().splitlines()[-8:]
@@ -184,7 +200,8 @@ def _window(matched: list[tuple[dict, dict]]) -> tuple[float, float]:
     return min(t["arrival_s"] for _, t in matched), max(t["last_byte_s"] for _, t in matched)
 
 
-def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched: dict) -> dict:
+def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched: dict,
+              sleeps: list[tuple[float, float]] | None = None) -> dict:
     """A run's row: TTFT error vs truth, CPU per chunk, loop lag, server and machine figures."""
     ok = [s for s in samples if s["ok"] and s["ttft_ms"] is not None]
     matched = [(s, truth[s["request_id"]]) for s in ok if s["request_id"] in truth]
@@ -202,6 +219,7 @@ def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched
     server_cpu_s = sampler.between("server", start_s, end_s)
     others_s = (sampler.between("machine", start_s, end_s) - cpu_s - server_cpu_s
                 - sampler.between("self", start_s, end_s))
+    in_window = sorted(lag for ts, lag in (sleeps or []) if start_s <= ts <= end_s)
     lags = [s["loop_lag_ms"] for s in ok if s["loop_lag_ms"] is not None]
     late = [(t["first_byte_s"] - t["first_byte_due_s"]) * 1000 for _, t in matched if "first_byte_due_s" in t]
     err_p50, err_p99, err_max = pcts(errors)
@@ -217,6 +235,7 @@ def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched
         "cpu_us_per_chunk_total": round(watched["total_cpu_s"] / max(1, chunks) * 1e6, 1),
         "cpu_percent": round(100 * cpu_s / wall_s, 1), "total_cpu_s": round(watched["total_cpu_s"], 2),
         "loop_lag_p99_ms": round(percentile(lags, 99), 2) if lags else None,
+        "sleep_lag_p99_ms": round(percentile(in_window, 99), 2) if in_window else None,
         "server_late_p99_ms": pcts(late)[1], "server_cpu_percent": round(100 * server_cpu_s / wall_s, 1),
         "others_cpu_percent": round(max(0.0, 100 * others_s / wall_s), 1),
     }

@@ -5,6 +5,7 @@ gevent-patched by other tests) against the embedded server in the bench's own se
 """
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from bench.generator.common import read_truth, truth_ttft_ms
 from bench.generator.table import RATIO_CLIENT, to_markdown, with_ratios
-from bench.generator.unpinned import SERVER_ARGS
+from bench.generator.unpinned import SERVER_ARGS, llmload_command, read_lags
 from llmload.server.launch import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.integration
 def test_reference_client_requests_are_in_the_truth_log_with_the_servers_ttft(tmp_path):
-    truth_path, out = tmp_path / "truth.csv", tmp_path / "reference.csv"
+    truth_path, out, lags_path = tmp_path / "truth.csv", tmp_path / "reference.csv", tmp_path / "lags.csv"
     with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server:
         subprocess.run([sys.executable, "-m", "bench.reference_client", "--port", str(server.port),
-                        "--streams", "4", "--seconds", "3", "--out", str(out)], cwd=ROOT, timeout=30, check=True)
+                        "--streams", "4", "--seconds", "3", "--out", str(out), "--lags-out", str(lags_path)],
+                       cwd=ROOT, timeout=30, check=True)
     truth = read_truth(truth_path)
+    _assert_sleeps_cover(read_lags(tmp_path), truth, seconds=3)
     with open(out, newline="") as f:
         samples = list(csv.DictReader(f))
     assert len(samples) >= 4  # 4 streams, 1.2 s per answer, 3 s
@@ -38,6 +41,27 @@ def test_reference_client_requests_are_in_the_truth_log_with_the_servers_ttft(tm
         # server preempted right there (a shared machine) stamps after the client's read
         assert -10 < error_ms < 50, (sample, row)
         assert float(sample["e2e_ms"]) > float(sample["ttft_ms"]) >= 200
+
+
+def _assert_sleeps_cover(sleeps: list[tuple[float, float]], truth: dict, seconds: float) -> None:
+    """Every 10 ms sleep of the run, dated on the truth log's clock (perf_counter), lateness >= 0."""
+    assert len(sleeps) >= seconds * 100 * 0.5  # 10 ms sleeps (generous: a loaded machine)
+    arrivals = [row["arrival_s"] for row in truth.values()]
+    assert min(ts for ts, _ in sleeps) < min(arrivals) + 1.0 and max(ts for ts, _ in sleeps) > max(arrivals)
+    assert all(lag >= -0.5 for _, lag in sleeps)
+
+
+@pytest.mark.integration
+def test_llmload_as_the_bench_runs_it_keeps_every_sleep_of_its_health_monitor(tmp_path):
+    """lag_locustfile.py: the default user, plus the health monitor's sleeps written when Locust quits."""
+    truth_path = tmp_path / "truth.csv"
+    with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server:
+        argv = llmload_command(server.url, 4, 4, tmp_path)
+        subprocess.run(argv, cwd=ROOT, timeout=60, check=True, capture_output=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    truth = read_truth(truth_path)
+    assert len(truth) >= 4  # the default user ran
+    _assert_sleeps_cover(read_lags(tmp_path), truth, seconds=4)
 
 
 def test_table_puts_llmload_over_reference_ratios_after_each_stream_count():
