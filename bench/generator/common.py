@@ -122,7 +122,27 @@ def truth_ttft_ms(row: dict[str, float]) -> float:
     return (row["first_byte_s"] - row["arrival_s"]) * 1000
 
 
+CALIBRATION_LINE = (b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
+                    b'"choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}')
+
+
+def calibration_ms(lines: int = 20000, repeats: int = 5) -> float:
+    """This machine's single-core Python speed right now: the fastest of `repeats` runs of a fixed
+    workload (json-decode `lines` OpenAI chunk lines and read their content), in ms. A shared VM's
+    speed drifts over hours (the same code measured 34 and 48 µs per chunk on one day): compare CPU
+    figures of runs made at different times only scaled by their calibrations."""
+    import json
+
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(lines):
+            json.loads(CALIBRATION_LINE)["choices"][0]["delta"]["content"]
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000.0, 1)
+
+
 def machine_facts() -> dict:
     return {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
             "python": platform.python_version(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
-            "load_avg_5m_at_start": round(os.getloadavg()[1], 2)}
+            "load_avg_5m_at_start": round(os.getloadavg()[1], 2), "calibration_ms_at_start": calibration_ms()}

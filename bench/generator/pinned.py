@@ -286,9 +286,10 @@ def main(results_dir: Path, specs: list[tuple[str, int]] | None = None, repeats:
         f"# Generator benchmark (exact server: TTFT {PREFILL_MS:g} ms, {1000 / DECODE_MS:g} tokens/s per stream, "
         f"{MAX_TOKENS} tokens/request; one generator process)\n\n"
         f"Machine: {host['cpu_count']} CPUs ({host['cpu']}), {pinning}; load average at start "
-        f"{host['load_avg_1m_at_start']}. Each configuration ran {repeats}x; the row shown is the run with the "
-        f"least CPU used by other processes (all runs are in generator.json). GC column: collections in the "
-        f"{MEASURE_S:g} s window / longest pause per generation.\n\n" + pinned_markdown(rows))
+        f"{host['load_avg_1m_at_start']}; Python speed (common.calibration_ms, lower is faster) "
+        f"{host.get('calibration_ms_at_start', '-')} ms. Each configuration ran {repeats}x; the row shown is "
+        f"the run with the least CPU used by other processes (all runs are in generator.json). GC column: "
+        f"collections in the {MEASURE_S:g} s window / longest pause per generation.\n\n" + pinned_markdown(rows))
 
 
 if __name__ == "__main__":

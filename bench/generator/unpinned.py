@@ -43,7 +43,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.generator.common import REPO, CpuSampler, machine_facts, pcts, percentile, read_truth, truth_ttft_ms
+from bench.generator.common import (
+    REPO,
+    CpuSampler,
+    calibration_ms,
+    machine_facts,
+    pcts,
+    percentile,
+    read_truth,
+    truth_ttft_ms,
+)
 from bench.generator.table import to_markdown, with_ratios
 
 SERVER_ARGS = ("--preset", "exact", "--prefill-base-ms", "200", "--decode-ms-per-token", "10",
@@ -258,6 +267,7 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     host["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    host["calibration_ms_at_end"] = calibration_ms()
     table = with_ratios(rows)
     result = {"mode": "unpinned", "server_args": list(SERVER_ARGS), "seconds": seconds, "warmup_s": WARMUP_S,
               "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host, "code_at_start": code_at_start,
@@ -304,7 +314,9 @@ def report(result: dict) -> str:
         f"{host['cpu_count']} CPUs ({host['cpu']}), Python {host['python']}; load average (1 min / 5 min) at "
         f"start {host['load_avg_1m_at_start']} / {host['load_avg_5m_at_start']}, at the end "
         f"{host['load_avg_1m_at_end']}; other processes used {min(others, default=0):g}-{max(others, default=0):g} "
-        f"% of one core during the runs (column `other procs CPU %`).\n\n"
+        f"% of one core during the runs (column `other procs CPU %`). Python speed (common.calibration_ms, "
+        f"a fixed decode workload; lower is faster): {host.get('calibration_ms_at_start', '-')} ms at the start, "
+        f"{host.get('calibration_ms_at_end', '-')} ms at the end.\n\n"
         f"TTFT error = client ttft_ms - (truth first_byte_s - arrival_s) x 1000 (includes the loopback send "
         f"time); 'after warm-up': requests arriving {result['warmup_s']:g} s or more after the run's first. "
         f"CPU µs/chunk: the client process's CPU in the load window / text chunks of its completed requests; "

@@ -23,3 +23,11 @@ def test_ratio_missed_or_less_accurate():
     assert ratio["chunks_ratio"] == 1.5 and not ratio["ratio_met"] and not ratio["same_accuracy"]
     assert "not met" in ratio["note"] and "not the same accuracy" in ratio["note"]
     assert scaling_ratio({}, row(2, 1.0, 1.0))["chunks_ratio"] is None
+
+
+def test_the_machine_facts_carry_a_python_speed_calibration():
+    """Runs on different days are comparable only through it: it must grow with the work it times."""
+    from bench.generator.common import calibration_ms, machine_facts
+
+    assert calibration_ms(lines=500, repeats=1) < calibration_ms(lines=100000, repeats=1)
+    assert machine_facts()["calibration_ms_at_start"] > 0
