@@ -28,6 +28,8 @@ import pandas as pd
 from analysis.text import load_with_unit
 
 PLATEAU_SHARE = 0.85
+SHED_SHARE = 0.01
+"""a tier refusing more than this share of its requests sheds (saturation.REJECT_LIMIT, the verdict's rule)"""
 ONSET_TOLERANCE = 0.85
 
 RULE = (
@@ -79,7 +81,7 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
     above = rows.iloc[i + 1:]
     text = (f"at {where}: throughput reached {x.iloc[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
             f"load (up to {load_with_unit(above['load'].max(), unit)}) added at most "
-            f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.")
+            f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.{_refused_above(above.iloc[0], unit)}")
     if i == 0:
         return KneePoint("below", float(at["load"]), int(at["tier"]), None, None,
                          text + " It is the lowest tier tested: saturation may come at a lower load.")
@@ -89,6 +91,28 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
     return KneePoint("within", float(at["load"]), int(at["tier"]), float(prev["load"]), int(prev["tier"]),
                      text + f" Interval: between {prev['load']:g} ({prev['ok_rps']:.1f} req/s) and "
                      f"{at['load']:g}{cross}.")
+
+
+def _refused_above(row: pd.Series, unit: str) -> str:
+    """When the tier right above the plateau's start already refused requests, the plateau may be the
+    server's admission limit (a gateway's rate limit: LiteLLM refused 99.9% at 2 users while its backend
+    had room), not its compute: say so, so "saturation at 1 user" is not read as a full engine."""
+    shed = float(row.get("shed_rate", 0.0) or 0.0)
+    if shed <= SHED_SHARE:
+        return ""
+    return (f" Above it the server refused requests ({shed:.1%} at {load_with_unit(row['load'], unit)}: "
+            f"{shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a rate limit or a "
+            "queue cap), which may sit below its compute limit.")
+
+
+def shed_codes(row: pd.Series) -> str:
+    """A tier's refusals by kind: '96 x 429, 12 x 503, 3 in-stream error events'."""
+    codes = [f"{int(row['n_429'])} x 429"] if row["n_429"] else []
+    if row["n_503"]:
+        codes.append(f"{int(row['n_503'])} x 503")
+    if row["n_stream_error"]:
+        codes.append(f"{int(row['n_stream_error'])} in-stream error events")
+    return ", ".join(codes)
 
 
 def queueing_onset(table: pd.DataFrame, unit: str, tested: int | None = None) -> KneePoint:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import ratelimit
-from analysis.knees import KneePoint
+from analysis.knees import KneePoint, shed_codes
 from analysis.text import load_with_unit
 
 REJECT_LIMIT = 0.01
@@ -79,7 +79,7 @@ def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_uni
                           "the server neither answered in time nor refused" + _tail(top, "timeout") + fell + ".", 2)
     waits = bool(top["waits"])
     if top["shed_rate"] > REJECT_LIMIT:
-        text = f"{where} it sheds load: {top['shed_rate']:.1%} of requests refused ({_codes(top)}), " \
+        text = f"{where} it sheds load: {top['shed_rate']:.1%} of requests refused ({shed_codes(top)}), " \
                f"{ratelimit.hint_text(top)}"
         text += f"; and it queues: {_wait(top, onset)}" if waits else _accepted(top)
         return Saturation("queues and sheds" if waits else "sheds", tier, text + _tail(top, "") + fell + ".", 3)
@@ -152,15 +152,6 @@ def _accepted(top: pd.Series) -> str:
         return "; no request was accepted"
     return f"; accepted requests did not wait (estimated wait {top['wait_ms']:.0f} ms)" \
         if top["wait_ms"] == top["wait_ms"] else ""
-
-
-def _codes(top: pd.Series) -> str:
-    codes = [f"{int(top['n_429'])} x 429"] if top["n_429"] else []
-    if top["n_503"]:
-        codes.append(f"{int(top['n_503'])} x 503")
-    if top["n_stream_error"]:
-        codes.append(f"{int(top['n_stream_error'])} in-stream error events")
-    return ", ".join(codes)
 
 
 def _failures(top: pd.Series) -> str:

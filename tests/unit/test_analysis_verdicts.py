@@ -62,6 +62,20 @@ def test_issue_vllm_curve_two_knees():
     assert list(table["waits"]) == [False, False, False, True, True]
 
 
+def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit():
+    """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429) flattens throughput at 1 user: the compute
+    saturation sentence must not read as a full engine."""
+    table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [60, 700, 800], "ok": [60, 1, 0],
+                          "ok_rps": [2.1, 0.07, 0.0], "shed_rate": [0.0, 0.999, 1.0], "n_429": [0, 690, 800],
+                          "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0]})
+    compute = knees.compute_saturation(table, "users")
+    assert compute.load == 1.0
+    assert "refused requests (99.9% at 2 users: 690 x 429)" in compute.sentence
+    assert "admission limit" in compute.sentence
+    calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
+    assert "refused" not in knees.compute_saturation(calm, "users").sentence
+
+
 def test_batch_slowdown_alone_is_not_waiting():
     table = vllm_table().iloc[:3].copy()
     waiting.add_wait(table)
