@@ -13,6 +13,7 @@ the run recorded a known one, else chat; `Analysis.profile_source` says which.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pandas as pd
@@ -92,6 +93,9 @@ class Analysis:
     """the profile's full objective (`goodput.objective_for`): what the goodput column counts"""
     workload: WorkloadView | None = None
     """the workload tables and the prefill line (`workload_view.py`)"""
+    planning_capacity: cap_mod.Capacity | None = None
+    """what replicas are planned on: `capacity`, or, when throughput fell past a peak inside the SLO's range,
+    that peak's load and throughput (saturation.peak_within_slo)"""
 
     @property
     def climbs(self) -> bool:
@@ -148,9 +152,12 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
     onset = knees.queueing_onset(judged, run.load_unit, tested)
     sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
                               tested=tested)
+    _drop, peak = saturation.peak_within_slo(table, capacity, run.load_unit)
+    planning = capacity if peak is None else dataclasses.replace(
+        capacity, load=float(peak["load"]), ok_rps=float(peak["ok_rps"]), out_tok_s=float(peak["out_tok_s"]))
     plan = None
     if target is not None and climbs(kind):
-        plan = cap_mod.plan_replicas(capacity, target.value, target.kind, run.load_unit, target.headroom)
+        plan = cap_mod.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
     breakdown = tiers.breakdown_table(run)
     fit_note = queueing.not_identifiable(judged, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind,
                                          tested)
@@ -165,7 +172,7 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
         phases=phase_frame,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
-        compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested),
+        compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested), planning_capacity=planning,
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
         objective=goodput.objective_for(profile), workload=workload_view(run),

@@ -13,6 +13,7 @@ from analysis import ending, health, queueing, ramps, ratelimit, saturation, tex
 from analysis.analyze import Analysis
 from analysis.document import Table
 from analysis.shape import NAMES
+from analysis.text import load_with_unit
 
 PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
                   "default": "the default; choose with --slo"}
@@ -23,11 +24,14 @@ def capacity_sentence(a: Analysis) -> str:
     if not a.climbs:
         return cap_mod.phase_verdict(a.table, a.profile) + source
     sentence = _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ")
-    if a.capacity.status == "beyond":  # the SLO held everywhere: say when more load did less work all the same
-        drop = saturation.throughput_drop(a.table[a.table["sent"] > 0].sort_values("load", kind="stable"),
-                                          a.run.load_unit)
-        if drop:
-            sentence += f" Within the SLO, but {drop}: plan on the load of the peak, not the highest load."
+    drop, peak = saturation.peak_within_slo(a.table, a.capacity, a.run.load_unit)
+    if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
+        where = f"{load_with_unit(peak['load'], a.run.load_unit)}, {peak['ok_rps']:.1f} req/s"
+        if a.capacity.status == "beyond":
+            sentence += f" Within the SLO, but {drop}: plan on the load of the peak ({where}), not the highest load."
+        else:
+            sentence += (f" But {drop}: plan on the load of the peak ({where}, within the SLO), not the capacity "
+                         "load.")
     return sentence + source
 
 
@@ -59,15 +63,22 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
     if quota:
         items.append(("Rate limit:", quota))
     lower = a.capacity.status == "beyond"
+    planned = a.planning_capacity or a.capacity
+    at_peak = planned is not a.capacity
     if a.plan is not None:
-        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity), "Replica plan ")))
+        peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
+        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity, peak_load), "Replica plan ")))
     elif a.climbs and a.capacity.status in ("within", "beyond"):
         usable = 1 - cap_mod.DEFAULT_HEADROOM
-        at_least = "at least " if lower else ""
-        items.append(("Per replica:", f"plan on {at_least}{a.capacity.ok_rps * usable:.1f} req/s "
-                      f"({at_least}{a.capacity.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
-                      f"deployment, {cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity"
-                      + (f"; a lower bound, since {cap_mod.nothing_broke(a.capacity.tiers)}" if lower else "")
+        at_least = "at least " if lower and not at_peak else ""
+        where = (f"{cap_mod.DEFAULT_HEADROOM:.0%} below its throughput at the peak "
+                 f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
+                 f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity")
+        items.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
+                      f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
+                      f"deployment, {where}"
+                      + (f"; a lower bound, since {cap_mod.nothing_broke(a.capacity.tiers)}"
+                         if lower and not at_peak else "")
                       + " (add --target-rps N to the report command for the replica count)."))
     if a.scenario_table is not None and len(a.scenario_table):
         items.append(("Scenarios:", a.scenario_sentence))

@@ -212,14 +212,16 @@ def plan_replicas(cap: Capacity, target: float, target_kind: str, load_unit: str
     return ReplicaPlan(target, target_kind, usable, headroom, replicas)
 
 
-def describe_plan(plan: ReplicaPlan, cap: Capacity) -> str:
+def describe_plan(plan: ReplicaPlan, cap: Capacity, peak_load: str = "") -> str:
+    """`peak_load` (e.g. '8 users'): the plan is on the throughput peak within the SLO, not the capacity point."""
     unit = TARGET_KINDS[plan.target_kind]
     if plan.replicas is None:
         return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
-    lower = cap.status == "beyond"
+    lower = cap.status == "beyond" and not peak_load
     extra = f" (capacity is a lower bound: {nothing_broke(cap.tiers)})" if lower else ""
     count = f"at most {plan.replicas}" if lower else str(plan.replicas)
     each = "at least " if lower else ""
+    below = f"its throughput at the peak, {peak_load}, within the SLO" if peak_load else "its SLO capacity"
     return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {count} replicas "
             f"of the tested deployment, each loaded to {each}{plan.per_replica:.1f} {unit} "
-            f"({plan.headroom:.0%} headroom below its SLO capacity){extra}.")
+            f"({plan.headroom:.0%} headroom below {below}){extra}.")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import ratelimit
+from analysis.capacity import Capacity
 from analysis.knees import KneePoint, shed_codes
 from analysis.text import load_with_unit
 
@@ -124,6 +125,24 @@ def throughput_drop(rows: pd.DataFrame, load_unit: str) -> str:
     return (f"throughput fell from {x[best]:.1f} req/s at {load_with_unit(hi['load'], load_unit)} to {x[i]:.1f} "
             f"at {load_with_unit(lo['load'], load_unit)} ({1 - x[i] / x[best]:.0%} below): the server degrades "
             "under overload")
+
+
+def peak_within_slo(table: pd.DataFrame, cap: Capacity, load_unit: str) -> tuple[str, pd.Series | None]:
+    """When throughput fell past a peak (`throughput_drop` over every tier) and that peak lies within the
+    SLO (nothing broke, or at or below the last tier within it) with more throughput than the capacity
+    point: the drop sentence and the peak tier; else ('', None). A degrading server does more work at the
+    peak's load than at its capacity load, at lower latency: plan on the peak."""
+    if cap.status not in ("within", "beyond"):
+        return "", None
+    rows = table[table["sent"] > 0].sort_values("load", kind="stable")
+    drop = throughput_drop(rows, load_unit)
+    if not drop:
+        return "", None
+    applied = rows[~rows["under_applied"].astype(bool)] if "under_applied" in rows else rows
+    peak = applied.loc[applied["ok_rps"].fillna(0.0).idxmax()]
+    if cap.status == "within" and (peak["load"] > cap.goodput_load or peak["ok_rps"] <= cap.ok_rps):
+        return "", None
+    return drop, peak
 
 
 def _queue_lead(top: pd.Series) -> str:

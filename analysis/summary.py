@@ -159,7 +159,8 @@ def summary(a: Analysis) -> dict:
         "replicas": None if plan is None else {"target": plan.target, "target_kind": plan.target_kind,
                                                "per_replica": plan.per_replica, "headroom": plan.headroom,
                                                "replicas": plan.replicas,
-                                               "upper_bound": a.capacity.status == "beyond"},
+                                               "upper_bound": a.capacity.status == "beyond"
+                                               and a.planning_capacity in (None, a.capacity)},
         "warnings": list(a.warnings), "gate": gate(a),
         **{k: v for k, v in optional.items() if v is not None},
     })

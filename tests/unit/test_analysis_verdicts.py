@@ -162,6 +162,27 @@ def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_
     assert "at least 1 user (" in capacity_sentence(run_of("prefill"))
 
 
+def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
+    """overload: the SLO breaks at 32 users, so the capacity interpolates to 18.7 users (27.3 req/s), past the
+    8-user peak (36.2 req/s): more work at less load. The sentence says so and replicas are planned on the peak."""
+    from analysis import capacity as cap_mod
+    from analysis.answer import answer_items, capacity_sentence
+
+    a = run_of("overload")
+    assert a.capacity.status == "within" and round(a.capacity.ok_rps, 1) == 27.3
+    sentence = capacity_sentence(a)
+    assert ("But throughput fell from 36.2 req/s at 8 users to 20.6 at 32 users (43% below): the server degrades "
+            "under overload: plan on the load of the peak (8 users, 36.2 req/s, within the SLO), not the capacity "
+            "load.") in sentence
+    planned = a.planning_capacity
+    assert planned is not None and (planned.load, round(planned.ok_rps, 1)) == (8.0, 36.2)
+    per_replica = dict(answer_items(a))["Per replica:"]
+    assert per_replica.startswith(f"plan on {planned.ok_rps * (1 - cap_mod.DEFAULT_HEADROOM):.1f} req/s")
+    assert "at the peak (8 users)" in per_replica
+    knee16 = run_of("knee16")  # no drop: planned on the capacity point, as before
+    assert knee16.planning_capacity is knee16.capacity
+
+
 def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():
     from analysis.saturation import throughput_drop
     table = pd.DataFrame({"load": [1.0, 2.0, 4.0], "ok": [20, 40, 34], "rate_window_s": 10.0,
