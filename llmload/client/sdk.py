@@ -155,9 +155,9 @@ class OpenAITransport:
         self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure,
                                                  headers, query, api_key_header)
         self.auth_omitted: dict = {"Authorization": openai.omit} if api_key_header else {}
+        """the SDK accepts a missing Authorization only when a request omits it explicitly"""
         self.started = False
         """has this user sent a request yet (the pool is shared: its first opens a connection)"""
-        """the SDK accepts a missing Authorization only when a request omits it explicitly"""
 
     def close(self) -> None:
         """The client is shared by the process's users: nothing to close per user."""
