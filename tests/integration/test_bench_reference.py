@@ -83,3 +83,14 @@ def test_table_puts_llmload_over_reference_ratios_after_each_stream_count():
     assert ratio["warm_ttft_err_p99_ms"] is None  # missing on both sides
     text = to_markdown(table)
     assert "| **2.5x** |" in text and "skipped: not installed" in text and "nan" not in text
+
+
+@pytest.mark.integration
+def test_the_gevent_floor_reads_answers_back_to_back_and_stops_by_itself(tmp_path):
+    with EmbeddedServer([*SERVER_ARGS[:2], "--prefill-base-ms", "5", "--decode-ms-per-token", "1",
+                         "--default-output-tokens", "10"]) as server:
+        done = subprocess.run([sys.executable, "bench/gevent_floor.py", "--port", str(server.port), "--streams", "2",
+                               "--seconds", "1", "--max-tokens", "10"], cwd=ROOT, timeout=30, check=True,
+                              capture_output=True, text=True)
+    reads = int(done.stdout.split()[1].rstrip(","))
+    assert reads >= 2 * 10  # at least one whole answer per stream (one read per chunk or fewer merged)
