@@ -7,7 +7,7 @@ ones stamping chunk arrival times - wakes late by about that much, so the lag is
 bound on how wrong the timestamps of this moment can be. Locust's own CPU warning fires
 only above 90 % of a core, every 10 s: far too coarse.
 
-Every second the window's lag max / p50, the process CPU % (psutil), the user count and
+Every second the window's lag max / p50 / p99, the process CPU % (psutil), the user count and
 the requests in flight become one health row (health.csv, per worker). `loop_lag_ms`
 (for sample rows) is the larger of the last full second's max and the current window's.
 
@@ -66,12 +66,12 @@ class LagWindow:
             self.max_ms, self.worst_cpu_ms = lag_ms, cpu_ms
         self.lags_ms.append(lag_ms)
 
-    def summary(self) -> tuple[float | None, float | None]:
-        """(max, p50) in ms, or (None, None) for an empty window."""
+    def summary(self) -> tuple[float | None, float | None, float | None]:
+        """(max, p50, p99) in ms, or (None, None, None) for an empty window."""
         if not self.lags_ms:
-            return None, None
+            return None, None, None
         ordered = sorted(self.lags_ms)
-        return ordered[-1], percentile(ordered, 50)
+        return ordered[-1], percentile(ordered, 50), percentile(ordered, 99)
 
 
 class HealthMonitor:
@@ -135,7 +135,7 @@ class HealthMonitor:
     def _report(self) -> None:
         users = self.users()
         self._freeze_when_steady(users)
-        lag_max, lag_p50 = self.window.summary()
+        lag_max, lag_p50, lag_p99 = self.window.summary()
         self.last_max_ms = lag_max or 0.0
         self.window_worst_cpu_ms = self.window.worst_cpu_ms
         lags_ms, self.window = self.window.lags_ms, LagWindow()
@@ -147,6 +147,7 @@ class HealthMonitor:
             "cpu_percent": cpu_percent, "users": users, "inflight": self.inflight(),
             "lag_cpu_ms": round(self.window_worst_cpu_ms, 3), "machine_cpu_percent": machine_cpu_percent,
             "host": HOST, "pid": os.getpid(),
+            "loop_lag_ms_p99": round(lag_p99, 3) if lag_p99 is not None else "",
         })
         change = self.overload.observe(lags_ms, cpu_percent, machine_cpu_percent)
         if change is not None and self.on_overload is not None:

@@ -16,10 +16,12 @@ def unfrozen():
 
 def test_lag_window_summary():
     window = LagWindow()
-    assert window.summary() == (None, None)
+    assert window.summary() == (None, None, None)
     for lag_ms in (0.5, 3.0, 1.0):
         window.add(lag_ms)
-    assert window.summary() == (3.0, 1.0)
+    lag_max, lag_p50, lag_p99 = window.summary()
+    assert (lag_max, lag_p50) == (3.0, 1.0)
+    assert lag_p99 == pytest.approx(2.96)  # interpolated between 1.0 and 3.0, as every percentile here
     assert window.max_ms == 3.0
 
 

@@ -121,10 +121,10 @@ def test_redacted_hides_the_key_only():
 
 def test_lag_window_summary():
     window = LagWindow()
-    assert window.summary() == (None, None)
+    assert window.summary() == (None, None, None)
     for lag in (0.1, 0.3, 5.0):
         window.add(lag)
-    assert window.summary() == (5.0, 0.3)
+    assert window.summary()[:2] == (5.0, 0.3)
 
 
 def test_key_like_strings_are_masked_in_error_details_and_hosts():
