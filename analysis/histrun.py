@@ -149,7 +149,10 @@ def _counts(table: pd.DataFrame, attempts: pd.DataFrame) -> None:
     shed = error.isin(("rate_limited", "stream_error", "retry_after_too_long")) | status.isin((429, 503))
     table["n_shed"] = measure["attempts"].where(shed & (error != ""), 0).groupby(
         measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
+    table["n_stream_error"] = measure["attempts"].where(error == "stream_error", 0).groupby(
+        measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
     sent = table["sent"].where(table["sent"] > 0)
+    table["shed_rate"] = (table["n_shed"] / sent).fillna(0.0)
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
     table["dropped"], table["drop_rate"] = 0, 0.0

@@ -115,3 +115,18 @@ def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, t
     assert "--ship rows" in by["goodput_rps"].why
     code, _out = cli("plots", str(hist_knee16))  # needs rows: one line on stderr
     assert code == 2
+
+
+def test_a_plateau_where_the_server_starts_refusing_reads_the_same_from_histograms(tmp_path):
+    """shed429 shipped as histograms: attempts.csv's counts give the tier's shed rate and codes, so compute
+    saturation names the admission limit as it does from samples.csv."""
+    from analysis import capacity as cap_mod
+    from analysis.histreport import analyze_hist
+
+    path = tmp_path / "shed429"
+    shutil.copytree(FIXTURES / "runs" / "shed429", path)
+    from_rows = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
+    fixture_histograms.as_histograms(path)
+    from_hists = analyze_hist(histrun.load_hist_run(path), cap_mod.PROFILES["chat"]).compute.sentence
+    assert "Above it the server refused requests (17.8% at 8 users: 32 x 429)" in from_rows
+    assert from_hists == from_rows
