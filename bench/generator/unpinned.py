@@ -8,7 +8,8 @@ every 10 ms), one client after the other, nothing pinned to a core and no priori
 - reference: `python -m bench.reference_client` (reference_client.py), the floor: a bare asyncio
   raw-socket client stamping every socket read;
 - llmload: `locust -f locustfile.py --headless -u C -r C -t 25s --host http://127.0.0.1:PORT/v1
-  --max-tokens 100 --run-dir DIR`, exactly as a new user runs it;
+  --max-tokens 100 --run-dir DIR`, as a new user runs it (through lag_locustfile.py: the default
+  locustfile's user, plus the health monitor's sleeps kept for the sleep lag column);
 - peers (peers.py): other tools, when installed in their own venvs.
 
 Figures per run (definitions in docs/benchmarks.md):
