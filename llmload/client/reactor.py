@@ -36,7 +36,6 @@ system without it the transport keeps the per-stream read (`available()` is Fals
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -82,8 +81,7 @@ class Stream:
 class Reactor:
     """The process's stream reader (`READER`); lives in the hub's thread, like every greenlet."""
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock
+    def __init__(self) -> None:
         self.streams: dict[int, Stream] = {}
         self._poll: Any = None
         self._running = False
