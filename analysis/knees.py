@@ -81,7 +81,7 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
     above = rows.iloc[i + 1:]
     text = (f"at {where}: throughput reached {x.iloc[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
             f"load (up to {load_with_unit(above['load'].max(), unit)}) added at most "
-            f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.{_refused_above(above.iloc[0], unit)}")
+            f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.{_refusing(at, above.iloc[0], unit)}")
     if i == 0:
         return KneePoint("below", float(at["load"]), int(at["tier"]), None, None,
                          text + " It is the lowest tier tested: saturation may come at a lower load.")
@@ -93,16 +93,17 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
                      f"{at['load']:g}{cross}.")
 
 
-def _refused_above(row: pd.Series, unit: str) -> str:
-    """When the tier right above the plateau's start already refused requests, the plateau may be the
-    server's admission limit (a gateway's rate limit: LiteLLM refused 99.9% at 2 users while its backend
-    had room), not its compute: say so, so "saturation at 1 user" is not read as a full engine."""
-    shed = float(row.get("shed_rate", 0.0) or 0.0)
-    if shed <= SHED_SHARE:
-        return ""
-    return (f" Above it the server refused requests ({shed:.1%} at {load_with_unit(row['load'], unit)}: "
-            f"{shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a rate limit or a "
-            "queue cap), which may sit below its compute limit.")
+def _refusing(at: pd.Series, above: pd.Series, unit: str) -> str:
+    """When the plateau's first tier, or the one right above it, already refused requests, the plateau may
+    be the server's admission limit (a gateway's rate limit: LiteLLM refused 99.9% at 2 users while its
+    backend had room), not its compute: say so, so "saturation at 1 user" is not read as a full engine."""
+    for row in (at, above):
+        shed = float(row.get("shed_rate", 0.0) or 0.0)
+        if shed > SHED_SHARE:
+            return (f" The server refused requests from {load_with_unit(row['load'], unit)} on ({shed:.1%} there: "
+                    f"{shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a rate "
+                    "limit or a queue cap), which may sit below its compute limit.")
+    return ""
 
 
 def shed_codes(row: pd.Series) -> str:

@@ -128,5 +128,5 @@ def test_a_plateau_where_the_server_starts_refusing_reads_the_same_from_histogra
     from_rows = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
     fixture_histograms.as_histograms(path)
     from_hists = analyze_hist(histrun.load_hist_run(path), cap_mod.PROFILES["chat"]).compute.sentence
-    assert "Above it the server refused requests (17.8% at 8 users: 32 x 429)" in from_rows
+    assert "The server refused requests from 8 users on (17.8% there: 32 x 429)" in from_rows
     assert from_hists == from_rows

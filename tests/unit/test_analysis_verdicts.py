@@ -70,10 +70,15 @@ def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit
                           "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0]})
     compute = knees.compute_saturation(table, "users")
     assert compute.load == 1.0
-    assert "refused requests (99.9% at 2 users: 690 x 429)" in compute.sentence
+    assert "refused requests from 2 users on (99.9% there: 690 x 429)" in compute.sentence
     assert "admission limit" in compute.sentence
     calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
     assert "refused" not in knees.compute_saturation(calm, "users").sentence
+    # the plateau's own tier already refusing (shed503: 29.9% of 503s at 8 users, the saturation tier) counts too
+    own = table.assign(ok_rps=[1.0, 2.1, 2.1], ok=[30, 500, 500], shed_rate=[0.0, 0.3, 0.5],
+                       n_429=0, n_503=[0, 210, 400])
+    sentence = knees.compute_saturation(own, "users").sentence
+    assert sentence.startswith("at 2 users") and "refused requests from 2 users on (30.0% there: 210 x 503)" in sentence
 
 
 def test_batch_slowdown_alone_is_not_waiting():
