@@ -20,11 +20,17 @@ from llmload.contract import TIERS_APPLIED_COLUMNS
 from llmload.contract import TIERS_COLUMNS as COLUMNS
 from llmload.run.timeline import Tier
 
+_INSTANTS = ("start_s", "end_s")
+"""unix times, written to the µs: at ms precision a request sent within 0.5 ms of a tier's edge read as on the
+other side of it (samples.csv stamps tier and phase from the exact time)"""
+
 
 def _cell(value: object, column: str) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
+        if column in _INSTANTS:  # as samples.csv's ts_start_s: a row's tier and phase re-read from here agree
+            return f"{value:.6f}"
         return f"{value:.3f}" if column.endswith("_s") else f"{value:g}"
     return str(value)
 

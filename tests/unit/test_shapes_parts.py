@@ -71,17 +71,17 @@ def test_tiers_csv_is_complete_after_every_change(tmp_path):
     w = TiersCsv(tmp_path / "run" / "tiers.csv")
     w.begin(Tier(1, 1000.0, 2.0, target_users=1))
     rows = read_rows(w.path)
-    assert rows == [{"tier": "1", "start_s": "1000.000", "end_s": "", "target_users": "1", "target_rps": "",
+    assert rows == [{"tier": "1", "start_s": "1000.000000", "end_s": "", "target_users": "1", "target_rps": "",
                      "warmup_s": "2.000", "dropped": "", "users_min": "", "users_mean": "", "users_max": "",
                      "workers_min": "", "workers_max": ""}]
     w.end(1010.0)
     w.begin(Tier(2, 1010.0, 2.0, target_rps=4.0))
     rows = read_rows(w.path)
-    assert [r["end_s"] for r in rows] == ["1010.000", ""]  # a killed run: last end_s empty
+    assert [r["end_s"] for r in rows] == ["1010.000000", ""]  # a killed run: last end_s empty
     w.end(1020.5, dropped=3)
     w.end(1030.0)  # no-op once ended
     rows = read_rows(w.path)
-    assert rows[-1]["end_s"] == "1020.500" and rows[-1]["dropped"] == "3" and rows[-1]["target_rps"] == "4"
+    assert rows[-1]["end_s"] == "1020.500000" and rows[-1]["dropped"] == "3" and rows[-1]["target_rps"] == "4"
     assert [p.name for p in w.path.parent.iterdir()] == ["tiers.csv"]
 
 
