@@ -38,33 +38,45 @@ class StreamBuilder:
         self.saw_done = False
         self.error_event: dict | None = None
 
-    def feed(self, t: float, line: bytes) -> bool:
-        """One line read at time `t`; True once the stream is over ([DONE] or error event).
+    def feed(self, t: float, lines: bytes) -> bool:
+        """The SSE lines of one read (one line or a block of them, `\\n`-separated), read at time `t`;
+        True once the stream is over ([DONE] or an error event: the lines after it are not looked at).
 
-        Raises sse.MalformedChunk for a data line that is not a JSON chunk.
+        Raises sse.MalformedChunk for a data line that is not a JSON chunk. One call per read, the
+        line parsing inlined (`sse.parse_line` does the same for one line): this runs for every
+        chunk of every stream, in the reactor's pass.
         """
-        chunk = sse.parse_line(line)
-        if chunk is None:
-            return False
-        if isinstance(chunk, str):  # sse.DONE
-            self.saw_done = True
-            return True
-        if chunk.error is not None:
-            self.error_event = chunk.error
-            return True
-        content = chunk.content
-        reasoning = chunk.reasoning
-        self.timing.chunk(t, bool(content), bool(reasoning))
-        if content:
-            self.parts.append(content)
-        if reasoning:
-            self.parts.append(reasoning)
-        if chunk.usage:
-            self.usage = chunk.usage
-        if chunk.model and not self.model:
-            self.model = chunk.model
-        if chunk.finish_reason:
-            self.finish_reason = chunk.finish_reason
+        timing = self.timing
+        for line in lines.split(b"\n"):
+            if not line.startswith(b"data:"):
+                continue  # blank separator, ': comment', event:/id:/retry: fields
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                self.saw_done = True
+                return True
+            if not payload:
+                continue
+            content, reasoning, finish_reason, usage, model, error = sse.chunk_fields(sse.payload_object(payload))
+            if error is not None:
+                self.error_event = error
+                return True
+            timing.t_last = t  # StreamTiming.chunk, inlined
+            if content or reasoning:
+                timing.text_times.append(t)
+                if content:
+                    self.parts.append(content)
+                    if timing.t_first_content is None:
+                        timing.t_first_content = t
+                if reasoning:
+                    self.parts.append(reasoning)
+                    if timing.t_first_reasoning is None:
+                        timing.t_first_reasoning = t
+            if usage:
+                self.usage = usage
+            if model and not self.model:
+                self.model = model
+            if finish_reason:
+                self.finish_reason = finish_reason
         return False
 
     def feed_answer(self, t: float, raw: bytes, embeddings: bool = False) -> None:

@@ -40,6 +40,8 @@ SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("@ll")
 """struct timespec of SO_TIMESTAMPNS_OLD: native longs (seconds, nanoseconds)"""
 _ANC_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if sys.platform == "linux" else 0
+_unpack = _TIMESPEC.unpack_from
+_perf_counter, _real_time, _SOL_SOCKET = time.perf_counter, time.time, socket.SOL_SOCKET
 MAX_AGE_S = 5.0
 """a stamp older than this at the read is not believed (a stepped real-time clock)"""
 
@@ -58,14 +60,16 @@ def enable(sock: Any) -> bool:
 def recv(raw: Any, size: int) -> tuple[bytes, float]:
     """Read up to `size` bytes from the non-blocking `raw` socket: (data, arrival time on perf_counter).
 
-    Raises BlockingIOError when nothing is there, like `recv`.
+    Raises BlockingIOError when nothing is there, like `recv`. (It runs for every chunk: the
+    module's names are bound once, and only the one option this module turns on is looked for.)
     """
     data, ancillary, _flags, _address = raw.recvmsg(size, _ANC_BYTES)
-    now = time.perf_counter()
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
-            seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
-            age_s = time.time() - (seconds + nanoseconds * 1e-9)
+    now = _perf_counter()
+    if ancillary:
+        level, kind, payload = ancillary[0]
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(payload) >= _TIMESPEC.size:
+            seconds, nanoseconds = _unpack(payload)
+            age_s = _real_time() - seconds - nanoseconds * 1e-9
             if 0.0 <= age_s <= MAX_AGE_S:
                 return data, now - age_s
     return data, now

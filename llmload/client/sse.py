@@ -74,12 +74,12 @@ class Chunk:
 
 
 def feed_blocks(pending: list[tuple[float, bytes]], feed: Callable[[float, bytes], bool]) -> bool:
-    """Feed stashed (read time, block of lines) in order; True once the stream is over."""
+    """Feed stashed (read time, block of lines) in order, a block per call (`StreamBuilder.feed`);
+    True once the stream is over."""
     try:
         for t, block in pending:
-            for line in block.split(b"\n"):
-                if line and feed(t, line):
-                    return True
+            if feed(t, block):
+                return True
     except MalformedChunk as exc:
         exc.read_time_s = t  # the attempt failed when the bad chunk arrived, not when it was parsed
         raise
@@ -97,13 +97,18 @@ def parse_line(line: bytes) -> Chunk | str | None:
         return DONE
     if not payload:
         return None
+    return Chunk(*chunk_fields(payload_object(payload)))
+
+
+def payload_object(payload: bytes) -> dict:
+    """A `data:` line's JSON payload -> its object; MalformedChunk when it is not a JSON object."""
     try:
         obj = _fast_loads(payload) if _fast_loads is not None else _std_loads(payload)
     except ValueError:
         obj = _std_loads(payload)
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise MalformedChunk(f"chunk is not a JSON object: {payload[:80]!r}")
-    return chunk_from_obj(obj)
+    return obj
 
 
 def _std_loads(payload: bytes) -> object:
@@ -119,30 +124,33 @@ def _std_loads(payload: bytes) -> object:
 
 def chunk_from_obj(obj: dict) -> Chunk:
     """Fold a decoded chunk object (chat or completions shape) into a Chunk."""
-    chunk = Chunk(model=obj.get("model"), usage=obj.get("usage"))
+    return Chunk(*chunk_fields(obj))
+
+
+def chunk_fields(obj: dict) -> tuple[str, str, str | None, dict | None, str | None, dict | None]:
+    """A decoded chunk object's (content, reasoning, finish_reason, usage, model, error): a Chunk's
+    fields in order, as a tuple (this runs once per chunk: no object built on the hot path)."""
     error = obj.get("error")
     if error is not None:
-        chunk.error = error if isinstance(error, dict) else {"message": str(error)}
-        return chunk
+        return "", "", None, obj.get("usage"), obj.get("model"), \
+            error if isinstance(error, dict) else {"message": str(error)}
     choices = obj.get("choices")
-    if choices:
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            raise MalformedChunk(f"choices[0] is not an object: {choice!r:.80}")
-        chunk.finish_reason = choice.get("finish_reason")
-        delta = choice.get("delta")
-        if isinstance(delta, dict):  # inlined _fold_message: this runs once per chunk
-            content = delta.get("content") or ""
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-            if not content and not reasoning:
-                calls = delta.get("tool_calls")
-                if calls:
-                    content = tool_call_text(calls)
-            chunk.content = content
-            chunk.reasoning = reasoning
-        else:
-            chunk.content = choice.get("text") or ""
-    return chunk
+    if not choices:
+        return "", "", None, obj.get("usage"), obj.get("model"), None
+    choice = choices[0]
+    if type(choice) is not dict:
+        raise MalformedChunk(f"choices[0] is not an object: {choice!r:.80}")
+    delta = choice.get("delta")
+    if type(delta) is dict:  # inlined _fold_message: this runs once per chunk
+        content = delta.get("content") or ""
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+        if not content and not reasoning:
+            calls = delta.get("tool_calls")
+            if calls:
+                content = tool_call_text(calls)
+    else:
+        content, reasoning = choice.get("text") or "", ""
+    return content, reasoning, choice.get("finish_reason"), obj.get("usage"), obj.get("model"), None
 
 
 def _fold_message(chunk: Chunk, message: dict) -> None:
