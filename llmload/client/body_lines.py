@@ -30,7 +30,7 @@ def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tup
     before it in `pending`, for the attempt to decode on its way out.
     """
     body = ghc_compat.body_buffer(resp)
-    parse = resp.feed
+    parse = ghc_compat.parser_feed(resp)
 
     def consume(t: float, data: bytes) -> bool:  # every read of the stream: keep it lean
         try:

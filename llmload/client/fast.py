@@ -168,6 +168,7 @@ class FastTransport:
         first = attempt.first
         text_times = timing.text_times
         body = ghc_compat.body_buffer(resp)
+        ghc_compat.direct_body(resp)
         sock = ghc_compat.response_socket(resp)
         raw = None  # plain TCP on the perf_counter clock: read with the kernel's arrival times
         if sock is not None:

@@ -6,7 +6,12 @@ The fast transport needs what the public API does not offer:
 - a response's de-chunked body buffer (`HTTPSocketPoolResponse._body_buffer`) and its socket
   (`._sock`), so every `recv` is stamped at the read instead of after 1 KiB is buffered;
 - gevent's own wait-until-readable of that socket (`sock._wait(sock._read_event)`).
-- whether the pool holds a kept-alive connection (`._socket_queue`), for the start gate.
+- whether the pool holds a kept-alive connection (`._socket_queue`), for the start gate;
+- the C parser's own `feed` (`geventhttpclient._parser.HTTPResponseParser.feed`), which the
+  reactor calls for every read without `HTTPResponse.feed`'s Python frame (that frame only mends
+  a HEAD answer that carries a body: never a streamed POST);
+- the parser's body callback (`_on_body`, looked up on the instance for every body piece), set to
+  the body buffer's own `extend` (`direct_body`): no Python frame per piece.
 `tests/unit/test_compat.py` fails when any of these stops existing.
 """
 
@@ -15,7 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from geventhttpclient._parser import HTTPResponseParser
+
 CHECKED_VERSION = "2.6.1"
+
+_parser_feed: Any = HTTPResponseParser.feed
 
 
 def wrap_socket_factory(client: Any, wrap: Callable[[Callable[[], Any]], Callable[[], Any]]) -> None:
@@ -62,3 +71,15 @@ def set_tcp_socket_factory(client: Any, factory: Callable[[int, int, int], Any])
 def has_kept_connection(client: Any) -> bool:
     """Does the client's pool hold a kept-alive connection (the next request may reuse it)?"""
     return not client._connection_pool._socket_queue.empty()
+
+
+def parser_feed(resp: Any) -> Callable[[bytes], None]:
+    """`resp.feed` without its Python wrapper: the C parser's feed bound to `resp` (no Python frame
+    per call; raises HTTPParseError alike)."""
+    return _parser_feed.__get__(resp)
+
+
+def direct_body(resp: Any) -> None:
+    """Let the parser append body pieces to the body buffer itself (`bytearray.extend`, C) instead of
+    through `HTTPResponse._on_body`'s Python frame (`self._body_buffer += buf`: the same bytes)."""
+    resp._on_body = resp._body_buffer.extend

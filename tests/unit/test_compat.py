@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import gevent
 import locust.main
 import locust.stats
+import pytest
 from locust import User, task
 from locust.env import Environment
 from locust.event import Events
@@ -162,3 +163,26 @@ def test_runner_stop_still_walks_the_stack_and_the_warm_up_maps_every_module():
     with_files = {name for name, module in sys.modules.copy().items()
                   if inspect.ismodule(module) and getattr(module, "__file__", None)}
     assert with_files <= set(inspect._filesbymodname)  # what getmodule would otherwise walk at stop
+
+
+def test_the_c_parsers_feed_does_what_the_responses_feed_does():
+    """The reactor feeds each read to the C parser directly (ghc_compat.parser_feed), which appends the
+    body to the buffer directly (direct_body): the same body, the same end of message, the same error
+    when the connection closes mid-message."""
+    from geventhttpclient.response import HTTPParseError, HTTPResponse
+
+    wire = [b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n", b"6\r\ndata: ", b"\r\n4\r\nx\n\n\n\r\n",
+            b"0\r\n\r\n"]
+    ours, theirs = HTTPResponse(method="POST"), HTTPResponse(method="POST")
+    ghc_compat.direct_body(ours)  # and the body pieces appended by the buffer's own extend
+    feed = ghc_compat.parser_feed(ours)
+    for part in wire:
+        feed(part)
+        theirs.feed(part)
+        assert ghc_compat.body_buffer(ours) == ghc_compat.body_buffer(theirs)
+        assert ours.message_complete == theirs.message_complete
+    assert ours.message_complete and bytes(ghc_compat.body_buffer(ours)) == b"data: x\n\n\n"
+    cut = HTTPResponse(method="POST")
+    ghc_compat.parser_feed(cut)(wire[0] + wire[1])
+    with pytest.raises(HTTPParseError):
+        ghc_compat.parser_feed(cut)(b"")  # the peer closed inside a chunk
