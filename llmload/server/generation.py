@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from llmload.server import wire
+from llmload.server import timers, wire
 from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.engine import QueueFull, Sequence
 from llmload.server.faults import Faults
@@ -160,6 +160,10 @@ class Generation:
 
     def step(self) -> None:
         if self.finished:
+            return
+        again = timers.again_if_early(self.app.loop, self.due_s, self.app.clock(), self.step)
+        if again is not None:  # the timer fired before the token was due (uvloop's millisecond grain)
+            self.timer = again
             return
         seq, conn = self.seq, self.req.conn
         first = seq.generated == 0

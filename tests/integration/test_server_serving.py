@@ -209,3 +209,19 @@ def test_every_answer_carries_the_quota_left(embedded_server):
     refilled = int((time.monotonic() - started) * refill_per_s) + 1
     left = int(err.value.response.headers["x-ratelimit-remaining-tokens"])
     assert before <= left <= 970 + refilled  # a refusal takes nothing
+
+
+def test_no_token_goes_out_before_it_is_due(embedded_server):
+    """uvloop's timers have a millisecond grain and may fire up to 1.5 ms early: the exact server waits
+    again rather than send early (server/timers.py), so its TTFT is never below the prefill it promised."""
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "7.3", "--decode-ms-per-token", "1.7",
+                             "--default-output-tokens", "3")
+    with cf.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: timed_stream(server, BODY, f"due-{i}"), range(48)))
+    assert all(status == 200 for _, _, status, _ in answers)
+    rows = [r for r in truth_rows(server) if r["request_id"].startswith("due-")]
+    assert len(rows) == 48
+    early_ms = [(float(r["first_byte_due_s"]) - float(r["first_byte_s"])) * 1000 for r in rows]
+    assert max(early_ms) <= 0.0, sorted(early_ms)[-5:]  # sent at or after its due time, every one
+    ttfts_ms = [(float(r["first_byte_s"]) - float(r["arrival_s"])) * 1000 for r in rows]
+    assert min(ttfts_ms) >= 7.3

@@ -99,3 +99,21 @@ def test_burst_window_caps_the_bucket():
     limiter = RateLimiter(rpm=60, tpm=0, now_s=0.0, burst_s=5)  # 1 request/s, at most 5 at once
     assert sum(limiter.take(1, now_s=0.0).allowed for _ in range(10)) == 5
     assert sum(limiter.take(1, now_s=100.0).allowed for _ in range(10)) == 5  # refills to 5, not 60
+
+
+def test_a_timer_that_fires_early_is_set_again_past_its_due_time():
+    import asyncio
+
+    from llmload.server import timers
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert timers.again_if_early(loop, due_s=10.0, now_s=10.0, callback=lambda: None) is None  # due
+        assert timers.again_if_early(loop, due_s=10.0, now_s=10.00001, callback=lambda: None) is None  # late
+        assert timers.again_if_early(loop, due_s=10.0, now_s=9.99999, callback=lambda: None) is None  # 10 µs: on time
+        handle = timers.again_if_early(loop, due_s=10.0, now_s=9.999, callback=lambda: None)  # 1 ms early
+        assert handle is not None
+        assert handle.when() - loop.time() >= 0.001 + timers.TIMER_GRAIN_S - 0.0005  # the time left + the grain
+        handle.cancel()
+    finally:
+        loop.close()
