@@ -137,6 +137,8 @@ def to_markdown(table: list[dict]) -> str:
 def run_ladder(results_dir: Path, streams: int = STREAMS, seconds: float = SECONDS, rounds: int = ROUNDS,
                warm_s: float = WARM_S, cool_s: float = COOL_S) -> dict:
     """Every rung, `rounds` times in turn; writes generator_ladder.json / .md; returns the result."""
+    if seconds != int(seconds):
+        raise SystemExit(f"--seconds must be whole seconds (Locust's --run-time), got {seconds:g}")
     if seconds <= warm_s + cool_s:
         raise SystemExit(f"--seconds must be more than {warm_s + cool_s:g} (the window leaves out the first "
                          f"{warm_s:g} s and the last {cool_s:g} s)")

@@ -86,11 +86,32 @@ def test_table_puts_llmload_over_reference_ratios_after_each_stream_count():
 
 
 @pytest.mark.integration
-def test_the_gevent_floor_reads_answers_back_to_back_and_stops_by_itself(tmp_path):
+@pytest.mark.parametrize("reader", ["gevent", "reactor", "decode"])
+def test_the_gevent_floor_reads_answers_back_to_back_and_stops_by_itself(tmp_path, reader):
+    truth_path = tmp_path / "truth.csv"
     with EmbeddedServer([*SERVER_ARGS[:2], "--prefill-base-ms", "5", "--decode-ms-per-token", "1",
-                         "--default-output-tokens", "10"]) as server:
+                         "--default-output-tokens", "10", "--truth-log", str(truth_path)]) as server:
         done = subprocess.run([sys.executable, "bench/gevent_floor.py", "--port", str(server.port), "--streams", "2",
-                               "--seconds", "1", "--max-tokens", "10"], cwd=ROOT, timeout=30, check=True,
-                              capture_output=True, text=True)
+                               "--seconds", "1", "--max-tokens", "10", "--reader", reader], cwd=ROOT, timeout=30,
+                              check=True, capture_output=True, text=True)
     reads = int(done.stdout.split()[1].rstrip(","))
-    assert reads >= 2 * 10  # at least one whole answer per stream (one read per chunk or fewer merged)
+    answered = read_truth(truth_path)
+    assert len(answered) >= 2  # at least one whole answer per stream
+    if reader == "decode":  # the count is the text chunks decoded: every answer's 10 (the last may be cut)
+        assert 10 * (len(answered) - 2) <= reads <= 10 * len(answered)
+    else:
+        assert reads >= 10 * 2  # one read per chunk, or fewer when chunks merged
+
+
+@pytest.mark.integration
+def test_the_cpu_ladder_runs_every_rung_and_writes_its_table(tmp_path):
+    from bench.generator.ladder import RUNGS, run_ladder
+
+    result = run_ladder(tmp_path, streams=2, seconds=4, rounds=1, warm_s=1.5, cool_s=0.3)
+    assert [run["rung"] for run in result["runs"]] == list(RUNGS)
+    for run in result["runs"]:  # every rung ran to its end and was measured
+        assert run["returncode"] == 0 and run["chunks"] > 0 and run["cpu_us_per_chunk"] > 0, run
+    assert [row["runs"] for row in result["table"]] == [1, 1, 1, 1]
+    text = (tmp_path / "generator_ladder.md").read_text()
+    assert "| llmload | 1 |" in text and "nan" not in text
+    assert (tmp_path / "generator_ladder.json").exists()
