@@ -142,6 +142,10 @@ def _broken(row: pd.Series, profile: SloProfile) -> list[tuple[str, str, float]]
     if row["rate_429"] > profile.max_429_rate:
         out.append((f"429 rate {row['rate_429']:.1%} > {profile.max_429_rate:.1%}", "rate_429",
                     profile.max_429_rate))
+    if row.get("refused_load_share", 0.0) > profile.max_429_rate:  # users parked on a refusal (concurrency.py)
+        out.append((f"{int(row['parked_refused'])} of the {row['load_target']:g} users asked refused "
+                    f"({row['parked_codes']}) and idle through the measure window", "refused_load_share",
+                    profile.max_429_rate))
     return out
 
 

@@ -65,6 +65,35 @@ def add_effective(table: pd.DataFrame, run: Run) -> None:
     under = closed & (table["sent"] > 0) & (table["applied_users"] < UNDER_APPLIED * table["load"])
     table["under_applied"] = under
     table.loc[under, "load"] = table.loc[under, "applied_users"].round(1)
+    parked = {tier: parked_after_refusal(run, tier) for tier in table.index[under]}
+    table["parked_refused"] = [parked[t][0] if t in parked else 0 for t in table.index]
+    table["parked_codes"] = [parked[t][1] if t in parked else "" for t in table.index]
+    table["parked_retry_after_s"] = [parked[t][2] if t in parked else np.nan for t in table.index]
+    table["refused_load_share"] = (table["parked_refused"] / table["load_target"].where(table["load_target"] > 0)) \
+        .fillna(0.0)
+
+
+def parked_after_refusal(run: Run, tier_no: int) -> tuple[int, str, float]:
+    """Users of a tier that sent nothing in its measure window because the server refused them: their
+    last attempt before the window was a 429 or a 503 whose Retry-After reached into the window.
+    (count, '2 x 429', the longest Retry-After in s)."""
+    samples = run.samples
+    tier = run.tiers.set_index("tier").loc[tier_no]
+    lo, hi = float(tier["measure_start_s"]), float(tier["end_s"])
+    start = samples["ts_start_s"].to_numpy()
+    done = completions(samples)
+    who = (samples["worker"].astype(str) + "/" + samples["user"].astype(str)).to_numpy()
+    active = set(who[(start < hi) & (done >= lo)])
+    before = samples[done < lo].assign(_who=who[done < lo], _done=done[done < lo])
+    last = before.sort_values("ts_start_s", kind="stable").groupby("_who").tail(1)
+    refused = (last["status"] == 429) | (last["status"] == 503) | (last["error"] == "rate_limited")
+    waits_into = last["_done"] + last["retry_after_s"].astype(float) >= lo
+    parked = last[refused & waits_into & ~last["_who"].isin(active)]
+    if parked.empty:
+        return 0, "", np.nan
+    codes = parked["status"].where(parked["status"] > 0, 429).astype(int).value_counts().sort_index()
+    text = ", ".join(f"{n} x {code}" for code, n in codes.items())
+    return len(parked), text, float(parked["retry_after_s"].max())
 
 
 def notes(table: pd.DataFrame) -> list[str]:

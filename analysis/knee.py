@@ -79,16 +79,19 @@ def find_knee(table: pd.DataFrame, open_loop: bool = False) -> Knee:
     refused = shed / rows["sent"].where(rows["sent"] > 0)
     dropped = rows.get("drop_rate", 0.0)
     reject = dropped + (1.0 - dropped) * refused.fillna(0.0)
+    parked = rows["refused_load_share"] if "refused_load_share" in rows else pd.Series(0.0, index=rows.index)
     gain = rows["ok_rps"].diff() / rows["load"].diff()
     gain_ratio = gain / slope0
     collapsed = gain_ratio < GAIN_FRACTION
-    past = (left_band | (reject > REJECT_LIMIT)) & collapsed
+    past = (left_band | (reject > REJECT_LIMIT) | (parked > REJECT_LIMIT)) & collapsed
     past.iloc[0] = False
     evidence = pd.DataFrame({
         "tier": rows["tier"], "load": rows["load"], "ttft_p99_ms": rows["ttft_p99_ms"],
         "ttft_p99_ci_lo_ms": rows["ttft_p99_ci_lo_ms"], "ttft_p99_ci_hi_ms": rows["ttft_p99_ci_hi_ms"],
         "left_band": left_band, "reject_rate": reject.fillna(0.0), "drop_rate": dropped, "ok_rps": rows["ok_rps"],
-        "gain": gain, "gain_ratio": gain_ratio, "past_knee": past,
+        "gain": gain, "gain_ratio": gain_ratio, "past_knee": past, "parked_share": parked,
+        "parked_refused": rows.get("parked_refused", 0), "load_target": rows.get("load_target", rows["load"]),
+        "parked_codes": rows.get("parked_codes", ""),
     })
     hits = np.flatnonzero(past.to_numpy())
     if len(hits) == 0:
@@ -121,10 +124,17 @@ def describe(knee: Knee, load_unit: str) -> str:
             why.append(f"{past['reject_rate'] - dropped:.0%} of requests were rejected (429/503)")
         if dropped:
             why.append(f"{dropped:.0%} of arrivals were dropped at the in-flight cap (the server did not keep up)")
+    if past["parked_share"] > REJECT_LIMIT:
+        why.append(f"{int(past['parked_refused'])} of the {past['load_target']:g} users asked were refused "
+                   f"({past['parked_codes']}) and sent nothing in its measure window")
     first_tier = knee.knee_tier == int(ev.iloc[0]["tier"])
+    load = load_with_unit(past["load"], load_unit)
+    if past["load_target"] > past["load"]:
+        load = f"{load_with_unit(past['load_target'], load_unit)} asked ({past['load']:g} applied)"
+    gained = (f"throughput gained only {_no_negative_zero(past['gain_ratio']):.0%} of the initial per-unit slope"
+              if math.isfinite(past["gain_ratio"]) else "the load applied did not grow")
     text = (f"Knee at {load_with_unit(knee.knee_load, load_unit)} (tier {knee.knee_tier}). At the next tier, "
-            f"{load_with_unit(past['load'], load_unit)}, " + " and ".join(why) + f", while throughput gained only "
-            f"{_no_negative_zero(past['gain_ratio']):.0%} of the initial per-unit slope ({past['ok_rps']:.1f} req/s).")
+            f"{load}, " + " and ".join(why) + f", while {gained} ({past['ok_rps']:.1f} req/s).")
     at_knee = ev[ev["tier"] == knee.knee_tier].iloc[0]
     if at_knee["reject_rate"] > REJECT_LIMIT:
         text += (f" The knee tier itself already had {at_knee['reject_rate']:.0%} of its requests rejected or "

@@ -80,7 +80,7 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
                          f"not reached: throughput still grew up to {where}, {x_max:.1f} req/s. Test higher loads.")
     above = rows.iloc[i + 1:]
     text = (f"at {where}: throughput reached {x.iloc[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
-            f"load (up to {load_with_unit(above['load'].max(), unit)}) added at most "
+            f"load (up to {_most(above, unit)}) added at most "
             f"{max(0.0, above['ok_rps'].max() / x.iloc[i] - 1):.0%}.{_refusing(at, above.iloc[0], unit)}")
     if i == 0:
         return KneePoint("below", float(at["load"]), int(at["tier"]), None, None,
@@ -93,11 +93,24 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
                      f"{at['load']:g}{cross}.")
 
 
+def _most(above: pd.Series, unit: str) -> str:
+    """The most load tested above the plateau: '4 users', or '4 users asked, 2 applied' (an under-applied tier)."""
+    top = above.loc[above["load"].idxmax()]
+    if bool(top.get("under_applied", False)) and top["load_target"] > top["load"]:
+        return f"{load_with_unit(top['load_target'], unit)} asked, {top['load']:g} applied"
+    return load_with_unit(top["load"], unit)
+
+
 def _refusing(at: pd.Series, above: pd.Series, unit: str) -> str:
     """When the plateau's first tier, or the one right above it, already refused requests, the plateau may
     be the server's admission limit (a gateway's rate limit: LiteLLM refused 99.9% at 2 users while its
     backend had room), not its compute: say so, so "saturation at 1 user" is not read as a full engine."""
     for row in (at, above):
+        if row.get("parked_refused", 0):
+            return (f" The server refused {int(row['parked_refused'])} of the {row['load_target']:g} users asked at "
+                    f"tier {int(row['tier'])} ({row['parked_codes']}, Retry-After up to "
+                    f"{row['parked_retry_after_s']:g} s): the plateau is where it starts refusing, an admission "
+                    "limit (a rate limit or a concurrency cap), which may sit below its compute limit.")
         shed = float(row.get("shed_rate", 0.0) or 0.0)
         if shed > SHED_SHARE:
             return (f" The server refused requests from {load_with_unit(row['load'], unit)} on ({shed:.1%} there: "

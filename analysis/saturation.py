@@ -9,12 +9,17 @@ or *other* (5xx other than 503, broken streams, protocol errors). Rows, first ma
 |---|------------------------------------------------------------|-------------------|
 | 1 | no request measured anywhere                               | cannot tell       |
 | 2 | at least MAJORITY of its requests timed out                | times out         |
-| 3 | more than REJECT_LIMIT shed                                | sheds (+ queues when its requests also waited) |
+| 3 | more than REJECT_LIMIT shed, or users refused and parked   | sheds (+ queues when its requests also waited) |
 | 4 | its requests waited (`waiting.py`; open loop: dropped)     | queues            |
 | 5 | more than REJECT_LIMIT timed out or failed otherwise       | fails             |
 | 6 | only one load level and no server queue metric             | cannot tell       |
 | 7 | throughput dropped past the plateau (below)                | degrades          |
 | 8 | otherwise                                                  | not saturated     |
+
+*Parked*: users of the highest tier that sent nothing in its measure window because their last attempt
+was refused with a Retry-After reaching into it (`concurrency.parked_after_refusal`; the tier's load is
+then the users applied). The server refused that load, even when no refusal fell inside the window:
+the sentence names the load asked, the users refused and the Retry-After.
 
 *Throughput dropped*: a tier above the best one (by load) has successful req/s at least DROP_SHARE
 (15 %) below the best tier's, and the gap exceeds NOISE_Z (3) standard deviations of the two rates
@@ -79,6 +84,10 @@ def classify(table: pd.DataFrame, onset: KneePoint, compute: KneePoint, load_uni
                           f"({top['timeout_rate']:.1%}) hit the client timeout and {int(top['ok'])} succeeded; "
                           "the server neither answered in time nor refused" + _tail(top, "timeout") + fell + ".", 2)
     waits = bool(top["waits"])
+    if top.get("parked_refused", 0):
+        text = f"{_parked(top, load_unit)}; and it queues: {_wait(top, onset)}" if waits \
+            else _parked(top, load_unit) + _accepted(top)
+        return Saturation("queues and sheds" if waits else "sheds", tier, text + _tail(top, "") + fell + ".", 3)
     if top["shed_rate"] > REJECT_LIMIT:
         text = f"{where} it sheds load: {top['shed_rate']:.1%} of requests refused ({shed_codes(top)}), " \
                f"{ratelimit.hint_text(top)}"
@@ -143,6 +152,17 @@ def peak_within_slo(table: pd.DataFrame, cap: Capacity, load_unit: str) -> tuple
     if cap.status == "within" and (peak["load"] > cap.goodput_load or peak["ok_rps"] <= cap.ok_rps):
         return "", None
     return drop, peak
+
+
+def _parked(top: pd.Series, load_unit: str) -> str:
+    """The highest tier's load was refused before its measure window: users parked on a Retry-After."""
+    refused, asked = int(top["parked_refused"]), top["load_target"]
+    shed = f", and {top['shed_rate']:.1%} of the requests sent in it ({shed_codes(top)})" \
+        if top["shed_rate"] > 0 else ""
+    return (f"At the highest load asked ({load_with_unit(asked, load_unit)}, tier {int(top['tier'])}) it sheds load: "
+            f"it refused {refused} of the {asked:g} users ({top['parked_codes']}, Retry-After up to "
+            f"{top['parked_retry_after_s']:g} s), who sent nothing in the tier's measure window{shed}; only "
+            f"{load_with_unit(top['load'], load_unit)} were applied")
 
 
 def _queue_lead(top: pd.Series) -> str:

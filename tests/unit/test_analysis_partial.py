@@ -73,9 +73,30 @@ def test_users_parked_in_retry_after_are_not_credited_as_load():
     top = a.table.iloc[-1]
     assert bool(top["under_applied"]) and top["load_target"] == 4 and top["load"] == 2
     assert a.capacity.load == 2.0
-    assert "at least 2 users" in answers(a)["Capacity:"] and "4 users" not in answers(a)["Capacity:"]
+    assert answers(a)["Capacity:"].split("): ", 1)[1].startswith("2.0 users (")  # not 4: only 2 were applied
     assert any(w.startswith("Tier 3: only 2 of 4 users sent requests") for w in a.warnings)
     assert outcome_rows(a.table)[1][-1][1] == "2 of 4"
+
+
+def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tier():
+    """The parked fixture's server (2 slots, no queue) refused 2 of the 4 users with Retry-After 999999 in tier
+    3's warm-up: no refusal fell in the measure window, yet the server shed that load. Every verdict says so."""
+    a = run_of(FIXTURES / "parked")
+    top = a.table.iloc[-1]
+    assert top["parked_refused"] == 2 and top["parked_codes"] == "2 x 429" and top["refused_load_share"] == 0.5
+    assert top["parked_retry_after_s"] == 999999.0 and top["shed_rate"] == 0  # nothing refused in the window
+    assert a.saturation.kind == "sheds" and a.saturation.rule == 3
+    assert a.saturation.sentence.startswith("At the highest load asked (4 users, tier 3) it sheds load: it refused "
+                                            "2 of the 4 users (2 x 429, Retry-After up to 999999 s)")
+    assert "was refused" not in a.saturation.sentence and "not saturated" not in a.saturation.sentence
+    assert a.capacity.status == "within" and "2 of the 4 users asked refused (2 x 429)" in a.capacity.limited_by
+    assert "nothing broke" not in answers(a)["Capacity:"]
+    assert a.knee.knee_tier == 2 and a.knee.knee_load == 2.0  # the 2 slots
+    assert a.fit is not None and round(a.fit.slots) == 2
+    compute = answers(a)["Compute saturation:"]
+    assert "more load (up to 4 users asked, 2 applied)" in compute and "refused 2 of the 4 users asked" in compute
+    others = [row for row in a.table.itertuples() if row.tier < 3]
+    assert all(row.parked_refused == 0 and row.refused_load_share == 0 for row in others)
 
 
 def test_shedding_sentence_counts_each_503_once():
