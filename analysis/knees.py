@@ -77,7 +77,7 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
     where = f"{load_with_unit(at['load'], unit)} (tier {int(at['tier'])})"
     if i == len(rows) - 1:
         return KneePoint("beyond", None, None, None, None,
-                         f"not reached: throughput still grew up to {where}, {x_max:.1f} req/s. Test higher loads.")
+                         f"not reached: throughput still grew up to {where}, {x_max:.1f} req/s. {_higher(at, rows)}")
     above = rows.iloc[i + 1:]
     text = (f"at {where}: throughput reached {x.iloc[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
             f"load (up to {_most(above, unit)}) added at most "
@@ -91,6 +91,19 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
     return KneePoint("within", float(at["load"]), int(at["tier"]), float(prev["load"]), int(prev["tier"]),
                      text + f" Interval: between {prev['load']:g} ({prev['ok_rps']:.1f} req/s) and "
                      f"{at['load']:g}{cross}.")
+
+
+def _higher(top: pd.Series, rows: pd.DataFrame) -> str:
+    """What to test next when throughput grew up to the top tier: higher loads, unless the top tier could not
+    even send its load (open loop: arrivals dropped at the in-flight cap), where higher rates would drop more."""
+    drop = float(top.get("drop_rate", 0.0) or 0.0)
+    if drop <= SHED_SHARE:
+        return "Test higher loads."
+    below = rows.iloc[-2]["load"] if len(rows) > 1 else None
+    between = f"rates between {below:g} and {top['load']:g} req/s" if below is not None else "lower rates"
+    return (f"But that tier sent only {top['rps']:.1f} of the {top['load']:g} req/s asked ({drop:.0%} of arrivals "
+            f"dropped at the in-flight cap): higher rates would drop more. Test {between}, or raise "
+            "--max-inflight, to see where throughput stops growing.")
 
 
 def _most(above: pd.Series, unit: str) -> str:

@@ -143,3 +143,15 @@ def test_retry_after_too_long_counts_as_shedding(tmp_path, kind):
     top = a.table.iloc[-1]
     assert top["n_shed"] > 0 and top["n_other_fail"] == 0
     assert a.saturation.kind == "sheds"
+
+
+def test_an_open_loop_top_tier_that_dropped_arrivals_is_not_told_to_test_higher_rates():
+    """openloop: 40 req/s asked, 19 sent (55% dropped at --max-inflight). Throughput still grew, but a higher
+    rate would only drop more: the advice is the rates in between or a higher in-flight cap."""
+    compute = answers(run_of(FIXTURES / "openloop"))["Compute saturation:"]
+    assert compute.startswith("not reached: throughput still grew up to 40 req/s (tier 2), 19.0 req/s.")
+    assert "Test higher loads" not in compute
+    assert "sent only 19.0 of the 40 req/s asked (55% of arrivals dropped at the in-flight cap)" in compute
+    assert "Test rates between 5 and 40 req/s, or raise --max-inflight" in compute
+    grew = answers(run_of(FIXTURES / "noknee"))["Compute saturation:"]  # closed loop, nothing dropped
+    assert grew.startswith("not reached: throughput still grew") and grew.endswith("Test higher loads.")
