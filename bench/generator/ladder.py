@@ -135,8 +135,8 @@ def to_markdown(table: list[dict]) -> str:
 
 
 def run_ladder(results_dir: Path, streams: int = STREAMS, seconds: float = SECONDS, rounds: int = ROUNDS,
-               warm_s: float = WARM_S, cool_s: float = COOL_S) -> dict:
-    """Every rung, `rounds` times in turn; writes generator_ladder.json / .md; returns the result."""
+               warm_s: float = WARM_S, cool_s: float = COOL_S, rungs: tuple[str, ...] = RUNGS) -> dict:
+    """Every rung (of `rungs`), `rounds` times in turn; writes generator_ladder.json / .md; returns the result."""
     if seconds != int(seconds):
         raise SystemExit(f"--seconds must be whole seconds (Locust's --run-time), got {seconds:g}")
     if seconds <= warm_s + cool_s:
@@ -146,7 +146,7 @@ def run_ladder(results_dir: Path, streams: int = STREAMS, seconds: float = SECON
     runs = []
     with tempfile.TemporaryDirectory(prefix="llmload-bench-ladder-") as tmp:
         for round_no in range(rounds):
-            for rung in RUNGS:
+            for rung in rungs:
                 work = Path(tmp) / f"{rung}-{round_no}"
                 row = run_one(rung, streams, seconds, work, warm_s, cool_s) | {"round": round_no}
                 print(json.dumps(row), flush=True)
