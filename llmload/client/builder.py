@@ -56,7 +56,11 @@ class StreamBuilder:
                 return True
             if not payload:
                 continue
-            content, reasoning, finish_reason, usage, model, error = sse.chunk_fields(sse.payload_object(payload))
+            try:
+                content, reasoning, finish_reason, usage, model, error = sse.chunk_fields(sse.payload_object(payload))
+            except sse.MalformedChunk as exc:
+                exc.read_time_s = t  # the attempt failed when the bad chunk arrived, not when it was parsed
+                raise
             if error is not None:
                 self.error_event = error
                 return True

@@ -99,3 +99,16 @@ def test_choice_not_an_object_is_malformed():
 ])
 def test_may_end_stream(block, may_end):
     assert sse.may_end_stream(block) is may_end
+
+
+def test_a_malformed_chunk_carries_the_time_of_the_read_that_delivered_it():
+    """The reactor hands each read's block to the builder directly: the failure is dated at that read."""
+    from llmload.client.builder import StreamBuilder
+    from llmload.client.timing import StreamTiming
+
+    builder = StreamBuilder(StreamTiming())
+    assert builder.feed(1.5, MULTI) is False
+    with pytest.raises(sse.MalformedChunk) as caught:
+        builder.feed(2.25, b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {not json\n\n')
+    assert caught.value.read_time_s == 2.25
+    assert builder.timing.text_times == [1.5, 2.25]  # the good line of that read was taken before the bad one
