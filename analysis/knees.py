@@ -94,8 +94,17 @@ def compute_saturation(table: pd.DataFrame, unit: str, tested: int | None = None
 
 
 def _higher(top: pd.Series, rows: pd.DataFrame) -> str:
-    """What to test next when throughput grew up to the top tier: higher loads, unless the top tier could not
-    even send its load (open loop: arrivals dropped at the in-flight cap), where higher rates would drop more."""
+    """What to test next when throughput grew up to the top tier: higher loads, unless the top tier already
+    refused load (a rate limit lets a new window's quota through: LiteLLM's rpm limit refused 99.6% at 2 users
+    and 84.9% at 4, whose new minute let 3.3 req/s through) or could not even send it (open loop: arrivals
+    dropped at the in-flight cap): then higher loads would be refused, or dropped, more."""
+    shed = float(top.get("shed_rate", 0.0) or 0.0)
+    if shed > SHED_SHARE or top.get("parked_refused", 0):
+        what = (f"{shed:.1%} of its requests ({shed_codes(top)})" if shed > SHED_SHARE else
+                f"{int(top['parked_refused'])} of its {top['load_target']:g} users ({top['parked_codes']})")
+        return (f"But the server refused {what} there: that throughput is what its admission limit (a rate limit "
+                "or a queue cap) let through, and higher loads would be refused more. Find the compute limit "
+                "below the admission limit, or with it raised.")
     drop = float(top.get("drop_rate", 0.0) or 0.0)
     if drop <= SHED_SHARE:
         return "Test higher loads."

@@ -81,6 +81,20 @@ def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit
     assert sentence.startswith("at 2 users") and "refused requests from 2 users on (30.0% there: 210 x 503)" in sentence
 
 
+def test_throughput_that_grew_at_a_refusing_top_tier_is_not_advice_to_test_higher_loads():
+    """LiteLLM's rpm limit (realtest): 99.6% refused at 2 users, then a new minute's quota let 3.3 req/s through
+    at 4 users while 84.9% were refused. Throughput 'grew' to the top tier, but higher loads would be refused."""
+    table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [32, 545, 331], "ok": [32, 2, 50],
+                          "ok_rps": [2.1, 0.1, 3.3], "shed_rate": [0.0, 0.996, 0.849], "n_429": [0, 543, 281],
+                          "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0], "drop_rate": 0.0})
+    compute = knees.compute_saturation(table, "users")
+    assert compute.status == "beyond"
+    assert "Test higher loads" not in compute.sentence
+    assert "But the server refused 84.9% of its requests (281 x 429) there" in compute.sentence
+    calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[1.0, 2.0, 3.3])
+    assert knees.compute_saturation(calm, "users").sentence.endswith("Test higher loads.")
+
+
 def test_batch_slowdown_alone_is_not_waiting():
     table = vllm_table().iloc[:3].copy()
     waiting.add_wait(table)
