@@ -106,6 +106,9 @@ def _higher(top: pd.Series, rows: pd.DataFrame) -> str:
                 "or a queue cap) let through, and higher loads would be refused more. Find the compute limit "
                 "below the admission limit, or with it raised.")
     drop = float(top.get("drop_rate", 0.0) or 0.0)
+    if drop <= SHED_SHARE and bool(top.get("waits", False)):  # vLLM with 4 slots: 6.6 -> 8.0 req/s at 8 -> 16 users
+        return ("Its requests already waited there (the server queues): higher loads would mostly add waiting; "
+                "test them only to see where throughput stops growing.")
     if drop <= SHED_SHARE:
         return "Test higher loads."
     below = rows.iloc[-2]["load"] if len(rows) > 1 else None
