@@ -12,6 +12,7 @@ import datetime as dt
 
 import pandas as pd
 
+from analysis import text
 from analysis.loader import Run
 from analysis.saturation import Saturation
 from analysis.text import seconds
@@ -82,8 +83,9 @@ def _window(run: Run, table: pd.DataFrame) -> str:
     if run.plain:
         return (f"{span}; {_levels(run, table, loads)}; " + ("each ramp " if len(table) > 1 else "")
                 + f"measured after a {warm_text} warm-up ({warmup_rule(run.info)}).")
-    where = f"tiers at {loads}" if len(table) > 1 else f"one tier at {loads}"
-    return f"{span}; {where} {run.load_unit}; " + ("each tier " if len(table) > 1 else "") + \
+    asked = text.asked_levels(table, run.load_unit)
+    where = f"tiers at {asked}" if len(table) > 1 else f"one tier at {asked}"
+    return f"{span}; {where}; " + ("each tier " if len(table) > 1 else "") + \
         f"measured after a {warm_text} warm-up."
 
 

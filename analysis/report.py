@@ -190,7 +190,8 @@ def _latency_blocks(a: Analysis) -> list[Block]:
 
 
 def _load_story(a: Analysis) -> str:
-    lo, hi, unit = text.load(a.table["load"].min()), text.load(a.table["load"].max()), a.run.load_unit
+    asked = a.table["load_target"] if "load_target" in a.table else a.table["load"]  # the shape's, not the applied
+    lo, hi, unit = text.load(asked.min()), text.load(asked.max()), a.run.load_unit
     if a.workload is not None and a.workload.sweep:
         lengths = a.workload.prefill_fit.lengths
         users = text.load_with_unit(a.table["load"].max(), unit)
@@ -225,7 +226,7 @@ def _source(a: Analysis) -> str:
 
 
 def _shape_fact(a: Analysis, shape: dict) -> str:
-    loads = f"{', '.join(text.load(v) for v in a.table['load'])} {a.run.load_unit}"
+    loads = text.asked_levels(a.table, a.run.load_unit)
     if a.run.plain:
         return "none (" + (f"held at {loads}" if len(a.table) == 1 else f"{len(a.table)} ramps at {loads}") + ")"
     return f"{NAMES.get(a.kind, a.kind)}" + (f" ({shape.get('class')})" if shape.get("class") else "") + \

@@ -161,8 +161,8 @@ def _parked(top: pd.Series, load_unit: str) -> str:
         if top["shed_rate"] > 0 else ""
     return (f"At the highest load asked ({load_with_unit(asked, load_unit)}, tier {int(top['tier'])}) it sheds load: "
             f"it refused {refused} of the {asked:g} users ({top['parked_codes']}, Retry-After up to "
-            f"{top['parked_retry_after_s']:g} s), who sent nothing in the tier's measure window{shed}; only "
-            f"{load_with_unit(top['load'], load_unit)} were applied")
+            f"{top['parked_retry_after_s']:g} s), who sent nothing in the tier's measure window{shed}; the load "
+            f"applied was {load_with_unit(top['load'], load_unit)}")
 
 
 def _queue_lead(top: pd.Series) -> str:

@@ -46,6 +46,18 @@ def load(value: float) -> str:
     return f"{value:g}"
 
 
+def asked_levels(table, unit: str) -> str:
+    """The tiers' loads as the shape asked them, with the unit: '1, 2, 4 users (2 applied at tier 3)' when a
+    tier's load was not all applied (concurrency.py: users asleep or lost)."""
+    asked, short = [], []
+    for row in table.itertuples():
+        target = getattr(row, "load_target", row.load)
+        asked.append(f"{target:g}")
+        if bool(getattr(row, "under_applied", False)) and target > row.load:
+            short.append(f"{row.load:g} applied at tier {row.tier}")
+    return f"{', '.join(asked)} {unit}" + (f" ({'; '.join(short)})" if short else "")
+
+
 def load_with_unit(value: float, unit: str) -> str:
     return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
 

@@ -97,6 +97,12 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     assert "more load (up to 4 users asked, 2 applied)" in compute and "refused 2 of the 4 users asked" in compute
     others = [row for row in a.table.itertuples() if row.tier < 3]
     assert all(row.parked_refused == 0 and row.refused_load_share == 0 for row in others)
+    # the load levels named are the shape's (1, 2, 4), with what was applied where it fell short
+    window = next(answer for question, answer in a.checklist if question.startswith("At which time window"))
+    assert "tiers at 1, 2, 4 users (2 applied at tier 3)" in window
+    from analysis import report
+
+    assert "raised tier by tier from 1 to 4 users" in report._load_story(a)
 
 
 def test_shedding_sentence_counts_each_503_once():
