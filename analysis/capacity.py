@@ -97,7 +97,12 @@ def capacity_under_slo(table: pd.DataFrame, profile: SloProfile, tested: int | N
         fractions = [(_fraction(prev[col], row[col], limit), _at(text, row)) for text, col, limit in broken]
         frac, text = min(fractions)
         def at(col: str, frac: float = frac, prev=prev, row=row) -> float:
-            return float(prev[col] + frac * (row[col] - prev[col])) if col in row else math.nan
+            if col not in row:
+                return math.nan
+            after = float(row[col])
+            if math.isnan(after) and row.get("ok", 1) == 0:
+                after = 0.0  # a tier with no successful request served nothing (0 tok/s), not an unknown amount
+            return float(prev[col]) if frac == 0.0 else float(prev[col] + frac * (after - prev[col]))
         return Capacity(profile, "within", at("load"), at("ok_rps"), at("out_tok_s"), text,
                         goodput_rps=float(prev.get("goodput_rps", math.nan)), goodput_load=float(prev["load"]),
                         tiers=tested)

@@ -29,6 +29,20 @@ def test_interpolates_between_last_pass_and_first_fail():
     assert "p95 TTFT 800 ms > 500 ms at tier 4" in cap.limited_by
 
 
+def test_a_tier_with_no_success_breaks_the_slo_without_a_nan_in_the_capacity():
+    """LiteLLM's rpm limit (realtest): tier 2 refused every request, so its p95 TTFT and output tok/s do not
+    exist; the capacity is tier 1's figures, never 'nan output tok/s'."""
+    t = table([100.0, float("nan"), 120.0], r429=[0.0, 1.0, 0.8])
+    t["ok"] = [500, 0, 100]
+    t.loc[1, ["ok_rps", "out_tok_s"]] = [0.0, float("nan")]
+    cap = capacity_under_slo(t, PROFILES["chat"])
+    assert cap.status == "within" and "at tier 2 no request succeeded" in cap.limited_by
+    assert (cap.load, cap.ok_rps, cap.out_tok_s) == (1.0, 10.0, 400.0)
+    t.loc[1, "ttft_p95_ms"] = 900.0  # a p95 that exists: interpolated towards tier 2's 0 tok/s, not towards nan
+    cap = capacity_under_slo(t, PROFILES["chat"])
+    assert 1.0 < cap.load < 2.0 and 0.0 < cap.out_tok_s < 400.0
+
+
 def test_first_broken_bound_wins_and_429_counts():
     cap = capacity_under_slo(table([100, 200, 300, 450], r429=[0, 0, 0.03, 0.5]), PROFILES["chat"])
     assert cap.load == pytest.approx(2 + 2 * (0.01 / 0.03))
