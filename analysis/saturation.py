@@ -50,6 +50,8 @@ REJECT_LIMIT = 0.01
 MAJORITY = 0.5
 DROP_SHARE = 0.15
 NOISE_Z = 3.0
+SAME_LOAD_SHARE = 0.05
+"""a capacity within this share of the peak's load is the peak's load (no 'plan on the peak' note)"""
 
 
 @dataclass(frozen=True)
@@ -131,9 +133,13 @@ def throughput_drop(rows: pd.DataFrame, load_unit: str) -> str:
     noise = (hi["ok"] / hi["rate_window_s"] ** 2 + lo["ok"] / lo["rate_window_s"] ** 2) ** 0.5
     if not (x[i] <= (1 - DROP_SHARE) * x[best] and x[best] - x[i] > NOISE_Z * noise):
         return ""
-    return (f"throughput fell from {x[best]:.1f} req/s at {load_with_unit(hi['load'], load_unit)} to {x[i]:.1f} "
-            f"at {load_with_unit(lo['load'], load_unit)} ({1 - x[i] / x[best]:.0%} below): the server degrades "
-            "under overload")
+    fell = (f"throughput fell from {x[best]:.1f} req/s at {load_with_unit(hi['load'], load_unit)} to {x[i]:.1f} "
+            f"at {load_with_unit(lo['load'], load_unit)} ({1 - x[i] / x[best]:.0%} below)")
+    shed = float(lo.get("shed_rate", 0.0) or 0.0)
+    if shed > REJECT_LIMIT:  # a rate limit's spent quota, not an engine slowing down (LiteLLM: 100% refused)
+        where = load_with_unit(lo["load"], load_unit)
+        return f"{fell}: more load got less through (refused at {where}, not slowed down)"
+    return f"{fell}: the server degrades under overload"
 
 
 def peak_within_slo(table: pd.DataFrame, cap: Capacity, load_unit: str) -> tuple[str, pd.Series | None]:
@@ -151,6 +157,8 @@ def peak_within_slo(table: pd.DataFrame, cap: Capacity, load_unit: str) -> tuple
     peak = applied.loc[applied["ok_rps"].fillna(0.0).idxmax()]
     if cap.status == "within" and (peak["load"] > cap.goodput_load or peak["ok_rps"] <= cap.ok_rps):
         return "", None
+    if abs(peak["load"] - cap.load) <= SAME_LOAD_SHARE * peak["load"]:
+        return "", None  # the peak is the capacity point (interpolated a hair past it): nothing else to plan on
     return drop, peak
 
 

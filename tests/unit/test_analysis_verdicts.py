@@ -291,3 +291,21 @@ def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
     series = timeline.windows(a.run, timeline.pick_window_s(a.run))
     plots.plot_timeline(fig.add_subplot(), series, a.run.tiers, a.run.history)
     assert len(fig.axes) == 2
+
+
+def test_throughput_lost_to_refusals_is_not_called_a_degrading_server():
+    """LiteLLM's rpm limit (realtest): 2.1 req/s at 1 user, every request refused at 4. Throughput fell because
+    the quota was spent, not because an engine slowed down; and a capacity at the peak gets no 'plan on the peak'."""
+    from analysis.capacity import PROFILES, Capacity
+    from analysis.saturation import peak_within_slo, throughput_drop
+
+    rows = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [40, 500, 628], "ok": [40, 12, 0],
+                         "ok_rps": [2.1, 0.8, 0.0], "rate_window_s": 20.0, "shed_rate": [0.0, 0.976, 1.0]})
+    assert throughput_drop(rows, "users") == ("throughput fell from 2.1 req/s at 1 user to 0.0 at 4 users (100% "
+                                              "below): more load got less through (refused at 4 users, not slowed "
+                                              "down)")
+    slowed = rows.assign(shed_rate=0.0, ok_rps=[2.1, 2.0, 0.9], ok=[40, 40, 18])
+    assert throughput_drop(slowed, "users").endswith("(57% below): the server degrades under overload")
+    at_peak = Capacity(PROFILES["chat"], "within", 1.01, 2.09, 67.0, "429 rate 97.6% > 1.0% at tier 2",
+                       goodput_rps=2.1, goodput_load=1.0, tiers=3)
+    assert peak_within_slo(rows, at_peak, "users") == ("", None)  # the peak is the capacity point
