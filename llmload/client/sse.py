@@ -141,28 +141,19 @@ def chunk_fields(obj: dict) -> tuple[str, str, str | None, dict | None, str | No
     if type(choice) is not dict:
         raise MalformedChunk(f"choices[0] is not an object: {choice!r:.80}")
     delta = choice.get("delta")
-    if type(delta) is dict:  # inlined _fold_message: this runs once per chunk
-        content = delta.get("content") or ""
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-        if not content and not reasoning:
-            calls = delta.get("tool_calls")
-            if calls:
-                content = tool_call_text(calls)
-    else:
-        content, reasoning = choice.get("text") or "", ""
+    content, reasoning = message_text(delta) if type(delta) is dict else (choice.get("text") or "", "")
     return content, reasoning, choice.get("finish_reason"), obj.get("usage"), obj.get("model"), None
 
 
-def _fold_message(chunk: Chunk, message: dict) -> None:
-    """A delta (or a whole message) -> chunk.content / chunk.reasoning."""
+def message_text(message: dict) -> tuple[str, str]:
+    """A delta (or a whole message) -> (answer text, reasoning text); a tool call's text when it has neither."""
     content = message.get("content") or ""
     reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
     if not content and not reasoning:
         calls = message.get("tool_calls")
         if calls:
             content = tool_call_text(calls)
-    chunk.content = content
-    chunk.reasoning = reasoning
+    return content, reasoning
 
 
 def tool_call_text(calls: object) -> str:
@@ -191,7 +182,7 @@ def answer_from_obj(obj: dict) -> Chunk:
         chunk.finish_reason = choice.get("finish_reason")
         message = choice.get("message")
         if isinstance(message, dict):
-            _fold_message(chunk, message)
+            chunk.content, chunk.reasoning = message_text(message)
         else:
             chunk.content = choice.get("text") or ""
     return chunk
