@@ -105,6 +105,10 @@ def _higher(top: pd.Series, rows: pd.DataFrame) -> str:
         return (f"But the server refused {what} there: that throughput is what its admission limit (a rate limit "
                 "or a queue cap) let through, and higher loads would be refused more. Find the compute limit "
                 "below the admission limit, or with it raised.")
+    failed = float(top.get("timeout_rate", 0.0) or 0.0) + float(top.get("other_fail_rate", 0.0) or 0.0)
+    if failed > SHED_SHARE:  # the failing fixture: 12.8% of requests broke at the top tier
+        return (f"But {failed:.1%} of its requests failed there (timeouts or errors, not refusals): find why before "
+                "testing higher loads.")
     drop = float(top.get("drop_rate", 0.0) or 0.0)
     if drop <= SHED_SHARE and bool(top.get("waits", False)):  # vLLM with 4 slots: 6.6 -> 8.0 req/s at 8 -> 16 users
         return ("Its requests already waited there (the server queues): higher loads would mostly add waiting; "

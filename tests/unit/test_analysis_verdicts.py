@@ -93,6 +93,10 @@ def test_throughput_that_grew_at_a_refusing_top_tier_is_not_advice_to_test_highe
     assert "But the server refused 84.9% of its requests (281 x 429) there" in compute.sentence
     calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[1.0, 2.0, 3.3])
     assert knees.compute_saturation(calm, "users").sentence.endswith("Test higher loads.")
+    failing = calm.assign(other_fail_rate=[0.0, 0.0, 0.128])  # the failing fixture's top tier
+    assert knees.compute_saturation(failing, "users").sentence.endswith(
+        "But 12.8% of its requests failed there (timeouts or errors, not refusals): find why before testing higher "
+        "loads.")
     queued = calm.assign(waits=[False, False, True])  # vLLM, 4 slots: still 6.6 -> 8.0 req/s at 8 -> 16 users
     assert knees.compute_saturation(queued, "users").sentence.endswith(
         "Its requests already waited there (the server queues): higher loads would mostly add waiting; test them "
