@@ -77,7 +77,8 @@ class EmbeddingJob:
         self.truth["service_start_s"] = now
         self.app.metrics.queue_time.observe(now - self.admitted_s)
         self.truth["first_byte_due_s"] = now + self.app.engine.prefill_ms(self.seq) / 1000.0
-        self.timer = self.app.loop.call_later(self.app.engine.prefill_ms(self.seq) / 1000.0, self.finish)
+        self.timer = self.app.loop.call_later(timers.delay_s(self.app.loop, self.truth["first_byte_due_s"], now),
+                                              self.finish)
 
     def finish(self) -> None:
         again = timers.again_if_early(self.app.loop, self.truth["first_byte_due_s"], self.app.clock(), self.finish)

@@ -155,8 +155,7 @@ class Generation:
         self.req.conn.send(head + wire.frame(role) if role else head)
 
     def _schedule(self) -> None:
-        delay_s = self.due_s - self.app.clock()
-        self.timer = self.app.loop.call_later(delay_s if delay_s > 0 else 0, self.step)
+        self.timer = self.app.loop.call_later(timers.delay_s(self.app.loop, self.due_s, self.app.clock()), self.step)
 
     def step(self) -> None:
         if self.finished:

@@ -101,7 +101,7 @@ def test_burst_window_caps_the_bucket():
     assert sum(limiter.take(1, now_s=100.0).allowed for _ in range(10)) == 5  # refills to 5, not 60
 
 
-def test_a_timer_that_fires_early_is_set_again_past_its_due_time():
+def test_a_timer_that_fires_early_is_set_again_for_its_due_time():
     import asyncio
 
     from llmload.server import timers
@@ -113,7 +113,24 @@ def test_a_timer_that_fires_early_is_set_again_past_its_due_time():
         assert timers.again_if_early(loop, due_s=10.0, now_s=9.99999, callback=lambda: None) is None  # 10 µs: on time
         handle = timers.again_if_early(loop, due_s=10.0, now_s=9.999, callback=lambda: None)  # 1 ms early
         assert handle is not None
-        assert handle.when() - loop.time() >= 0.001 + timers.TIMER_GRAIN_S - 0.0005  # the time left + the grain
+        assert handle.when() - loop.time() >= 0.0009  # the time left
         handle.cancel()
+        assert timers.delay_s(loop, due_s=10.0004, now_s=10.0001) == pytest.approx(0.0003)  # asyncio: exact
+    finally:
+        loop.close()
+
+
+def test_on_uvloop_the_delay_lands_on_the_first_whole_millisecond_at_or_after_the_due_time():
+    """uvloop counts whole ms from its clock floored to the ms: ask for the ms boundary at or after the due time."""
+    uvloop = pytest.importorskip("uvloop")
+    from llmload.server import timers
+
+    loop = uvloop.new_event_loop()
+    try:
+        assert timers.millisecond_grain(loop)
+        # now 10000.1 ms, due 10000.4 ms: from the floored 10000 ms, 1 ms lands on 10001 >= due
+        assert timers.delay_s(loop, due_s=10.0004, now_s=10.0001) == pytest.approx(0.001)
+        assert timers.delay_s(loop, due_s=10.2, now_s=10.0001) == pytest.approx(0.2)  # a whole ms due: exact
+        assert timers.delay_s(loop, due_s=10.0, now_s=10.5) == 0.0  # overdue: at once
     finally:
         loop.close()
