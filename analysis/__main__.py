@@ -20,10 +20,12 @@ import os
 import sys
 from pathlib import Path
 
-from analysis import capacity as cap_mod
-from analysis import goodput, knees, queueing, text, totals
+from analysis import queueing, text, totals
 from analysis.analyze import Target, analyze, choose_profile, profile_source
 from analysis.loader import RunError, load_run
+from llmload.rules import knees
+from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.slo import PROFILES, describe_objective
 
 
 def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
@@ -96,7 +98,7 @@ def cmd_tiers(args: argparse.Namespace) -> int:
         sys.stdout.write(render(a, args.format))
         return 0
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
-    print(f"goodput: {goodput.describe(a.objective)}")
+    print(f"goodput: {describe_objective(a.objective)}")
     _stopped(a)
     parts = text.parts_rows(a.table, a.header_mode.labels)
     for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
@@ -188,7 +190,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from analysis import check, slo
+    from analysis import check
+    from llmload.rules import slo
 
     objective = slo.objective(args.slo or "chat", args.slo_file)
     result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least)
@@ -206,7 +209,7 @@ COMMANDS = {"report": cmd_report, "tiers": cmd_tiers, "knee": cmd_knee, "plots":
 
 
 def _slo_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--slo", choices=sorted(cap_mod.PROFILES),
+    parser.add_argument("--slo", choices=sorted(PROFILES),
                         help="SLO profile (default: run.json's slo_profile when recorded, else chat)")
     parser.add_argument("--ttft-p95-ms", type=float, help="override the profile's p95 TTFT limit")
     parser.add_argument("--max-error-rate", type=float, help="error-rate bound, 0..1 (default 0.01)")
@@ -233,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--target-rps", type=float, help="replica plan for this many requests/s")
             group.add_argument("--target-users", type=float, help="replica plan for this many concurrent users")
             group.add_argument("--target-tok-s", type=float, help="replica plan for this many output tokens/s")
-            p.add_argument("--headroom", type=float, default=cap_mod.DEFAULT_HEADROOM,
+            p.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
                            help="share of SLO capacity kept free per replica (default 0.3)")
     p = sub.add_parser("compare", help="same load levels side by side")
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
@@ -248,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")
-    p.add_argument("--slo", choices=sorted(cap_mod.PROFILES), help="take the threshold from this profile")
+    p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")
     p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's TTFT limit)")
     p.add_argument("--metric", choices=("ttft", "e2e"), default="ttft")
     p.add_argument("--window-s", type=float, default=60.0, help="window length (default 60)")

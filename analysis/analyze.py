@@ -18,32 +18,19 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import capacity as cap_mod
-from analysis import (
-    concurrency,
-    goodput,
-    headers,
-    health,
-    knees,
-    queueing,
-    saturation,
-    scenarios,
-    tiers,
-    totals,
-    workers,
-)
+from analysis import concurrency, goodput, headers, health, queueing, scenarios, tiers, totals, workers
 from analysis import ending as ending_mod
-from analysis import knee as knee_mod
 from analysis import phases as phases_mod
 from analysis.checklist import checklist
+from analysis.judging import tiers_of
 from analysis.loader import Run
 from analysis.shape import climbs, shape_kind
-from analysis.slo import Objective
-from analysis.text import load_with_unit
 from analysis.workload_view import WorkloadView, workload_view
-
-LATE_MS = 10.0
-"""schedule lag (open loop: actual minus intended send) worth a warning; llmload's --late-ms default"""
+from llmload.rules import capacity as cap_mod
+from llmload.rules import knees, saturation
+from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
+from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
+from llmload.rules.text import load_with_unit
 
 
 @dataclass(frozen=True)
@@ -51,7 +38,7 @@ class Target:
     value: float
     kind: str
     """'rps', 'users' or 'tok_s'"""
-    headroom: float = cap_mod.DEFAULT_HEADROOM
+    headroom: float = DEFAULT_HEADROOM
 
 
 @dataclass(frozen=True)
@@ -60,9 +47,8 @@ class Analysis:
     table: pd.DataFrame
     kinds: pd.DataFrame
     breakdown: pd.DataFrame
-    knee: knee_mod.Knee
     fit: queueing.QueueFit | None
-    profile: cap_mod.SloProfile
+    profile: SloProfile
     capacity: cap_mod.Capacity
     all_capacities: tuple[cap_mod.Capacity, ...]
     saturation: saturation.Saturation
@@ -106,37 +92,37 @@ def profile_source(run: Run, name: str | None) -> str:
     """Where the SLO profile comes from: '--slo', 'run.json' (a known slo_profile recorded), else 'default'."""
     if name:
         return "--slo"
-    return "run.json" if str(run.info.get("slo_profile") or "") in cap_mod.PROFILES else "default"
+    return "run.json" if str(run.info.get("slo_profile") or "") in PROFILES else "default"
 
 
 def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
-                   max_error_rate: float | None = None, max_429_rate: float | None = None) -> cap_mod.SloProfile:
+                   max_error_rate: float | None = None, max_429_rate: float | None = None) -> SloProfile:
     source = profile_source(run, name)
     chosen = name if source == "--slo" else (str(run.info["slo_profile"]) if source == "run.json" else "chat")
-    return cap_mod.profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
+    return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
-def _capacities(run: Run, table: pd.DataFrame, profile: cap_mod.SloProfile
+def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
                 ) -> tuple[cap_mod.Capacity, tuple[cap_mod.Capacity, ...]]:
     """Goodput per tier under the chosen profile (into `table`), and the capacity under every profile, each
     with its own goodput at the capacity."""
     rows = tiers.verdict_rows(run)
-    table["goodput_rps"] = goodput.goodput_rps(table, rows, goodput.objective_for(profile))
+    table["goodput_rps"] = goodput.goodput_rps(table, rows, objective_for(profile))
     judged = table[table["judged"]]
     tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
-    capacity = cap_mod.capacity_under_slo(judged, profile, tested)
+    capacity = cap_mod.capacity_under_slo(tiers_of(judged), profile, tested)
     caps = []
-    for name in cap_mod.PROFILES:
+    for name in PROFILES:
         if name == profile.name:
             caps.append(capacity)
             continue
-        other = cap_mod.profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
-        own = goodput.goodput_rps(table, rows, goodput.objective_for(other))
-        caps.append(cap_mod.capacity_under_slo(judged.assign(goodput_rps=own[judged.index]), other, tested))
+        other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
+        own = goodput.goodput_rps(table, rows, objective_for(other))
+        caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested))
     return capacity, tuple(caps)
 
 
-def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
+def analyze(run: Run, profile: SloProfile, target: Target | None = None,
             source: str | None = None, stall_ms: float = tiers.STALL_MS) -> Analysis:
     """`source`: where `profile` came from (see profile_source); guessed from run.json when None."""
     if source is None:
@@ -145,26 +131,25 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
     table = tiers.tier_table(run, stall_ms)
     capacity, all_caps = _capacities(run, table, profile)
     judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
-    open_loop = run.load_unit == "req/s"
-    knee = knee_mod.find_knee(judged, open_loop) if climbs(kind) else knee_mod.find_knee(table.iloc[0:0])
+    facts = tiers_of(judged)
     tested = int((table["sent"] > 0).sum())
-    compute = knees.compute_saturation(judged, run.load_unit, tested)
-    onset = knees.queueing_onset(judged, run.load_unit, tested)
-    sat = saturation.classify(judged, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
+    compute = knees.compute_saturation(facts, run.load_unit, tested)
+    onset = knees.queueing_onset(facts, run.load_unit, tested)
+    sat = saturation.classify(facts, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
                               tested=tested)
-    _drop, peak = saturation.peak_within_slo(table, capacity, run.load_unit)
+    _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
     planning = capacity if peak is None else dataclasses.replace(
-        capacity, load=float(peak["load"]), ok_rps=float(peak["ok_rps"]), out_tok_s=float(peak["out_tok_s"]))
+        capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)
     plan = None
     if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
     breakdown = tiers.breakdown_table(run)
-    fit_note = queueing.not_identifiable(judged, run.load_unit, knee, "sheds" in sat.kind, climbs(kind), kind,
+    fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
                                          tested)
     fit = queueing.fit_queue(judged, run.load_unit) if fit_note is None else None
     phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
     return Analysis(
-        run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown, knee=knee,
+        run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown,
         fit=fit, profile=profile, capacity=capacity,
         all_capacities=all_caps, saturation=sat, plan=plan,
         checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
@@ -174,8 +159,8 @@ def analyze(run: Run, profile: cap_mod.SloProfile, target: Target | None = None,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
         compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested), planning_capacity=planning,
         ending=ending_mod.run_ending(run, table),
-        agreement=knees.model_agreement(fit, onset, run.load_unit) if climbs(kind) else "",
-        objective=goodput.objective_for(profile), workload=workload_view(run),
+        agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
+        objective=objective_for(profile), workload=workload_view(run),
     )
 
 
@@ -209,7 +194,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
     if clocks:
         out.append(clocks)
     slo = str(run.info.get("slo_profile") or "")
-    if slo and slo not in cap_mod.PROFILES:
+    if slo and slo not in PROFILES:
         out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")
     out.extend(run.notes)
     return out

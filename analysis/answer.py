@@ -8,12 +8,15 @@ capacity under every stock profile.
 
 from __future__ import annotations
 
-from analysis import capacity as cap_mod
-from analysis import ending, health, queueing, ramps, ratelimit, saturation, text, totals, workers
+from analysis import ending, health, queueing, ramps, ratelimit, text, totals, workers
 from analysis.analyze import Analysis
 from analysis.document import Table
+from analysis.judging import tiers_of
 from analysis.shape import NAMES
-from analysis.text import load_with_unit
+from llmload.rules import capacity as cap_mod
+from llmload.rules import saturation
+from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.text import load_with_unit
 
 PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
                   "default": "the default; choose with --slo"}
@@ -22,11 +25,11 @@ PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
 def capacity_sentence(a: Analysis) -> str:
     source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
     if not a.climbs:
-        return cap_mod.phase_verdict(a.table, a.profile) + source
+        return cap_mod.phase_verdict(tiers_of(a.table), a.profile) + source
     sentence = _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ")
-    drop, peak = saturation.peak_within_slo(a.table, a.capacity, a.run.load_unit)
+    drop, peak = saturation.peak_within_slo(tiers_of(a.table), a.capacity, a.run.load_unit)
     if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
-        where = f"{load_with_unit(peak['load'], a.run.load_unit)}, {peak['ok_rps']:.1f} req/s"
+        where = f"{load_with_unit(peak.load, a.run.load_unit)}, {peak.ok_rps:.1f} req/s"
         if a.capacity.status == "beyond":
             sentence += f" Within the SLO, but {drop}: plan on the load of the peak ({where}), not the highest load."
         else:
@@ -69,11 +72,11 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
         peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
         items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity, peak_load), "Replica plan ")))
     elif a.climbs and a.capacity.status in ("within", "beyond"):
-        usable = 1 - cap_mod.DEFAULT_HEADROOM
+        usable = 1 - DEFAULT_HEADROOM
         at_least = "at least " if lower and not at_peak else ""
-        where = (f"{cap_mod.DEFAULT_HEADROOM:.0%} below its throughput at the peak "
+        where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
                  f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
-                 f"{cap_mod.DEFAULT_HEADROOM:.0%} below its SLO capacity")
+                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity")
         items.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
                       f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
                       f"deployment, {where}"

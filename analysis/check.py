@@ -27,8 +27,8 @@ from analysis import goodput, tiers
 from analysis.histograms import Histograms
 from analysis.histrun import hist_table, is_histogram_run, load_hist_run
 from analysis.loader import load_run
-from analysis.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
 from analysis.text import load_with_unit
+from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
 
 PASS, FAIL, CANNOT = "PASS", "FAIL", "CANNOT JUDGE"
 EXIT = {PASS: 0, FAIL: 1, CANNOT: 2}

@@ -14,8 +14,8 @@ import pandas as pd
 
 from analysis import text
 from analysis.loader import Run
-from analysis.saturation import Saturation
 from analysis.text import seconds
+from llmload.rules.saturation import Saturation
 
 QUESTIONS = (
     "Are TTFT percentiles given (not only means)?",

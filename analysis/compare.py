@@ -10,9 +10,10 @@ bound (nothing broke) is marked '>='; a comparison against it says "at least".
 
 from __future__ import annotations
 
-from analysis import capacity as cap_mod
 from analysis import text
 from analysis.analyze import Analysis
+from llmload.rules import capacity as cap_mod
+from llmload.rules.slo import slo_text
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -40,7 +41,7 @@ def compare_text(analyses: list[Analysis]) -> str:
     unit = analyses[0].run.load_unit
     lines += ["", f"Per load level ({unit}; measured windows, ms):", text.render(headers, rows, numeric_from=2)]
     profile = analyses[0].profile
-    lines += ["", f"Capacity under the {profile.name} SLO ({cap_mod.slo_text(profile)}):"]
+    lines += ["", f"Capacity under the {profile.name} SLO ({slo_text(profile)}):"]
     for letter, a in zip(LETTERS, analyses):
         cap = a.capacity
         knee = "; ".join(f"{name} {text.load(point.load)}" if point.status == "within" else

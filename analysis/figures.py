@@ -63,7 +63,7 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     specs = [
         ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
          "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
-         lambda ax: plots.plot_knee(ax, table, a.knee, a.profile.ttft_p95_ms, unit, knees)),
+         lambda ax: plots.plot_knee(ax, table, a.profile.ttft_p95_ms, unit, knees)),
         ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; " + (
             "the grey dashed line is the fitted queueing model (c slots: min(load / one user's low-load cycle, "
             "plateau)). " if a.fit is not None else "") + "A flat line means added load no longer adds throughput.",

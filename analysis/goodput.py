@@ -7,9 +7,9 @@ one-token answer) does not count against it; a failed request is never good. Goo
 good requests per second of the tier's rate window (`tiers.tier_table`'s `rate_window_s`).
 `criterion_values` gives each criterion's value per tier: the stated percentile over the
 tier's successful requests, or the tier's rate, with the number of successes behind it.
-The report's profiles (`capacity.SloProfile`: p95 TTFT, error and 429 bounds, overridable on the
-command line) map onto the stock objectives of `slo.py` with `objective_for`, so the report's
-goodput column counts the same per-request criteria as `analysis check --slo NAME`.
+The report's profiles (`llmload.rules.slo.SloProfile`: p95 TTFT, error and 429 bounds, overridable
+on the command line) map onto the stock objectives with `llmload.rules.slo.objective_for`, so the
+report's goodput column counts the same per-request criteria as `analysis check --slo NAME`.
 Open loop: pass `tiers.verdict_rows` (TTFT and e2e from the intended send).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.slo import LATENCY, STOCK, Criterion, Objective
+from llmload.rules.slo import LATENCY, Criterion, Objective
 
 
 def good_mask(rows: pd.DataFrame, objective: Objective) -> np.ndarray:
@@ -38,24 +38,6 @@ def add_goodput(table: pd.DataFrame, measured: pd.DataFrame, objective: Objectiv
     counts = good.groupby(measured["tier"]).sum()
     table["good"] = table["tier"].map(counts).fillna(0).astype(int)
     table["goodput_rps"] = table["good"] / table["rate_window_s"]
-
-
-def objective_for(profile) -> Objective:
-    """The stock objective named like a report profile, with the profile's TTFT p95, error and 429 bounds."""
-    base = STOCK[profile.name]
-    kept = tuple(c for c in base.criteria if c.metric not in ("ttft", "error_rate", "rate_429"))
-    ttft = (Criterion("ttft", profile.ttft_p95_ms, 95.0),) if profile.ttft_p95_ms is not None else ()
-    rates = (Criterion("error_rate", profile.max_error_rate), Criterion("rate_429", profile.max_429_rate))
-    return Objective(profile.name, ttft + kept + rates, base.source)
-
-
-def describe(objective: Objective) -> str:
-    """What the goodput column counts, e.g. 'requests/s each meeting TTFT <= 500 ms and TPOT <= 100 ms
-    (chat objective)'."""
-    parts = [f"{c.label.split(' p')[0]} {'>=' if c.at_least else '<='} {c.unit_text(c.limit)}"
-             for c in objective.per_request]
-    each = " and ".join(parts) if parts else "success"
-    return f"requests/s each meeting {each} ({objective.name} objective)"
 
 
 def goodput_rps(table: pd.DataFrame, measured: pd.DataFrame, objective: Objective) -> pd.Series:

@@ -2,8 +2,7 @@
 histograms (histrun.py), no samples.csv.
 
 How it works: `analyze_hist` builds the tier table from the histograms and applies the verdicts that
-need only per-tier figures: the knee (knee.py's rule on p99 TTFT, against the p99 itself since there
-is no bootstrap interval), compute saturation and queueing onset (knees.py), and the SLO gate with the
+need only per-tier figures: compute saturation and queueing onset (`llmload.rules.knees`), and the SLO gate with the
 report's profile (check.py: latency criteria from the histograms, goodput cannot be judged). `blocks`
 lays the report out; its first paragraph says it worked from histograms and with which precision, and
 a section lists, from `histrun.CANNOT_SHOW`, what it cannot show. `hist_summary` is summary.json with
@@ -18,15 +17,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import capacity as cap_mod
-from analysis import check, goodput, health, knees, ramps, summary, text
-from analysis import knee as knee_mod
+from analysis import check, health, ramps, summary, text
 from analysis.checklist import utc
 from analysis.document import Block, Bullets, Heading, Para, Table, to_html, to_markdown
 from analysis.histograms import MIN_GAPS_P999, PRECISION
 from analysis.histrun import CANNOT_SHOW, HistRun, hist_table, is_histogram_run, load_hist_run
-from analysis.slo import Objective
-from analysis.tiers import MIN_SAMPLES_P99
+from analysis.judging import tiers_of
+from llmload.rules import knees
+from llmload.rules.limits import MIN_SAMPLES_P99
+from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
 
 ms, num, load = text.ms, text.num, text.load
 
@@ -35,7 +34,6 @@ ms, num, load = text.ms, text.num, text.load
 class HistAnalysis:
     run: HistRun
     table: pd.DataFrame
-    knee: knee_mod.Knee
     compute: knees.KneePoint
     onset: knees.KneePoint
     objective: Objective
@@ -43,17 +41,15 @@ class HistAnalysis:
     warnings: tuple[str, ...]
 
 
-def analyze_hist(run: HistRun, profile: cap_mod.SloProfile) -> HistAnalysis:
+def analyze_hist(run: HistRun, profile: SloProfile) -> HistAnalysis:
     table = hist_table(run)
-    judged = table[table["judged"]]
+    judged = tiers_of(table[table["judged"]])
     tested = int((table["sent"] > 0).sum())
     unit = run.load_unit
-    objective = goodput.objective_for(profile)
+    objective = objective_for(profile)
     gate = check.judge(run.name, unit, table, None, objective, hists=run.histograms)
-    return HistAnalysis(run, table, knee_mod.find_knee(judged, unit == "req/s"),
-                        knees.compute_saturation(judged, unit, tested), knees.queueing_onset(judged, unit, tested),
-                        objective, gate,
-                        tuple(_warnings(run, table)))
+    return HistAnalysis(run, table, knees.compute_saturation(judged, unit, tested),
+                        knees.queueing_onset(judged, unit, tested), objective, gate, tuple(_warnings(run, table)))
 
 
 def _warnings(run: HistRun, table: pd.DataFrame) -> list[str]:
@@ -126,9 +122,9 @@ def _failures(h: HistAnalysis) -> list[Block]:
 
 
 def blocks(h: HistAnalysis) -> list[Block]:
-    unit, knee = h.run.load_unit, h.knee
+    unit = h.run.load_unit
     answer = [("Warm-up only:", ramps.warm_only_sentence(h.run.info))] if h.run.warm_only else []
-    answer += [("Knee (p99 TTFT):", knee_mod.describe(knee, unit)), ("Compute saturation:", h.compute.sentence),
+    answer += [("Compute saturation:", h.compute.sentence),
                ("Queueing onset:", h.onset.sentence), ("SLO gate:", h.gate.headline)]
     hot = health.exclusion_sentence(h.table, unit)
     if hot:
@@ -153,8 +149,7 @@ def blocks(h: HistAnalysis) -> list[Block]:
              str(v.tier), v.why) for v in h.gate.verdicts), numeric_from=99),
         Heading("Warnings and notes"),
         Bullets(tuple(("", w) for w in h.warnings), callout="warn") if h.warnings else Para("None."),
-        Heading("How the knee was found"), Para(knee_mod.RULE, lead="Rule."),
-        Para("From histograms there is no bootstrap interval of p99: the p99 itself is compared with the band."),
+        Heading("How the two knees were found"), Para(knees.RULE, lead="Rule."),
     ]
     return out
 
@@ -199,8 +194,8 @@ def hist_analysis(run_dir: str, slo: str | None, ttft_p95_ms: float | None = Non
         return None
     run = load_hist_run(run_dir)
     recorded = str(run.info.get("slo_profile") or "")
-    name = slo or (recorded if recorded in cap_mod.PROFILES else "chat")
-    return analyze_hist(run, cap_mod.profile_from(name, ttft_p95_ms, max_error_rate, max_429_rate))
+    name = slo or (recorded if recorded in PROFILES else "chat")
+    return analyze_hist(run, profile_from(name, ttft_p95_ms, max_error_rate, max_429_rate))
 
 
 def cmd_report(h: HistAnalysis, out: str | None) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import histograms, ramps, waiting
+from analysis import histograms, judging, ramps
 from analysis.histograms import Histograms
 from analysis.loader import RunError, _read_info, _read_optional, _read_tiers
 from analysis.tiers import MIN_SAMPLES_P999, PERCENTILES, _add_flags, _add_health
@@ -187,7 +187,7 @@ def hist_table(run: HistRun) -> pd.DataFrame:
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     table["loop_lag_p99_ms"] = table["schedule_lag_p99_ms"] = np.nan
     _add_health(table, run)  # type: ignore[arg-type]  # reads .health and .tiers, which a HistRun has
-    waiting.add_wait(table)
+    judging.add_wait(table)
     _add_flags(table)
     for col in ("concurrency", "active_users", "stall_ms", "goodput_rps", "stalls"):
         table[col] = np.nan  # per-request figures: none in histograms

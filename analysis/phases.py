@@ -6,7 +6,7 @@ meaningless. Instead:
   window; and the recovery time: from the end of the burst, windows of `window_s` over
   every successful request (warm-up included: recovery is what it measures); the server has
   recovered at the start of the first window from which on every window's p99 TTFT is back
-  within the baseline band (baseline p99, upper end of its CI, x (1 + BAND_TOLERANCE), the
+  within the baseline band (baseline p99, upper end of its CI, x (1 + PHASE_TOLERANCE), the
   knee rule's band).
 - soak (one load held, tiers are time windows) and schedule (loads follow a time-of-day
   pattern): drift of p99 TTFT and output tokens/s from the first to the last window of the
@@ -21,9 +21,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.knee import BAND_TOLERANCE
 from analysis.loader import Run
 from analysis.text import load_with_unit
+from llmload.rules.limits import PHASE_TOLERANCE
 
 P99_DRIFT = 0.25
 TOKS_DRIFT = 0.10
@@ -52,7 +52,7 @@ def phase_table(run: Run, table: pd.DataFrame, kind: str) -> pd.DataFrame:
 def baseline_band_ms(table: pd.DataFrame, tier: int) -> float:
     row = table.set_index("tier").loc[tier]
     hi = row["ttft_p99_ci_hi_ms"] if not math.isnan(row["ttft_p99_ci_hi_ms"]) else row["ttft_p99_ms"]
-    return float(hi) * (1.0 + BAND_TOLERANCE)
+    return float(hi) * (1.0 + PHASE_TOLERANCE)
 
 
 def recovery_s(run: Run, band_ms: float, after_start_s: float, window_s: float) -> tuple[float | None, float]:

@@ -1,8 +1,8 @@
 """One function per figure. Each takes a matplotlib Axes and a frame, draws, returns nothing.
 
 No function here creates, shows or saves a figure: `figures.py` owns the Figure objects
-(Agg backend) and `report.py` the files. Inputs are the tidy frames of `tiers`, `knee`,
-`queueing` and `timeline`, so every figure can be drawn from a fixture in a test.
+(Agg backend) and `report.py` the files. Inputs are the tidy frames of `tiers`, the knee points
+(`llmload.rules.knees`), `queueing` and `timeline`, so every figure can be drawn from a fixture in a test.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from analysis.knee import Knee
-from analysis.knees import KneePoint
 from analysis.queueing import QueueFit
+from llmload.rules.knees import KneePoint
 
 COLORS = {"p50": "#4C72B0", "p95": "#DD8452", "p99": "#C44E52", "model": "#555555", "knee": "#8172B3",
           "slo": "#55A868", "tok": "#937860"}
@@ -29,41 +28,35 @@ def _load_axis(ax: Axes, frame: pd.DataFrame, load_unit: str) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _mark_knee(ax: Axes, knee) -> None:
-    """Mark the knee(s): a Knee (old rule) or a (compute saturation, queueing onset) pair of KneePoints."""
-    if isinstance(knee, tuple):
-        for point, label, style in zip(knee, ("compute saturation", "queueing onset"), ("-.", "--")):
-            if point is not None and point.load is not None:
-                ax.axvline(point.load, color=COLORS["knee"], linestyle=style, linewidth=1.2,
-                           label=f"{label} ({point.load:g})")
-    elif knee is not None and knee.knee_load is not None:
-        ax.axvline(knee.knee_load, color=COLORS["knee"], linestyle="--", linewidth=1.2,
-                   label=f"knee ({knee.knee_load:g})")
+def _mark_knee(ax: Axes, knees: tuple[KneePoint | None, KneePoint | None] | None) -> None:
+    """Mark the two knees: (compute saturation, queueing onset)."""
+    for point, label, style in zip(knees or (), ("compute saturation", "queueing onset"), ("-.", "--")):
+        if point is not None and point.load is not None:
+            ax.axvline(point.load, color=COLORS["knee"], linestyle=style, linewidth=1.2,
+                       label=f"{label} ({point.load:g})")
 
 
-def plot_knee(ax: Axes, table: pd.DataFrame, knee: Knee | None = None, slo_ms: float | None = None,
-              load_unit: str = "users", marks: tuple | None = None) -> None:
-    """p50/p95/p99 TTFT against load; p99 with its bootstrap CI; the low-load band of `knee`, the SLO
-    and `marks` (compute saturation, queueing onset; else the knee) marked."""
+def plot_knee(ax: Axes, table: pd.DataFrame, slo_ms: float | None = None, load_unit: str = "users",
+              marks: tuple[KneePoint | None, KneePoint | None] | None = None) -> None:
+    """p50/p95/p99 TTFT against load; p99 with its bootstrap CI; the SLO and `marks` (compute saturation,
+    queueing onset) marked."""
     for name in ("p50", "p95"):
         ax.plot(table["load"], table[f"ttft_{name}_ms"], marker="o", color=COLORS[name], label=f"TTFT {name}")
     lo = (table["ttft_p99_ms"] - table["ttft_p99_ci_lo_ms"]).clip(lower=0).fillna(0)
     hi = (table["ttft_p99_ci_hi_ms"] - table["ttft_p99_ms"]).clip(lower=0).fillna(0)
     ax.errorbar(table["load"], table["ttft_p99_ms"], yerr=[lo, hi], marker="o", color=COLORS["p99"],
                 capsize=3, label="TTFT p99 (95% CI)")
-    if knee is not None and not np.isnan(knee.band_hi_ms):
-        ax.axhline(knee.band_hi_ms, color=COLORS["p99"], alpha=0.35, linestyle=":", label="low-load p99 band")
     if slo_ms is not None:
         ax.axhline(slo_ms, color=COLORS["slo"], linestyle="-.", label=f"SLO p95 {slo_ms:g} ms")
-    _mark_knee(ax, marks if marks is not None else knee)
+    _mark_knee(ax, marks)
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("TTFT (ms)")
     ax.set_title("Time to first token by load: where the knee is")
     ax.legend(fontsize=8)
 
 
-def plot_throughput(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None, knee: Knee | None = None,
-                    load_unit: str = "users") -> None:
+def plot_throughput(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None,
+                    knee: tuple[KneePoint | None, KneePoint | None] | None = None, load_unit: str = "users") -> None:
     """Successful req/s (measured and fitted model) and output tokens/s against load."""
     ax.plot(table["load"], table["ok_rps"], marker="o", color=COLORS["p50"], label="requests/s (measured)")
     if fit is not None:

@@ -17,13 +17,14 @@ behaves like c slots plus a queue; a poor fit says something else limits it.
 
 When the model is identifiable (`not_identifiable` returns the reason when it is not):
 - only on runs that raise the load tier by tier (step or open-loop rate tiers);
-- only when a throughput plateau was reached (the knee rule found a tier past the knee);
+- only when a throughput plateau was reached (compute saturation, `llmload.rules.knees`);
   otherwise the top tier's in-flight count is only a lower bound of the slots;
 - not when the server sheds (429/503) rather than running out of slots: a rate limiter caps
   requests/s, so X_max x service time is not a slot count (0.4 "slots" on a 512-slot
-  server). A shedding closed-loop run still gets a fit when throughput grew with the load
-  up to a knee above the lowest tier and c is at least half the knee's concurrency (a
-  server with c slots and no queue answers 429 once they are full);
+  server). A shedding closed-loop run still gets a fit when its compute saturation lies
+  between two tested tiers and c lies in that interval (within ONSET_TOLERANCE): a server
+  with c slots and no queue answers 429 once they are full, so its throughput stops growing
+  at c users;
 - not when the plateau tier dropped arrivals at the open-loop in-flight cap: then the cap
   (--max-inflight), not the server, bounded the requests in flight.
 """
@@ -35,6 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from llmload.rules.knees import KneePoint
+from llmload.rules.limits import ONSET_TOLERANCE, REJECT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -77,30 +81,31 @@ def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
                     load_unit=load_unit)
 
 
-def not_identifiable(table: pd.DataFrame, load_unit: str, knee, sheds: bool, climbs: bool = True,
+def not_identifiable(table: pd.DataFrame, load_unit: str, compute: KneePoint, sheds: bool, climbs: bool = True,
                      kind: str = "step", tested: int | None = None) -> str | None:
-    """Why the slots model cannot be fitted on this run, or None when it can (see the docstring); `tested`: tiers
-    with requests in the whole run, judged or not (default: those of `table`)."""
+    """Why the slots model cannot be fitted on this run, or None when it can (see the docstring); `compute`: the
+    compute saturation (`llmload.rules.knees`); `tested`: tiers with requests in the whole run, judged or not
+    (default: those of `table`)."""
     if not climbs:
         return f"not identifiable: a {kind} run does not raise the load tier by tier"
-    if not knee.reached:
+    fit = fit_queue(table, load_unit)
+    if fit is not None and "drop_rate" in table:
+        plateau = table.loc[(table["ok"] > 0) & (table["ok_rps"] >= fit.x_max_rps)]
+        if (plateau["drop_rate"] > REJECT_LIMIT).any():
+            return ("not identifiable: arrivals were dropped at the in-flight cap (--max-inflight), so the cap, "
+                    "not the server, bounded the requests in flight")
+    if not compute.reached:
         top = table[table["ok"] > 0]
         lower = f" (at least {top['inflight'].max():.1f} requests were in service at once)" if len(top) else ""
         if (len(table[table["sent"] > 0]) if tested is None else tested) == 1:
             return "not identifiable: one load level cannot show a throughput plateau" + lower
         return "not identifiable: no throughput plateau reached" + lower
-    fit = fit_queue(table, load_unit)
     if sheds:
-        lowest = float(table.loc[table["ok"] > 0, "load"].min())
-        slots_like = (fit is not None and load_unit == "users" and float(knee.knee_load or 0) > lowest
-                      and fit.slots >= 0.5 * float(knee.knee_load or 0))
+        below, at = compute.next_load, compute.load  # a 'within' compute saturation: between the tier below and it
+        slots_like = (fit is not None and load_unit == "users" and compute.status == "within" and below is not None
+                      and at is not None and ONSET_TOLERANCE * below <= fit.slots <= at / ONSET_TOLERANCE)
         if not slots_like:
             return "not identifiable: the server sheds (rate limit), not a slots limit"
-    if fit is not None and "drop_rate" in table:
-        plateau = table.loc[(table["ok"] > 0) & (table["ok_rps"] >= fit.x_max_rps)]
-        if (plateau["drop_rate"] > 0.01).any():
-            return ("not identifiable: arrivals were dropped at the in-flight cap (--max-inflight), so the cap, "
-                    "not the server, bounded the requests in flight")
     return None
 
 

@@ -3,30 +3,15 @@
 How it works: a refused attempt (429, 503 or an in-stream error event; `tiers._add_outcomes`)
 carries a retry hint when `retry_after_s` is set. llmload records which header gave it in
 `retry_after_source` (`retry-after`, `retry-after-ms`, `x-ratelimit-reset-requests`,
-`llm_provider-retry-after`, ...); runs written before that column existed only say that a
-hint came. `ratelimit_remaining_requests` / `_tokens` (from `x-ratelimit-remaining-*`), when
-recorded, give the lowest quota left per tier, so the report shows the quota draining.
+`llm_provider-retry-after`, ...); the saturation verdict words the hints
+(`llmload.rules.saturation.hint_text`). `ratelimit_remaining_requests` / `_tokens` (from
+`x-ratelimit-remaining-*`), when recorded, give the lowest quota left per tier, so the report shows
+the quota draining.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-
-ALL = 0.99
-
-
-def hint_text(row: pd.Series) -> str:
-    """'with Retry-After (via llm_provider-retry-after)', 'without a retry hint' or a share."""
-    shed, hinted = int(row["n_shed"]), int(row["n_shed_hinted"])
-    if shed == 0:
-        return ""
-    sources = str(row.get("retry_after_sources", "") or "")
-    via = f" (via {sources})" if sources else ""
-    if hinted >= ALL * shed:
-        return f"with Retry-After{via}"
-    if hinted == 0:
-        return "without a retry hint (no Retry-After or rate-limit reset header)"
-    return f"a retry hint on {hinted / shed:.0%} of them{via}"
 
 
 def quota_sentence(table: pd.DataFrame) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import goodput, knees, server_metrics, summary, text, totals
+from analysis import server_metrics, summary, text, totals
 from analysis.analyze import Analysis
 from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc, warmup_rule
@@ -21,6 +21,8 @@ from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table,
 from analysis.report_splits import split_blocks
 from analysis.report_workload import workload_blocks
 from analysis.shape import NAMES
+from llmload.rules import knees
+from llmload.rules.slo import describe_objective
 
 __all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
 
@@ -90,7 +92,7 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = (f"goodput = {goodput.describe(a.objective)}; in flight = ok req/s x mean e2e of successful "
+    note = (f"goodput = {describe_objective(a.objective)}; in flight = ok req/s x mean e2e of successful "
             "requests (Little's law); eff. conc. = time all attempts spent in flight in the measure window / its "
             "length (mean requests in flight, failures included); "
             "'2 of 4' = only 2 of the 4 users sent requests in the window.")
@@ -246,7 +248,7 @@ def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...],
 
 
 def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Evidence of the two knees per tier (knees.py)."""
+    """Evidence of the two knees per tier (llmload.rules.knees)."""
     t = a.table[a.table["sent"] > 0].sort_values("load", kind="stable")
     peak = t["ok_rps"].max() if len(t) > 1 else float("nan")  # one load level: no plateau to compare with
     headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",

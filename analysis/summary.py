@@ -18,13 +18,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from analysis import check, ending, goodput, health, tiers
+from analysis import check, ending, health, tiers
 from analysis.analyze import Analysis
 from analysis.checklist import utc
-from analysis.knees import KneePoint
-from analysis.slo import Objective
 from analysis.workload_view import summary_section
 from llmload.contract import HIST_RELATIVE_ERROR
+from llmload.rules.knees import KneePoint
+from llmload.rules.slo import Objective, describe_objective
 
 SCHEMA_ID = "llmload.summary/2"
 QUANTILES = ("p50", "p95", "p99")
@@ -148,7 +148,7 @@ def summary(a: Analysis) -> dict:
     optional = {"workload": summary_section(a.workload)}
     return clean({
         "schema": SCHEMA_ID, "source": source("samples", a.run.histograms is not None), "run": run_facts(a),
-        "goodput_counts": goodput.describe(a.objective),
+        "goodput_counts": describe_objective(a.objective),
         "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),
         "queueing_onset": knee_point(a.onset, "onset"),

@@ -11,6 +11,10 @@ import math
 
 import pandas as pd
 
+from llmload.rules.text import load_with_unit, plural
+
+__all__ = ["load_with_unit", "plural"]  # the report's tables word loads as the verdicts do
+
 
 def ms(value: float) -> str:
     if value is None or math.isnan(value):
@@ -38,10 +42,6 @@ def seconds(value: float) -> str:
     return f"{value:.0f} s" if whole else f"{value:.1f} s"
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
 def load(value: float) -> str:
     return f"{value:g}"
 
@@ -56,10 +56,6 @@ def asked_levels(table, unit: str) -> str:
         if bool(getattr(row, "under_applied", False)) and target > row.load:
             short.append(f"{row.load:g} applied at tier {row.tier}")
     return f"{', '.join(asked)} {unit}" + (f" ({'; '.join(short)})" if short else "")
-
-
-def load_with_unit(value: float, unit: str) -> str:
-    return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
 
 
 def applied_load(row) -> str:

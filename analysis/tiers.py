@@ -28,17 +28,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import concurrency, histograms, server_metrics, waiting, workers
+from analysis import concurrency, histograms, judging, server_metrics, workers
 from analysis.loader import Run
 from analysis.stats import quantile_ci
+from llmload.rules.limits import (
+    CPU_LIMIT_PERCENT,
+    LOOP_LAG_LIMIT_MS,
+    MATERIAL_LAG_SHARE,
+    MIN_SAMPLES_P99,
+    MIN_SAMPLES_P999,
+    SCHEDULE_LAG_LIMIT_MS,
+)
+from llmload.rules.outcomes import SHED_ERRORS
 
-MIN_SAMPLES_P99 = 100
-MIN_SAMPLES_P999 = 1000
-LOOP_LAG_LIMIT_MS = 50.0
-MATERIAL_LAG_SHARE = 0.2
-"""an overloaded tier is left out of the verdicts when its lag exceeds this share of its p50 TTFT"""
-SCHEDULE_LAG_LIMIT_MS = 50.0
-CPU_LIMIT_PERCENT = 90.0
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 STALL_MS = 1000.0
 """a request whose longest inter-token gap (itl_max_ms) exceeds this stalled (`--stall-ms`)"""
@@ -80,7 +82,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     _add_health(table, run)
     workers.add_causes(table, run)
     table = table.join(server_metrics.per_tier(run))
-    waiting.add_wait(table)
+    judging.add_wait(table)
     concurrency.add_effective(table, run)
     _add_flags(table)
     return table.reset_index()
@@ -240,10 +242,6 @@ def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
     stalled = ok_by["itl_max_ms"].agg(lambda s: int((s > stall_ms).sum()))
     table["stalls"] = stalled.reindex(table.index).fillna(0).astype(int)
     table["stall_ms"] = stall_ms
-
-
-SHED_ERRORS = ("rate_limited", "stream_error", "retry_after_too_long")
-"""error kinds that are the server refusing work (plus any HTTP 429 or 503 status)"""
 
 
 def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -> None:

@@ -57,7 +57,7 @@ def test_slo_verdict_per_profile_and_criterion():
 
 
 def test_slo_bounds_are_the_reports():
-    from analysis.capacity import PROFILES
+    from llmload.rules.slo import PROFILES
 
     assert {name: p.ttft_p95_ms for name, p in PROFILES.items()} == verdicts.SLO_TTFT_P95_MS
     from analysis.tiers import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS

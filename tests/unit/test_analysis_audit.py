@@ -12,16 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import capacity as cap_mod
 from analysis.analyze import analyze, choose_profile, profile_source
 from analysis.figures import build_figures
-from analysis.knee import find_knee
+from analysis.judging import tiers_of
 from analysis.loader import load_run
 from analysis.queueing import not_identifiable
 from analysis.report import answer_items
 from analysis.shape import kind_from_loads, shape_kind
 from analysis.watch import watch, watch_text
 from llmload.contract import SAMPLE_COLUMNS
+from llmload.rules import capacity as cap_mod
+from llmload.rules import knees
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T0 = 1_767_225_600.0
@@ -58,7 +59,7 @@ def test_open_loop_drops_count_against_the_slo_and_show_everywhere():
     top = a.table.set_index("tier").loc[2]
     assert top["dropped"] > 0 and top["drop_rate"] > 0.3
     assert a.capacity.status == "within" and "drop rate" in a.capacity.limited_by
-    assert a.knee.reached and a.knee.knee_load == 5
+    assert a.onset.status == "within" and a.onset.load == 5  # requests pile up to the cap at 40 req/s
     assert "could not send what was asked" in a.saturation.sentence
     assert f"{top['rps']:.1f} req/s of the 40 asked" in a.saturation.sentence
     assert a.saturation.kind != "not saturated"
@@ -109,9 +110,9 @@ def test_queueing_model_not_fitted_on_a_rate_limited_server():
         "ttft_p99_ci_hi_ms": 65.0, "e2e_mean_ms": 384.0, "queue_delay_mean_ms": 0.0, "ttft_mean_ms": 40.0,
         "inflight": 0.384,
     })
-    knee = find_knee(table)
-    assert knee.reached
-    reason = not_identifiable(table, "users", knee, sheds=True)
+    compute = knees.compute_saturation(tiers_of(table), "users")
+    assert compute.reached
+    reason = not_identifiable(table, "users", compute, sheds=True)
     assert reason == "not identifiable: the server sheds (rate limit), not a slots limit"
 
 
@@ -171,11 +172,12 @@ def test_per_scenario_table_and_speculative_decoding_line():
 # 7. shape awareness ---------------------------------------------------------------------------------
 def test_spike_run_compares_phases_instead_of_calling_a_knee():
     a = run_of("spike")
-    assert a.kind == "spike" and not a.knee.reached and a.fit is None
+    assert a.kind == "spike" and a.fit is None
     assert list(a.phases["phase"]) == ["before (baseline)", "during the spike", "after"]
     assert any(s.startswith("Recovered ") for s in a.phase_sentences)
     answers = dict(answer_items(a))
-    assert "Knee:" not in answers and "has no knee" in answers["Spike:"]
+    assert "Compute saturation:" not in answers and "Queueing onset:" not in answers
+    assert "has no knee" in answers["Spike:"]
     assert [name for name, _, _ in build_figures(a)] == ["errors", "ttft_cdf", "timeline"]
 
 
@@ -203,7 +205,7 @@ def test_soak_reports_drift_not_a_knee(tmp_path):
         rows += [ok_row(start + 0.1 * i, t + 1, ttft=40.0 * (1 + t), e2e=300.0) for i in range(100)]
     run = load_run(write_folder(tmp_path / "soak", rows, tiers))
     a = analyze(run, choose_profile(run, None))
-    assert a.kind == "soak" and not a.knee.reached
+    assert a.kind == "soak" and "Queueing onset:" not in dict(answer_items(a))
     assert any("window 1 to window 4" in s and "drifts" in s for s in a.phase_sentences)
 
 

@@ -8,17 +8,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.capacity import PROFILES, capacity_under_slo, plan_replicas, profile_from
+from analysis.judging import tiers_of
 from analysis.queueing import QueueFit, _mmc_wait_s
+from llmload.rules import capacity
+from llmload.rules.capacity import plan_replicas
+from llmload.rules.slo import PROFILES, profile_from
 
 
 def table(p95, err=None, r429=None, loads=(1, 2, 4, 8)) -> pd.DataFrame:
+    """Tiers of 500 attempts; `err` and `r429`: the shares of them that failed otherwise / with a 429."""
     n = len(p95)
+    n_429 = [round(500 * r) for r in (r429 if r429 is not None else [0.0] * n)]
+    other = [round(500 * e) for e in (err if err is not None else [0.0] * n)]
     return pd.DataFrame({
-        "tier": np.arange(1, n + 1), "load": list(loads)[:n], "sent": 500, "ttft_p95_ms": p95,
-        "error_rate": err if err is not None else [0.0] * n, "rate_429": r429 if r429 is not None else [0.0] * n,
+        "tier": np.arange(1, n + 1), "load": list(loads)[:n], "sent": 500, "ttft_p95_ms": p95, "n_429": n_429,
+        "ok": [500 - a - b for a, b in zip(n_429, other)],
         "ok_rps": [10.0 * v for v in list(loads)[:n]], "out_tok_s": [400.0 * v for v in list(loads)[:n]],
     })
+
+
+def capacity_under_slo(frame: pd.DataFrame, profile):
+    return capacity.capacity_under_slo(tiers_of(frame), profile)
 
 
 def test_interpolates_between_last_pass_and_first_fail():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import slo
+from llmload.rules import slo
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))

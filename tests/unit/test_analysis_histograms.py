@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import check, histrun, report_splits, slo, summary, tiers
+from analysis import check, histrun, report_splits, summary, tiers
 from analysis.analyze import analyze, choose_profile
 from analysis.document import to_markdown
 from analysis.histreport import hist_analysis, hist_summary
 from analysis.loader import load_run
 from llmload.contract import HIST_RELATIVE_ERROR
+from llmload.rules import slo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -92,7 +93,8 @@ def test_histograms_give_the_rows_counts_and_percentiles_within_the_stated_preci
 
 def test_a_histogram_run_reports_its_knee_and_says_what_it_cannot_show(hist_knee16):
     h = hist_analysis(str(hist_knee16), None)
-    assert h is not None and h.knee.knee_load == make_fixtures.KNOWN["knee16"]["knee_load"]
+    assert h is not None and h.onset.load == make_fixtures.KNOWN["knee16"]["onset"]
+    assert h.compute.load == make_fixtures.KNOWN["knee16"]["compute"]
     code, out = cli("report", str(hist_knee16))
     assert code == 0 and "(from histograms)" in out
     report = (hist_knee16 / "report.md").read_text()
@@ -103,7 +105,7 @@ def test_a_histogram_run_reports_its_knee_and_says_what_it_cannot_show(hist_knee
     assert summary["source"]["kind"] == "histograms" and summary["capacity"] == []
     assert summary["tiers"][0]["ttft_ms"]["p99_ci_low"] is None and summary["tiers"][0]["goodput_rps"] is None
     code, out = cli("knee", str(hist_knee16))
-    assert code == 0 and "Knee at 16 users" in out
+    assert code == 0 and "Queueing onset: at 16 users (tier 5)" in out
 
 
 def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, tmp_path):
@@ -120,8 +122,8 @@ def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, t
 def test_a_plateau_where_the_server_starts_refusing_reads_the_same_from_histograms(tmp_path):
     """shed429 shipped as histograms: attempts.csv's counts give the tier's shed rate and codes, so compute
     saturation names the admission limit as it does from samples.csv."""
-    from analysis import capacity as cap_mod
     from analysis.histreport import analyze_hist
+    from llmload.rules import slo as cap_mod
 
     path = tmp_path / "shed429"
     shutil.copytree(FIXTURES / "runs" / "shed429", path)

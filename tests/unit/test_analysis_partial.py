@@ -91,7 +91,7 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     assert "was refused" not in a.saturation.sentence and "not saturated" not in a.saturation.sentence
     assert a.capacity.status == "within" and "2 of the 4 users asked refused (2 x 429)" in a.capacity.limited_by
     assert "nothing broke" not in answers(a)["Capacity:"]
-    assert a.knee.knee_tier == 2 and a.knee.knee_load == 2.0  # the 2 slots
+    assert a.compute.tier == 2 and a.compute.load == 2.0  # the 2 slots
     assert a.fit is not None and round(a.fit.slots) == 2
     compute = answers(a)["Compute saturation:"]
     assert "more load (up to 4 users asked, 2 applied)" in compute and "refused 2 of the 4 users asked" in compute

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import capacity, histreport, ramps, text
+from analysis import histreport, ramps, text
 from analysis.analyze import analyze
 from analysis.answer import answer_items
 from analysis.document import Bullets
@@ -20,13 +20,14 @@ from analysis.histreport import hist_analysis
 from analysis.histrun import hist_table, load_hist_run
 from analysis.loader import load_run
 from analysis.synthetic import write_run
+from llmload.rules.slo import PROFILES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 import fixture_faults as ff  # noqa: E402
 import make_fixtures  # noqa: E402
 
-CHAT = capacity.PROFILES["chat"]
+CHAT = PROFILES["chat"]
 
 
 def copy_fixture(tmp_path: Path, name: str) -> Path:

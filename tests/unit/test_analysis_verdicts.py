@@ -1,5 +1,5 @@
-"""Issue 9 verdicts: two knees, header mode, one saturation classifier; a fixture and a golden
-sentence per decision-table branch; never "nan" in prose."""
+"""The verdicts: two knees, header mode, one saturation classifier; a fixture and a golden sentence per
+decision-table branch; never "nan" in prose."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import knees, waiting
 from analysis.analyze import analyze, choose_profile
 from analysis.document import to_markdown
+from analysis.judging import add_wait, tiers_of
 from analysis.loader import load_run
 from analysis.report import blocks
+from llmload.rules import knees
+from llmload.rules.capacity import Capacity
+from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.saturation import classify, peak_within_slo, throughput_drop
+from llmload.rules.slo import PROFILES
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))
@@ -49,14 +54,14 @@ def vllm_table() -> pd.DataFrame:
     table = pd.DataFrame({"tier": np.arange(1, 6), "load": loads, "sent": 500, "ok": 500, "ok_rps": x,
                           "e2e_mean_ms": e2e, "ttft_mean_ms": ttft, "tpot_mean_ms": [6.0, 8.5, 17.0, 17.0, 17.0],
                           "drop_rate": 0.0})
-    waiting.add_wait(table)
+    add_wait(table)
     return table
 
 
 def test_issue_vllm_curve_two_knees():
     table = vllm_table()
-    compute = knees.compute_saturation(table, "users")
-    onset = knees.queueing_onset(table, "users")
+    compute = knees.compute_saturation(tiers_of(table), "users")
+    onset = knees.queueing_onset(tiers_of(table), "users")
     assert (compute.status, compute.load, compute.next_load) == ("within", 2.0, 1.0)
     assert (onset.status, onset.load, onset.next_load) == ("within", 4.0, 8.0)
     assert list(table["waits"]) == [False, False, False, True, True]
@@ -66,18 +71,18 @@ def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit
     """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429) flattens throughput at 1 user: the compute
     saturation sentence must not read as a full engine."""
     table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [60, 700, 800], "ok": [60, 1, 0],
-                          "ok_rps": [2.1, 0.07, 0.0], "shed_rate": [0.0, 0.999, 1.0], "n_429": [0, 690, 800],
+                          "ok_rps": [2.1, 0.07, 0.0], "n_shed": [0, 699, 800], "n_429": [0, 690, 800],
                           "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0]})
-    compute = knees.compute_saturation(table, "users")
+    compute = knees.compute_saturation(tiers_of(table), "users")
     assert compute.load == 1.0
     assert "refused requests from 2 users on (99.9% there: 690 x 429)" in compute.sentence
     assert "admission limit" in compute.sentence
-    calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
-    assert "refused" not in knees.compute_saturation(calm, "users").sentence
+    calm = table.assign(n_shed=0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
+    assert "refused" not in knees.compute_saturation(tiers_of(calm), "users").sentence
     # the plateau's own tier already refusing (shed503: 29.9% of 503s at 8 users, the saturation tier) counts too
-    own = table.assign(ok_rps=[1.0, 2.1, 2.1], ok=[30, 500, 500], shed_rate=[0.0, 0.3, 0.5],
+    own = table.assign(ok_rps=[1.0, 2.1, 2.1], ok=[30, 500, 500], n_shed=[0, 210, 400],
                        n_429=0, n_503=[0, 210, 400])
-    sentence = knees.compute_saturation(own, "users").sentence
+    sentence = knees.compute_saturation(tiers_of(own), "users").sentence
     assert sentence.startswith("at 2 users") and "refused requests from 2 users on (30.0% there: 210 x 503)" in sentence
 
 
@@ -85,27 +90,27 @@ def test_throughput_that_grew_at_a_refusing_top_tier_is_not_advice_to_test_highe
     """LiteLLM's rpm limit (realtest): 99.6% refused at 2 users, then a new minute's quota let 3.3 req/s through
     at 4 users while 84.9% were refused. Throughput 'grew' to the top tier, but higher loads would be refused."""
     table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [32, 545, 331], "ok": [32, 2, 50],
-                          "ok_rps": [2.1, 0.1, 3.3], "shed_rate": [0.0, 0.996, 0.849], "n_429": [0, 543, 281],
+                          "ok_rps": [2.1, 0.1, 3.3], "n_shed": [0, 543, 281], "n_429": [0, 543, 281],
                           "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0], "drop_rate": 0.0})
-    compute = knees.compute_saturation(table, "users")
+    compute = knees.compute_saturation(tiers_of(table), "users")
     assert compute.status == "beyond"
     assert "Test higher loads" not in compute.sentence
     assert "But the server refused 84.9% of its requests (281 x 429) there" in compute.sentence
-    calm = table.assign(shed_rate=0.0, n_429=0, ok_rps=[1.0, 2.0, 3.3])
-    assert knees.compute_saturation(calm, "users").sentence.endswith("Test higher loads.")
-    failing = calm.assign(other_fail_rate=[0.0, 0.0, 0.128])  # the failing fixture's top tier
-    assert knees.compute_saturation(failing, "users").sentence.endswith(
+    calm = table.assign(n_shed=0, n_429=0, ok_rps=[1.0, 2.0, 3.3])
+    assert knees.compute_saturation(tiers_of(calm), "users").sentence.endswith("Test higher loads.")
+    failing = calm.assign(sent=[32, 545, 500], n_other_fail=[0, 0, 64])  # the failing fixture's top tier: 12.8%
+    assert knees.compute_saturation(tiers_of(failing), "users").sentence.endswith(
         "But 12.8% of its requests failed there (timeouts or errors, not refusals): find why before testing higher "
         "loads.")
     queued = calm.assign(waits=[False, False, True])  # vLLM, 4 slots: still 6.6 -> 8.0 req/s at 8 -> 16 users
-    assert knees.compute_saturation(queued, "users").sentence.endswith(
+    assert knees.compute_saturation(tiers_of(queued), "users").sentence.endswith(
         "Its requests already waited there (the server queues): higher loads would mostly add waiting; test them "
         "only to see where throughput stops growing.")
 
 
 def test_batch_slowdown_alone_is_not_waiting():
     table = vllm_table().iloc[:3].copy()
-    waiting.add_wait(table)
+    add_wait(table)
     assert not table["waits"].any()
     assert (table["wait_ms"] == 0).all()
 
@@ -113,9 +118,9 @@ def test_batch_slowdown_alone_is_not_waiting():
 def test_server_queue_metric_decides_over_the_client_estimate():
     table = vllm_table()
     table["srv_waiting_mean"] = [0.0, 0.0, 0.0, 0.0, 3.0]
-    waiting.add_wait(table)
+    add_wait(table)
     assert list(table["wait_source"]) == ["", "", "", "", "server"]
-    assert knees.queueing_onset(table, "users").load == 8.0
+    assert knees.queueing_onset(tiers_of(table), "users").load == 8.0
 
 
 GOLDEN = {
@@ -148,10 +153,8 @@ def test_golden_sentence_per_branch(rule):
 
 
 def test_no_requests_cannot_tell():
-    from analysis.saturation import classify
-    empty = vllm_table().iloc[0:0]
     none = knees.KneePoint("none", None, None, None, None, "")
-    assert classify(empty, none, none, "users").kind == "cannot tell"
+    assert classify(tiers_of(vllm_table().iloc[0:0]), none, none, "users").kind == "cannot tell"
 
 
 @pytest.mark.parametrize(("name", "phrase"), [
@@ -192,7 +195,6 @@ def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_
 def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
     """overload: the SLO breaks at 32 users, so the capacity interpolates to 18.7 users (27.3 req/s), past the
     8-user peak (36.2 req/s): more work at less load. The sentence says so and replicas are planned on the peak."""
-    from analysis import capacity as cap_mod
     from analysis.answer import answer_items, capacity_sentence
 
     a = run_of("overload")
@@ -204,21 +206,21 @@ def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
     planned = a.planning_capacity
     assert planned is not None and (planned.load, round(planned.ok_rps, 1)) == (8.0, 36.2)
     per_replica = dict(answer_items(a))["Per replica:"]
-    assert per_replica.startswith(f"plan on {planned.ok_rps * (1 - cap_mod.DEFAULT_HEADROOM):.1f} req/s")
+    assert per_replica.startswith(f"plan on {planned.ok_rps * (1 - DEFAULT_HEADROOM):.1f} req/s")
     assert "at the peak (8 users)" in per_replica
     knee16 = run_of("knee16")  # no drop: planned on the capacity point, as before
     assert knee16.planning_capacity is knee16.capacity
 
 
 def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():
-    from analysis.saturation import throughput_drop
-    table = pd.DataFrame({"load": [1.0, 2.0, 4.0], "ok": [20, 40, 34], "rate_window_s": 10.0,
+    table = pd.DataFrame({"load": [1.0, 2.0, 4.0], "ok": [20, 40, 34], "sent": [20, 40, 34], "rate_window_s": 10.0,
                           "ok_rps": [2.0, 4.0, 3.4], "under_applied": False})
-    assert throughput_drop(table, "users") == ""  # 15 % below, but 40 vs 34 requests is noise
-    many = table.assign(ok=[2000, 4000, 3400], ok_rps=[200.0, 400.0, 340.0])
-    assert throughput_drop(many, "users").startswith("throughput fell from 400.0 req/s at 2 users to 340.0 at 4")
-    assert throughput_drop(many.assign(ok=[2000, 4000, 3500], ok_rps=[200.0, 400.0, 350.0]), "users") == ""
-    assert throughput_drop(many.assign(under_applied=[False, False, True]), "users") == ""
+    assert throughput_drop(tiers_of(table), "users") == ""  # 15 % below, but 40 vs 34 requests is noise
+    many = table.assign(ok=[2000, 4000, 3400], sent=[2000, 4000, 3400], ok_rps=[200.0, 400.0, 340.0])
+    assert throughput_drop(tiers_of(many), "users").startswith(
+        "throughput fell from 400.0 req/s at 2 users to 340.0 at 4")
+    assert throughput_drop(tiers_of(many.assign(ok=[2000, 4000, 3500], ok_rps=[200.0, 400.0, 350.0])), "users") == ""
+    assert throughput_drop(tiers_of(many.assign(under_applied=[False, False, True])), "users") == ""
 
 
 def test_503_and_stream_errors_are_counted_once():
@@ -300,16 +302,13 @@ def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
 def test_throughput_lost_to_refusals_is_not_called_a_degrading_server():
     """LiteLLM's rpm limit (realtest): 2.1 req/s at 1 user, every request refused at 4. Throughput fell because
     the quota was spent, not because an engine slowed down; and a capacity at the peak gets no 'plan on the peak'."""
-    from analysis.capacity import PROFILES, Capacity
-    from analysis.saturation import peak_within_slo, throughput_drop
-
     rows = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [40, 500, 628], "ok": [40, 12, 0],
-                         "ok_rps": [2.1, 0.8, 0.0], "rate_window_s": 20.0, "shed_rate": [0.0, 0.976, 1.0]})
-    assert throughput_drop(rows, "users") == ("throughput fell from 2.1 req/s at 1 user to 0.0 at 4 users (100% "
-                                              "below): more load got less through (refused at 4 users, not slowed "
-                                              "down)")
-    slowed = rows.assign(shed_rate=0.0, ok_rps=[2.1, 2.0, 0.9], ok=[40, 40, 18])
-    assert throughput_drop(slowed, "users").endswith("(57% below): the server degrades under overload")
+                         "ok_rps": [2.1, 0.8, 0.0], "rate_window_s": 20.0, "n_shed": [0, 488, 628]})
+    assert throughput_drop(tiers_of(rows), "users") == (
+        "throughput fell from 2.1 req/s at 1 user to 0.0 at 4 users (100% below): more load got less through "
+        "(refused at 4 users, not slowed down)")
+    slowed = rows.assign(n_shed=0, ok_rps=[2.1, 2.0, 0.9], ok=[40, 40, 18])
+    assert throughput_drop(tiers_of(slowed), "users").endswith("(57% below): the server degrades under overload")
     at_peak = Capacity(PROFILES["chat"], "within", 1.01, 2.09, 67.0, "429 rate 97.6% > 1.0% at tier 2",
                        goodput_rps=2.1, goodput_load=1.0, tiers=3)
-    assert peak_within_slo(rows, at_peak, "users") == ("", None)  # the peak is the capacity point
+    assert peak_within_slo(tiers_of(rows), at_peak, "users") == ("", None)  # the peak is the capacity point

@@ -2,6 +2,7 @@
 
 Layers, lowest first; a module may import its own package and lower layers only:
   contract        the file columns and event names (imports nothing of llmload)
+  rules           the rule book: thresholds, SLO profiles, verdicts (the standard library only)
   server          the embedded simulated server (contract at most)
   client          one request on the wire (no Locust)
   workload        prompt sources: datasets, lengths, tokenizer-exact prompts, sessions (no Locust)
@@ -9,18 +10,19 @@ Layers, lowest first; a module may import its own package and lower layers only:
   openloop        arrivals and the open-loop user (run, client)
   shaping         load shapes (openloop, run, client)
   public          scenario, users, prompts, shapes, webui, demo (anything above)
-analysis/ imports no locust, gevent or llmload module but llmload.contract.
+analysis/ imports no locust, gevent or llmload module but llmload.contract and llmload.rules.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["contract", "server", "client", "workload", "run", "openloop", "shaping", "public"]
+LAYERS = ["contract", "rules", "server", "client", "workload", "run", "openloop", "shaping", "public"]
 PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
 MAX_MODULE_LINES = 310
 MAX_FUNCTION_LINES = 60
@@ -88,13 +90,24 @@ def test_contract_imports_nothing_of_llmload():
     assert not [n for n in imports_of(ROOT / "llmload" / "contract.py") if n.startswith("llmload")]
 
 
-def test_analysis_imports_only_the_contract_of_llmload():
+def test_analysis_imports_only_the_contract_and_the_rule_book_of_llmload():
     for path in sorted((ROOT / "analysis").rglob("*.py")):
         for name in imports_of(path):
             root = name.split(".")[0]
             assert root not in ("locust", "gevent", "geventhttpclient"), f"{path.name} imports {name}"
             if root == "llmload":
-                assert name == "llmload.contract" or name.startswith("llmload.contract."), f"{path.name}: {name}"
+                assert name.split(".")[1] in ("contract", "rules"), f"{path.name}: {name}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "llmload" / "rules").rglob("*.py")), ids=lambda p: p.name)
+def test_the_rule_book_imports_the_standard_library_and_itself_only(path):
+    """The web UI, the shapes, the gate and the analysis all import the rules: they depend on nothing."""
+    for name in imports_of(path):
+        root = name.split(".")[0]
+        if root == "llmload":
+            assert name.startswith("llmload.rules"), f"{path.name}: {name}"
+        else:
+            assert root in sys.stdlib_module_names or root == "__future__", f"{path.name}: {name}"
 
 
 @pytest.mark.parametrize("path", llmload_files() + sorted((ROOT / "analysis").rglob("*.py")),

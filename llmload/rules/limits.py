@@ -1,0 +1,54 @@
+"""Every threshold a verdict uses, declared once with the reason for its value.
+
+The live web UI, `--stop-at-knee`, the SLO gate and the report all read these names: a limit
+changed here changes every verdict that uses it, and nothing else defines one.
+"""
+
+from __future__ import annotations
+
+REJECT_LIMIT = 0.01
+"""a tier that refused, dropped, timed out or otherwise failed more than this share of its requests did so
+materially (1 %: the SLO profiles' error and 429 bounds)"""
+MAJORITY = 0.5
+"""the saturation verdict 'times out' needs at least this share of a tier's requests timed out"""
+PLATEAU_SHARE = 0.85
+"""compute saturation: the lowest tier whose successful req/s reaches this share of the highest tier's"""
+ONSET_TOLERANCE = 0.85
+"""a fitted slot count agrees with the queueing onset when it lies in [this x onset, next tier]"""
+WAIT_MIN_REQUESTS = 0.5
+"""mean requests waiting above which a tier waits (the server's queue metric, or Little's law on the client
+estimate)"""
+WAIT_SHARE = 0.25
+"""client estimate: the wait must also be at least this share of the service time (a few ms of CPU contention
+at high throughput is not a queue)"""
+DROP_SHARE = 0.15
+"""throughput fell past its peak: a higher tier's successful req/s at least this share below the best tier's"""
+NOISE_Z = 3.0
+"""... and the gap above this many standard deviations of the two rates (Poisson counts over their windows)"""
+SAME_LOAD_SHARE = 0.05
+"""a capacity within this share of the peak's load is the peak's load (no separate 'plan on the peak' note)"""
+UNDER_APPLIED = 0.9
+"""a closed-loop tier with fewer applied users than this share of its target is under-applied: its load is the
+users applied, never the users asked"""
+MIN_SAMPLES_P99 = 100
+"""successes below which a tier's p99 is noise (flagged 'few samples')"""
+MIN_SAMPLES_P999 = 1000
+"""successes needed to state a p99.9"""
+LOOP_LAG_LIMIT_MS = 50.0
+"""generator event-loop lag (p99 of a tier's rows, or health.csv's p95 of the per-second maximum) above which
+the tier is flagged overloaded"""
+SCHEDULE_LAG_LIMIT_MS = 50.0
+"""open loop: schedule lag p99 (actual minus intended send) above which the tier is flagged overloaded"""
+CPU_LIMIT_PERCENT = 90.0
+"""generator CPU p95 (percent of one core) above which the tier is flagged overloaded"""
+MATERIAL_LAG_SHARE = 0.2
+"""an overloaded tier is left out of the verdicts when its lag exceeds this share of its p50 TTFT (or its CPU
+was pegged): 80 ms of lag cannot move a 1.5 s TTFT across a verdict, but it can a 50 ms one"""
+SHORT_TIER_S = 5.0
+"""an incomplete tier (cut by a kill or a stop) with a measure window shorter than this is too short to judge"""
+PHASE_TOLERANCE = 0.25
+"""spike, soak and schedule runs: a phase's p99 TTFT more than this share above the first phase's has degraded"""
+LATE_MS = 10.0
+"""open-loop schedule lag p99 worth a warning (llmload's --late-ms default)"""
+DEFAULT_HEADROOM = 0.30
+"""share of the SLO capacity kept free per replica in a replica plan"""

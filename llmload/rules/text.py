@@ -1,0 +1,12 @@
+"""The few number formats every verdict sentence shares (the report and the live UI word loads alike)."""
+
+from __future__ import annotations
+
+
+def load_with_unit(value: float, unit: str) -> str:
+    """'1 user', '4 users', '2.5 req/s'."""
+    return f"{value:g} {'user' if unit == 'users' and value == 1 else unit}"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")

@@ -1,0 +1,75 @@
+"""The two knees of the rule book on synthetic curves and on simulated S-slot servers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis.judging import tiers_of
+from analysis.loader import load_run
+from analysis.synthetic import SimRun, SimServer, write_run
+from analysis.tiers import tier_table
+from llmload.rules import knees, waiting
+from llmload.rules.tier import Tier
+
+LOADS = [1, 2, 4, 8, 16, 32]
+
+
+def curve(ok_rps, ttft_mean_ms=None, n_429=None) -> list[Tier]:
+    """Closed-loop tiers of 1000 attempts with the given throughput, mean TTFT (a 200 ms request) and 429s."""
+    n = len(ok_rps)
+    ttft = [50.0] * n if ttft_mean_ms is None else ttft_mean_ms
+    refused = [0] * n if n_429 is None else n_429
+    tiers = [Tier(tier=i + 1, load=float(LOADS[i]), sent=1000, ok=1000 - refused[i], ok_rps=float(ok_rps[i]),
+                  n_429=refused[i], n_shed=refused[i], ttft_mean_ms=float(ttft[i]), tpot_mean_ms=1.5,
+                  e2e_mean_ms=float(ttft[i]) + 150.0, rate_window_s=10.0) for i in range(n)]
+    return waiting.estimate(tiers)
+
+
+def test_linear_throughput_and_flat_latency_reach_neither_knee():
+    tiers = curve([10 * n for n in LOADS])
+    assert knees.compute_saturation(tiers, "users").status == "beyond"
+    assert knees.queueing_onset(tiers, "users").status == "beyond"
+
+
+def test_a_plateau_with_waiting_above_it_puts_both_knees_at_the_slot_count():
+    tiers = curve([10, 20, 40, 80, 81, 80], ttft_mean_ms=[50, 50, 51, 52, 160, 420])
+    compute, onset = knees.compute_saturation(tiers, "users"), knees.queueing_onset(tiers, "users")
+    assert (compute.status, compute.load, compute.next_load) == ("within", 8.0, 4.0)
+    assert (onset.status, onset.load, onset.next_load) == ("within", 8.0, 16.0)
+
+
+def test_a_noisy_curve_still_finds_the_plateau():
+    rng = np.random.default_rng(3)
+    rps = np.array([10, 20, 40, 78, 150, 152]) * rng.uniform(0.97, 1.03, 6)
+    assert knees.compute_saturation(curve(list(rps)), "users").load == 16
+
+
+def test_a_plateau_from_the_lowest_tier_is_below_it():
+    tiers = curve([10, 10.2, 10.1, 10], ttft_mean_ms=[50, 150, 400, 900])
+    compute, onset = knees.compute_saturation(tiers, "users"), knees.queueing_onset(tiers, "users")
+    assert compute.status == "below" and compute.load == 1 and "lower load" in compute.sentence
+    assert onset.status == "within" and onset.load == 1
+
+
+def test_latency_growth_while_throughput_scales_is_not_compute_saturation():
+    tiers = curve([10, 19, 37, 70, 130, 230], ttft_mean_ms=[50, 52, 55, 58, 62, 66])
+    assert knees.compute_saturation(tiers, "users").status == "beyond"
+    assert knees.queueing_onset(tiers, "users").status == "beyond"
+
+
+def test_a_plateau_with_refusals_names_the_admission_limit():
+    tiers = curve([10, 20, 40, 41, 40, 41], n_429=[0, 0, 0, 300, 600, 800])
+    compute = knees.compute_saturation(tiers, "users")
+    assert compute.load == 4 and "admission limit" in compute.sentence and "300 x 429" in compute.sentence
+
+
+@pytest.mark.parametrize(("slots", "tiers"), [(4, (1, 2, 4, 8, 16)), (8, (1, 2, 4, 8, 16, 32)),
+                                              (16, (2, 4, 8, 16, 32))])
+def test_a_simulated_servers_knees_are_its_slot_count(tmp_path, slots, tiers):
+    server = SimServer(slots=slots, decode_ms_per_token=1.5, decode_ms_per_extra_seq=0.05)
+    write_run(tmp_path / "run", server, SimRun(tiers_users=tiers, tier_s=8.0, warmup_s=1.0, seed=slots))
+    judged = tiers_of(tier_table(load_run(tmp_path / "run")))
+    assert knees.compute_saturation(judged, "users").load == slots
+    onset = knees.queueing_onset(judged, "users")
+    assert onset.load == slots and onset.next_load == 2 * slots
