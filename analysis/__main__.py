@@ -9,8 +9,8 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
   check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
 A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
-A run recorded with --ship histograms (no samples.csv) gets report, tiers, knee and check from its
-histograms (histreport.py); plots, compare and watch need per-request rows and say so.
+A run recorded with --ship histograms (no samples.csv) gets every command from its histograms, through the
+same analysis (histrun.py); watch needs per-request rows and says so.
 """
 
 from __future__ import annotations
@@ -37,13 +37,6 @@ def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Targ
     return analyze(run, profile, target, profile_source(run, args.slo), stall_ms)
 
 
-def _hist_analysis(args: argparse.Namespace):
-    """The HistAnalysis of a run recorded with --ship histograms, None for any other folder."""
-    from analysis.histreport import hist_analysis
-
-    return hist_analysis(args.run_dir, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
-
-
 def _target(args: argparse.Namespace) -> Target | None:
     for kind in ("rps", "users", "tok_s"):
         value = getattr(args, f"target_{kind}")
@@ -58,16 +51,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from analysis.figures import build_figures
     from analysis.report import answer_items, write_report
 
-    hist = _hist_analysis(args)
-    if hist is not None:
-        from analysis.histreport import cmd_report as hist_report
-
-        return hist_report(hist, args.out)
     a = _analysis(args, target=_target(args))
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, html_path = write_report(a, build_figures(a), out_dir)
-    print(f"report: {html_path}")
+    print(f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)"))
     print(f"        {md_path}")
     print(f"        {out_dir / 'summary.json'}")
     for lead, sentence in answer_items(a):
@@ -86,11 +74,6 @@ def _stopped(a) -> None:
 
 
 def cmd_tiers(args: argparse.Namespace) -> int:
-    hist = _hist_analysis(args)
-    if hist is not None:
-        from analysis.histreport import print_text
-
-        return print_text(hist, knee_only=False, fmt=args.format)
     a = _analysis(args)
     if args.format != "text":
         from analysis.tierformat import render
@@ -109,7 +92,7 @@ def cmd_tiers(args: argparse.Namespace) -> int:
         rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
         print(f"\nPer scenario (ms; out tok/s per request)\n{text.render(*rows)}\n{a.scenario_sentence}")
     if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
-        print("\nFailures in the whole run (every samples.csv row)")
+        print(f"\nFailures in the whole run (every {a.totals.counted_in} {'row' if a.run.per_request else 'count'})")
         if len(a.totals.by_kind):
             print(text.render(*text.totals_rows(a.totals.by_kind)))
         for line in totals.reconcile_lines(a.totals):
@@ -122,13 +105,8 @@ def cmd_tiers(args: argparse.Namespace) -> int:
 
 
 def cmd_knee(args: argparse.Namespace) -> int:
-    from analysis.report import capacity_sentence, knee_rows
+    from analysis.report import capacity_sentence
 
-    hist = _hist_analysis(args)
-    if hist is not None:
-        from analysis.histreport import print_text
-
-        return print_text(hist, knee_only=True)
     a = _analysis(args)
     if not a.climbs:
         print(f"run {a.run.name}: a {a.kind} run does not raise the load tier by tier, so it has no knee. "
@@ -143,7 +121,7 @@ def cmd_knee(args: argparse.Namespace) -> int:
     print(f"run {a.run.name}")
     _stopped(a)
     print(f"Rule: {knees.RULE}\n")
-    print(text.render(*knee_rows(a)))
+    print(text.render(*text.knee_rows(a.table)))
     print()
     print(f"Compute saturation: {a.compute.sentence}")
     print(f"Queueing onset: {a.onset.sentence}")
@@ -178,6 +156,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from analysis.watch import watch, watch_text
 
     run = load_run(args.run_dir)
+    if not run.per_request:
+        raise ValueError(f"{run.path}: watch needs per-request rows (samples.csv); this run kept histograms only "
+                         "(--ship histograms): record with --ship rows or both")
     profile = choose_profile(run, args.slo)
     threshold = args.threshold_ms if args.threshold_ms is not None else profile.ttft_p95_ms
     if threshold is None:

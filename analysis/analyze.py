@@ -14,11 +14,12 @@ the run recorded a known one, else chat; `Analysis.profile_source` says which.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import concurrency, goodput, headers, health, queueing, scenarios, tiers, totals, workers
+from analysis import concurrency, goodput, headers, health, histrun, queueing, scenarios, tiers, totals, workers
 from analysis import ending as ending_mod
 from analysis import phases as phases_mod
 from analysis.checklist import checklist
@@ -107,7 +108,11 @@ def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
     """Goodput per tier under the chosen profile (into `table`), and the capacity under every profile, each
     with its own goodput at the capacity."""
     rows = tiers.verdict_rows(run)
-    table["goodput_rps"] = goodput.goodput_rps(table, rows, objective_for(profile))
+    if not run.per_request:  # a request meets an objective by all its figures at once: histograms keep them apart
+        table["goodput_rps"] = math.nan
+        rows = None
+    else:
+        table["goodput_rps"] = goodput.goodput_rps(table, rows, objective_for(profile))
     judged = table[table["judged"]]
     tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
     capacity = cap_mod.capacity_under_slo(tiers_of(judged), profile, tested)
@@ -117,7 +122,7 @@ def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
             caps.append(capacity)
             continue
         other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
-        own = goodput.goodput_rps(table, rows, objective_for(other))
+        own = goodput.goodput_rps(table, rows, objective_for(other)) if rows is not None else table["goodput_rps"]
         caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested))
     return capacity, tuple(caps)
 
@@ -143,6 +148,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
     plan = None
     if target is not None and climbs(kind):
         plan = cap_mod.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
+    rows = run.per_request  # per-request tables and splits exist only with rows (histrun.CANNOT_SHOW)
     breakdown = tiers.breakdown_table(run)
     fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
                                          tested)
@@ -154,13 +160,14 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         all_capacities=all_caps, saturation=sat, plan=plan,
         checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
         kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
-        scenario_table=scenarios.scenario_table(run), scenario_sentence=scenarios.comparison_sentence(run, table),
+        scenario_table=scenarios.scenario_table(run) if rows else None,
+        scenario_sentence=scenarios.comparison_sentence(run, table) if rows else "",
         phases=phase_frame,
         phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
         compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested), planning_capacity=planning,
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
-        objective=objective_for(profile), workload=workload_view(run),
+        objective=objective_for(profile), workload=workload_view(run) if rows else None,
     )
 
 
@@ -184,6 +191,11 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                        "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:
             out.append(health.warning(where, row))
+    if not run.per_request:
+        for tier_no, hinted in histrun.hinted_refusals_before(run).items():
+            out.append(f"Tier {tier_no}: {hinted} refused attempts of its warm-up carried a retry hint: users waiting "
+                       "it out may have sent nothing in its measure window, so the load applied may be below the "
+                       "load asked, and histograms cannot show it (record with --ship rows or both).")
     retries = int(table["retries"].sum())
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "

@@ -113,10 +113,13 @@ def capacity_table(a: Analysis) -> Table:
     return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
                   "out tok/s", "limited by"), tuple(rows), numeric_from=1,
                  note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1))
+                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1, a.run.per_request))
 
 
-def _interpolation(one_load: bool) -> str:
+def _interpolation(one_load: bool, per_request: bool = True) -> str:
+    if not per_request:
+        how = "one load level, so nothing to interpolate. " if one_load else "capacity interpolated between tiers. "
+        return how + "Goodput needs per-request rows: not available from histograms."
     goodput = ("Goodput = requests/s that met every per-request criterion of the profile's objective (TTFT, TPOT, "
                "e2e limits: docs/gates.md), ")
     if one_load:

@@ -25,7 +25,6 @@ import pandas as pd
 
 from analysis import goodput, tiers
 from analysis.histograms import Histograms
-from analysis.histrun import hist_table, is_histogram_run, load_hist_run
 from analysis.loader import load_run
 from analysis.text import load_with_unit
 from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
@@ -120,14 +119,11 @@ class Check:
 
 def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
               capacity_at_least: float | None = None) -> Check:
-    if is_histogram_run(run_dir):
-        hrun = load_hist_run(run_dir)
-        return judge(hrun.name, hrun.load_unit, hist_table(hrun), None, obj, at_load, capacity_at_least,
-                     hrun.histograms)
     run = load_run(run_dir)
     table = tiers.tier_table(run)
-    measured = tiers.verdict_rows(run)
-    goodput.add_goodput(table, measured, obj)
+    measured = tiers.verdict_rows(run) if run.per_request else None  # --ship histograms: from the histograms
+    if measured is not None:
+        goodput.add_goodput(table, measured, obj)
     return judge(run.name, run.load_unit, table, measured, obj, at_load, capacity_at_least, run.histograms)
 
 

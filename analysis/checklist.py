@@ -1,9 +1,10 @@
-"""The provider acceptance checklist of the brief, answered from the run's data.
+"""The provider acceptance checklist, answered from the run's data.
 
 How it works: each question gets one answer sentence built from the tier table, the
 cache / prompt-length breakdown, the saturation verdict and the model fields. When the run
-cannot answer (no long prompts, no cache hits reported, no model field), the answer says
-so and names what to run instead, rather than guessing.
+cannot answer (no long prompts, no cache hits reported, no model field, or no per-request
+rows at all: --ship histograms), the answer says so and names what to run instead, rather than
+guessing.
 """
 
 from __future__ import annotations
@@ -33,11 +34,17 @@ def utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+NO_ROWS = "Not answerable: the run kept no per-request rows (--ship histograms); record with --ship rows or both."
+
+
 def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation) -> list[tuple[str, str]]:
     from analysis import downgrade
 
+    if not run.per_request:
+        return list(zip(QUESTIONS, (_percentiles(table, run), _window(run, table), NO_ROWS, NO_ROWS, sat.sentence,
+                                    NO_ROWS, NO_ROWS, downgrade.decode_drift(run, table))))
     return list(zip(QUESTIONS, (
-        _percentiles(table), _window(run, table), _split(breakdown, "prompt", "short", "long", run),
+        _percentiles(table, run), _window(run, table), _split(breakdown, "prompt", "short", "long", run),
         _split(breakdown, "cache", "hit", "miss", run), sat.sentence, downgrade.model_changes(run),
         _usage(run), downgrade.decode_drift(run, table),
     )))
@@ -58,11 +65,12 @@ def _usage(run: Run) -> str:
             f"the tokens received ({where}): a billing problem to raise with the provider.")
 
 
-def _percentiles(table: pd.DataFrame) -> str:
+def _percentiles(table: pd.DataFrame, run: Run) -> str:
     ok = int(table["ok"].sum())
     few = table[table["too_few"] & (table["sent"] > 0)]
     per = " per tier" if len(table) > 1 else ""
-    text = f"Yes: p50/p95/p99 TTFT{per} from {ok} successful measured requests, p99 with a 95% bootstrap CI"
+    how = "p99 with a 95% bootstrap CI" if run.per_request else "from histograms, each within 1%, no CI of p99"
+    text = f"Yes: p50/p95/p99 TTFT{per} from {ok} successful measured requests, {how}"
     if (table["ok"] >= 1000).any():
         text += ", p99.9 where a tier has 1000+"
     if len(few) == 1:
@@ -73,11 +81,11 @@ def _percentiles(table: pd.DataFrame) -> str:
 
 
 def _window(run: Run, table: pd.DataFrame) -> str:
-    ts = run.samples["ts_start_s"]
+    first, last = run.span_s
     loads = ", ".join(f"{v:g}" for v in table["load"])
     warm = sorted({seconds(v) for v in run.tiers["warmup_s"]}, key=lambda t: float(t.split()[0]))
     warm_text = warm[0] if len(warm) == 1 else f"{warm[0].split()[0]}-{warm[-1]}"
-    span = f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"
+    span = f"{utc(first)} to {utc(last)} ({(last - first) / 60:.1f} min)"
     if run.warm_only:
         return f"{span}; {_levels(run, table, loads)}; no request after the warm-up: every figure is from warm-up rows."
     if run.plain:

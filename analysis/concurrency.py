@@ -29,9 +29,7 @@ import pandas as pd
 
 from analysis.loader import Run
 from analysis.windows import completions
-
-UNDER_APPLIED = 0.9
-"""a closed-loop tier with fewer active users than this share of its target is under-applied"""
+from llmload.rules.limits import UNDER_APPLIED
 
 
 def effective(run: Run) -> pd.DataFrame:
@@ -53,19 +51,22 @@ def effective(run: Run) -> pd.DataFrame:
 def add_effective(table: pd.DataFrame, run: Run) -> None:
     """Add `concurrency`, `active_users`, `load_target`, `under_applied`; an under-applied tier's `load` is
     its active user count."""
-    table[["concurrency", "active_users"]] = effective(run).reindex(table.index)
+    if run.per_request:
+        table[["concurrency", "active_users"]] = effective(run).reindex(table.index)
+    else:  # no rows: only tiers.csv's users (distributed runs) say what was applied
+        table["concurrency"] = table["active_users"] = np.nan
     recorded = run.tiers.set_index("tier")
     for col in ("users_min", "users_mean"):
         table[col] = pd.to_numeric(recorded[col], errors="coerce").reindex(table.index) if col in recorded \
             else np.nan
-    table["applied_users"] = table["active_users"].where(~(table["users_mean"] < table["active_users"]),
-                                                         table["users_mean"])
+    table["applied_users"] = table["active_users"].where(
+        ~(table["users_mean"] < table["active_users"]) & table["active_users"].notna(), table["users_mean"])
     table["load_target"] = table["load"]
     closed = run.load_unit == "users"
     under = closed & (table["sent"] > 0) & (table["applied_users"] < UNDER_APPLIED * table["load"])
     table["under_applied"] = under
     table.loc[under, "load"] = table.loc[under, "applied_users"].round(1)
-    parked = {tier: parked_after_refusal(run, tier) for tier in table.index[under]}
+    parked = {tier: parked_after_refusal(run, tier) for tier in table.index[under]} if run.per_request else {}
     table["parked_refused"] = [parked[t][0] if t in parked else 0 for t in table.index]
     table["parked_codes"] = [parked[t][1] if t in parked else "" for t in table.index]
     table["parked_retry_after_s"] = [parked[t][2] if t in parked else np.nan for t in table.index]

@@ -6,7 +6,8 @@ a TTFT CDF sampled at 200 quantiles per tier (cheap at any sample count), and th
 time windows of `timeline`. Returns (name, caption, png bytes) in report order. Spike,
 soak and schedule runs (their load does not climb) get only the figures that make sense
 for them: failures per tier, TTFT CDF per tier and the run over time; tiers are labelled
-"tier N: load" there, since one load can recur.
+"tier N: load" there, since one load can recur. A run recorded with --ship histograms has no
+rows to draw the CDF and the run over time from: those two are left out.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ def ttft_cdf(a: Analysis) -> pd.DataFrame:
 def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     unit = a.run.load_unit
     table = a.table[a.table["sent"] > 0]
-    series = timeline.windows(a.run, timeline.pick_window_s(a.run))
     knees = (a.compute, a.onset)
     specs = [
         ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
@@ -83,12 +83,15 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
          "the users axis (right axis). " + ("Band: the warm-up (excluded from the tables) shaded orange."
                                             if len(a.table) == 1 else "Bands: every other tier shaded grey, each "
                                             "tier's warm-up (excluded from the tables) shaded orange."),
-         lambda ax: plots.plot_timeline(ax, series, a.run.tiers, a.run.history)),
+         lambda ax: plots.plot_timeline(ax, timeline.windows(a.run, timeline.pick_window_s(a.run)), a.run.tiers,
+                                        a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
     ]
     if not a.climbs or len(table) < 2:  # one load level: no curve across loads to draw
         specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]
+    if not a.run.per_request:  # drawn from per-request rows (histrun.CANNOT_SHOW)
+        specs = [spec for spec in specs if spec[0] not in ("ttft_cdf", "timeline")]
     view = a.workload
     if view is not None and view.prefill_fit is not None:
         prefill = ("prefill", "TTFT p50 and p95 per input length with the fitted prefill line (TTFT = a + b x "

@@ -1,41 +1,44 @@
 """A run recorded with `--ship histograms`: no samples.csv, only histograms.csv and attempts.csv.
 
 How it works: `is_histogram_run(path)` tells such a folder (histograms.csv and attempts.csv, no
-samples.csv). `load_hist_run` reads run.json, tiers.csv (each tier's window; without it, the tiers
-in the histograms, measured over the whole run) and health.csv, and `hist_table` builds the
-per-tier table with the tier table's column names (analysis/tiers.py) from the measure phase of
-the histograms: attempts, successes, failures by status and kind, req/s and output tokens/s per
-second of the measure window, TTFT / e2e / TPOT / mean-ITL / every-gap percentiles and means
-(each within HIST_RELATIVE_ERROR, 1 %), in flight by Little's law, the client wait estimate
-(waiting.py) and generator health from health.csv. What histograms cannot give (no per-request
-rows) stays NaN and is listed in CANNOT_SHOW, which the report prints.
+samples.csv); `load_hist_run` reads it into the same `Run` as a samples run (`source`
+"histograms", no sample rows): run.json, tiers.csv (each tier's window; without it, the tiers in
+the histograms, measured over the whole run), health.csv and server_metrics.csv. `hist_figures`
+gives the per-tier figures with the tier table's column names (`tiers.py` adds what both kinds of
+run share: generator health, server metrics, the waiting rule, the flags): attempts, successes,
+failures by status and kind (the rule book's outcomes), req/s and output tokens/s per second of the
+measure window, TTFT / e2e / TPOT / mean-ITL / every-gap percentiles and means (each within
+HIST_RELATIVE_ERROR, 1 %), in flight by Little's law. What histograms cannot give (no per-request
+rows) stays NaN and is listed once, in CANNOT_SHOW, which the report and summary.json print.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis import histograms, judging, ramps
+from analysis import histograms, ramps, windows
+from analysis.folder import RunError, read_info, read_optional, read_server_metrics, read_tiers
 from analysis.histograms import Histograms
-from analysis.loader import RunError, _read_info, _read_optional, _read_tiers
-from analysis.tiers import MIN_SAMPLES_P999, PERCENTILES, _add_flags, _add_health
+from analysis.loader import Run, empty_samples
+from llmload.rules.limits import MIN_SAMPLES_P999, SHORT_TIER_S
+from llmload.rules.outcomes import SHED_ERRORS, SHED_STATUSES
 
 CANNOT_SHOW = (
-    "the TTFT p99 confidence interval (needs every request's TTFT): the knee compares the p99 itself with the "
-    "low-load band",
-    "goodput and the capacity under each SLO profile (a request meets an SLO only if its own TTFT, TPOT and e2e "
-    "all do: histograms keep each figure apart)",
-    "the saturation decision table, the queueing model fit and the replica plan",
+    "the TTFT p99 confidence interval (needs every request's TTFT)",
+    "goodput (a request meets an SLO only if its own TTFT, TPOT and e2e all do: histograms keep each figure "
+    "apart)",
     "where TTFT goes (connect, headers), per-scenario, per-prompt-class, cache and workload splits, model-field "
     "mismatches, retries with and without their wait, stalls, and the error messages",
+    "the load really applied (active users, effective concurrency) and users refused before a tier's window",
+    "the TTFT distribution and the run over time (figures drawn from per-request rows)",
     "request-level figures of the open-loop actual send (only the intended-send TTFT and e2e are recorded)",
 )
-"""what a report from histograms cannot show, one sentence each (printed in the report)"""
+"""what a report from histograms cannot show, one sentence each (printed in the report and summary.json)"""
 METRICS = {"ttft": "ttft_ms", "e2e": "e2e_ms", "tpot": "tpot_ms", "itl_mean": "itl_mean_ms"}
+PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 
 
 def is_histogram_run(path: str | Path) -> bool:
@@ -44,25 +47,10 @@ def is_histogram_run(path: str | Path) -> bool:
         not (path / "samples.csv").exists()
 
 
-@dataclass(frozen=True)
-class HistRun:
-    path: Path
-    name: str
-    info: dict
-    tiers: pd.DataFrame
-    """tier, start_s, end_s, measure_start_s, measure_s, load, complete, short, warmup_s"""
-    load_unit: str
-    histograms: Histograms
-    health: pd.DataFrame | None = None
-    notes: tuple[str, ...] = ()
-    warm_only: bool = False
-    """no attempt is phase=measure (the warm-up never ended): the warm-up histograms are read instead"""
-
-
-def load_hist_run(path: str | Path) -> HistRun:
+def load_hist_run(path: str | Path) -> Run:
     path = Path(path)
     notes: list[str] = []
-    info = _read_info(path, notes)
+    info = read_info(path, notes)
     hists = histograms.read(path)
     if hists is None or hists.attempts is None:
         raise RunError(f"{path}: histograms.csv or attempts.csv is not readable (written by --ship histograms)")
@@ -72,13 +60,17 @@ def load_hist_run(path: str | Path) -> HistRun:
         notes.append(ramps.warm_only_sentence(info)[:1].upper() + ramps.warm_only_sentence(info)[1:])
         hists = Histograms(hists.frame.replace({"phase": {"warmup": "measure"}}),
                            hists.attempts.replace({"phase": {"warmup": "measure"}}))
-    tiers = _read_tiers(path, notes)
+    tiers = read_tiers(path, notes)
     if tiers is None:
         tiers = _tiers_from_histograms(hists, info, path, notes)
-    tiers, unit = _windows(tiers, info)
-    health = _read_optional(path / "health.csv", ("ts_s",), notes)
-    return HistRun(path, str(info.get("run_id") or path.name), info, tiers, unit, hists, health, tuple(notes),
-                   warm_only)
+    health = read_optional(path / "health.csv", ("ts_s",), notes)
+    tiers, unit = _windows(tiers, info, _last_seen_s(info, path, health, notes))
+    if tiers["load"].isna().any():
+        tiers["load"] = tiers["load"].fillna(_users_from_health(tiers, health, notes))
+    return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=empty_samples(),
+               tiers=tiers, load_unit=unit, health=health, notes=tuple(notes),
+               server_metrics=read_server_metrics(path), histograms=hists, warm_only=warm_only,
+               source="histograms")
 
 
 def _tiers_from_histograms(hists: Histograms, info: dict, path: Path, notes: list[str]) -> pd.DataFrame:
@@ -120,42 +112,95 @@ def _end_s(info: dict, path: Path, notes: list[str]) -> float:
     return written
 
 
-def _windows(tiers: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, str]:
+def _last_seen_s(info: dict, path: Path, health: pd.DataFrame | None, notes: list[str]) -> float:
+    """When the run was last seen sending: run.json's end, else the last second of health.csv (a killed run's
+    last one), else the last write of the histogram files."""
+    ended = info.get("ended_unix")
+    if isinstance(ended, (int, float)):
+        return float(ended)
+    if health is not None and len(health):
+        return float(pd.to_numeric(health["ts_s"], errors="coerce").max()) + 1.0
+    return _end_s(info, path, notes)
+
+
+def _windows(tiers: pd.DataFrame, info: dict, last_seen_s: float) -> tuple[pd.DataFrame, str]:
+    """Each tier's measure window; a last tier without an end (the run died in it) ends when the run was last
+    seen, at most its planned length after its start."""
     tiers = tiers.copy()
     tiers["complete"] = tiers["end_s"].notna()
-    ended = info.get("ended_unix")
     tiers["end_s"] = tiers["end_s"].fillna(tiers["start_s"].shift(-1))
-    tiers["end_s"] = tiers["end_s"].fillna(float(ended) if isinstance(ended, (int, float)) else np.nan)
+    planned = tiers["start_s"] + windows.planned_seconds(tiers.assign(complete=tiers["end_s"].notna()), info)
+    tiers["end_s"] = tiers["end_s"].fillna(np.fmin(planned, last_seen_s))
     tiers["warmup_s"] = tiers["warmup_s"].fillna(0.0)
     tiers["measure_start_s"] = tiers["start_s"] + tiers["warmup_s"]
     tiers["measure_s"] = (tiers["end_s"] - tiers["measure_start_s"]).clip(lower=0.0)
-    tiers["short"] = ~tiers["complete"] & ~(tiers["measure_s"] >= 5.0)
+    tiers["short"] = ~tiers["complete"] & ~(tiers["measure_s"] >= SHORT_TIER_S)
     open_loop = tiers["target_rps"].notna().any() and tiers["target_users"].isna().all()
     tiers["load"] = (tiers["target_rps"] if open_loop else tiers["target_users"]).astype(float)
+    tiers["dropped"] = pd.to_numeric(tiers["dropped"], errors="coerce") if "dropped" in tiers else np.nan
     return tiers, "req/s" if open_loop else "users"
 
 
+def _users_from_health(tiers: pd.DataFrame, health: pd.DataFrame | None, notes: list[str]) -> pd.Series:
+    """A tier without a target load (run.json names no user count): the median of health.csv's users (summed
+    over the generator processes, second by second) in its measure window, else its tier number."""
+    users = pd.Series(np.nan, index=tiers.index)
+    if health is not None and "users" in health:
+        per_second = pd.to_numeric(health["users"], errors="coerce").groupby(health["ts_s"].astype(float).round())\
+            .sum()
+        for i, row in tiers.iterrows():
+            inside = per_second[(per_second.index >= row["measure_start_s"]) & (per_second.index < row["end_s"])]
+            users[i] = float(inside.median()) if len(inside) else np.nan
+    if users.isna().any():
+        users = users.fillna(tiers["tier"].astype(float))
+        notes.append("no target load recorded (run.json, tiers.csv) nor users in health.csv: load shown as the "
+                     "tier number.")
+    else:
+        notes.append("no target load recorded (run.json, tiers.csv): the load is health.csv's users (median per "
+                     "second of the measure window).")
+    return users
+
+
+def _summed(measure: pd.DataFrame, mask: pd.Series | np.ndarray, index: pd.Index, col: str = "attempts") -> pd.Series:
+    return measure[col].where(mask, 0).groupby(measure["tier"]).sum().reindex(index).fillna(0).astype(int)
+
+
 def _counts(table: pd.DataFrame, attempts: pd.DataFrame) -> None:
+    """Attempts, successes and failures by kind (llmload.rules.outcomes) per tier, from attempts.csv."""
     measure = attempts[attempts["phase"] == "measure"]
     by = measure.groupby("tier")
     for col, name in (("attempts", "sent"), ("ok", "ok"), ("retries", "retries"), ("output_tokens", "out_tokens")):
         table[name] = by[col].sum().reindex(table.index).fillna(0).astype(int)
     table["failed"] = table["sent"] - table["ok"]
     error, status = measure["error"].astype(str), measure["status"]
-    n_429 = measure["attempts"].where((error == "rate_limited") | (status == 429), 0)
-    table["n_429"] = n_429.groupby(measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
-    n_503 = measure["attempts"].where(status == 503, 0)
-    table["n_503"] = n_503.groupby(measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
-    shed = error.isin(("rate_limited", "stream_error", "retry_after_too_long")) | status.isin((429, 503))
-    table["n_shed"] = measure["attempts"].where(shed & (error != ""), 0).groupby(
-        measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
-    table["n_stream_error"] = measure["attempts"].where(error == "stream_error", 0).groupby(
-        measure["tier"]).sum().reindex(table.index).fillna(0).astype(int)
+    failed = error != ""
+    is_429 = (error == "rate_limited") | (status == 429)
+    shed = failed & (error.isin(SHED_ERRORS) | status.isin(SHED_STATUSES))
+    timeout = failed & ~shed & (error == "timeout")
+    table["n_429"] = _summed(measure, is_429, table.index)
+    table["n_503"] = _summed(measure, status == 503, table.index)
+    table["n_shed"] = _summed(measure, shed, table.index)
+    table["n_stream_error"] = _summed(measure, error == "stream_error", table.index)
+    table["n_timeout"] = _summed(measure, timeout, table.index)
+    table["n_other_fail"] = _summed(measure, failed & ~shed & ~timeout, table.index)
+    table["n_shed_hinted"] = _summed(measure, shed, table.index, "hinted")
+    hinted_429 = _summed(measure, is_429, table.index, "hinted")
+    table["retry_after_share"] = hinted_429 / table["n_429"].where(table["n_429"] > 0)
     sent = table["sent"].where(table["sent"] > 0)
-    table["shed_rate"] = (table["n_shed"] / sent).fillna(0.0)
+    for name in ("shed", "timeout", "other_fail"):
+        table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
-    table["dropped"], table["drop_rate"] = 0, 0.0
+    table["retry_after_sources"] = ""
+
+
+def _drops(table: pd.DataFrame, tiers: pd.DataFrame, attempts: pd.DataFrame) -> None:
+    """Open loop: arrivals dropped at the in-flight cap (tiers.csv, whole tier) and their share of the tier's
+    arrivals, as from rows: dropped / (dropped + attempts sent in the whole tier)."""
+    table["dropped"] = tiers["dropped"].fillna(0).astype(int)
+    sent_all = attempts[attempts["phase"] != "after"].groupby("tier")["attempts"].sum().reindex(table.index)
+    arrivals = sent_all.fillna(0) + table["dropped"]
+    table["drop_rate"] = (table["dropped"] / arrivals.where(arrivals > 0)).fillna(0.0)
 
 
 def _latency(table: pd.DataFrame, hists: Histograms) -> None:
@@ -165,31 +210,59 @@ def _latency(table: pd.DataFrame, hists: Histograms) -> None:
             table[f"{prefix}_{name}_ms"] = [hists.percentile(int(t), metric, q) for t in table.index]
         table[f"{prefix}_mean_ms"] = [hists.mean(int(t), metric) for t in table.index]
     table.loc[table["ok"] < MIN_SAMPLES_P999, "ttft_p999_ms"] = np.nan
-    table["ttft_p99_ci_lo_ms"] = table["ttft_p99_ci_hi_ms"] = np.nan
     table["out_tps_p50"] = [hists.percentile(int(t), "out_tps", 0.5) for t in table.index]
     histograms.add_pooled_itl(table, hists)
+    base = table["ttft_p50_ms"].dropna()
+    table["queue_delay_ms"] = (table["ttft_p50_ms"] - base.iloc[0]).clip(lower=0) if len(base) else np.nan
+    base_mean = table["ttft_mean_ms"].dropna()
+    table["queue_delay_mean_ms"] = ((table["ttft_mean_ms"] - base_mean.iloc[0]).clip(lower=0)
+                                    if len(base_mean) else np.nan)
 
 
-def hist_table(run: HistRun) -> pd.DataFrame:
-    """One row per tier (tier order), tier-table columns computable from histograms (module docstring)."""
+UNKNOWN = ("ttft_p99_ci_lo_ms", "ttft_p99_ci_hi_ms", "itl_p50_ms", "itl_p99_ms", "connect_ms", "gateway_queue_ms",
+           "after_headers_ms", "model_mismatch", "loop_lag_p99_ms", "schedule_lag_p99_ms", "stalls",
+           "remaining_requests_min", "remaining_tokens_min")
+"""tier-table columns only per-request rows give (NaN here)"""
+
+
+def hist_figures(run: Run, stall_ms: float) -> pd.DataFrame:
+    """One row per tier (index: tier), the tier table's per-request figures computed from histograms."""
     tiers = run.tiers.set_index("tier")
     table = pd.DataFrame(index=tiers.index)
     for col in ("load", "complete", "measure_s", "short"):
         table[col] = tiers[col]
-    table["load_target"] = table["load"]
-    assert run.histograms.attempts is not None  # load_hist_run checked it
+    assert run.histograms is not None and run.histograms.attempts is not None  # load_hist_run checked it
     _counts(table, run.histograms.attempts)
+    _drops(table, tiers, run.histograms.attempts)
     window = table["measure_s"].where(table["measure_s"] > 0)
     table["rate_window_s"] = window
     table["rps"], table["ok_rps"] = table["sent"] / window, table["ok"] / window
     table["out_tok_s"] = table["out_tokens"] / window
     _latency(table, run.histograms)
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
-    table["loop_lag_p99_ms"] = table["schedule_lag_p99_ms"] = np.nan
-    _add_health(table, run)  # type: ignore[arg-type]  # reads .health and .tiers, which a HistRun has
-    judging.add_wait(table)
-    _add_flags(table)
-    for col in ("concurrency", "active_users", "stall_ms", "goodput_rps", "stalls"):
-        table[col] = np.nan  # per-request figures: none in histograms
-    table["under_applied"] = False
-    return table.reset_index()
+    for col in UNKNOWN:
+        table[col] = np.nan
+    table["stall_ms"] = stall_ms
+    return table
+
+
+def hinted_refusals_before(run: Run) -> dict[int, int]:
+    """Per tier, refused warm-up attempts that carried a retry hint: users parked on one may send nothing in the
+    measure window, which only per-request rows can show (`concurrency.parked_after_refusal`)."""
+    attempts = run.histograms.attempts if run.histograms is not None else None
+    if attempts is None or run.load_unit != "users":
+        return {}
+    error, status = attempts["error"].astype(str), attempts["status"]
+    shed = (error != "") & (error.isin(SHED_ERRORS) | status.isin(SHED_STATUSES))
+    warm = attempts[shed & (attempts["phase"] == "warmup") & (attempts["hinted"] > 0)]
+    return {int(t): int(n) for t, n in warm.groupby("tier")["hinted"].sum().items() if n}
+
+
+def error_kinds(run: Run) -> pd.DataFrame:
+    """Failed measured attempts per tier and error kind, from attempts.csv (columns: kinds; rows: tiers)."""
+    attempts = run.histograms.attempts if run.histograms is not None else None
+    if attempts is None:
+        return pd.DataFrame(index=run.tiers["tier"])
+    failed = attempts[(attempts["phase"] == "measure") & (attempts["error"] != "")]
+    kinds = failed.groupby(["tier", failed["error"].astype(str)])["attempts"].sum().unstack(fill_value=0)
+    return kinds.reindex(run.tiers["tier"], fill_value=0).astype(int)

@@ -22,12 +22,13 @@ How it works:
   present, to reconcile run totals with what Locust showed.
 - tiers.csv's `dropped` (open-loop arrivals not sent at the in-flight cap, whole tier) is
   kept per tier; it is empty for closed-loop tiers and for runs written before it existed.
+- A folder of a run recorded with --ship histograms (histograms.csv and attempts.csv, no samples.csv)
+  is read by `histrun.py` into the same `Run`, with no sample rows (`source` 'histograms').
 - A folder that is not a run raises `RunError` with one line saying what to fix.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,15 @@ import numpy as np
 import pandas as pd
 
 from analysis import csvrows, histograms, ramps, windows
+from analysis.folder import (
+    RunError,
+    read_failures,
+    read_history,
+    read_info,
+    read_optional,
+    read_server_metrics,
+    read_tiers,
+)
 from llmload.contract import SAMPLE_COLUMNS
 
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
@@ -45,13 +55,6 @@ TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transpo
 UNREAD_COLUMNS: tuple[str, ...] = ()
 """contract columns the analysis does not use"""
 NUMERIC_COLUMNS = tuple(c for c in SAMPLE_COLUMNS if c not in TEXT_COLUMNS + UNREAD_COLUMNS)
-SERVER_METRIC_COLUMNS = ("ts_s", "name", "value")
-
-
-class RunError(Exception):
-    """A folder that cannot be analysed; the message is one line saying what to fix."""
-
-
 @dataclass(frozen=True)
 class Run:
     path: Path
@@ -79,11 +82,27 @@ class Run:
     """a run without a load shape raised in several ramps: one tier per ramp (`ramps.py`; 0 otherwise)"""
     warm_only: bool = False
     """no row is phase=measure (the warm-up never ended): every row is measured, and the report says so"""
+    source: str = "samples"
+    """'samples' (samples.csv: a row per attempt) or 'histograms' (--ship histograms: no rows, `samples` empty;
+    histrun.py)"""
 
     @property
     def shape(self) -> dict:
         shape = self.info.get("shape")
         return shape if isinstance(shape, dict) else {}
+
+    @property
+    def span_s(self) -> tuple[float, float]:
+        """(first, last) unix second of the run's sends: the rows' when kept, else the tiers' windows."""
+        if len(self.samples):
+            ts = self.samples["ts_start_s"]
+            return float(ts.min()), float(ts.max())
+        return float(self.tiers["start_s"].min()), float(self.tiers["end_s"].max())
+
+    @property
+    def per_request(self) -> bool:
+        """the run kept a row per attempt (every per-request figure and split exists)"""
+        return self.source == "samples"
 
     @property
     def plain(self) -> bool:
@@ -96,10 +115,14 @@ def load_run(path: str | Path) -> Run:
     path = Path(path)
     if not path.is_dir():
         raise RunError(f"{path}: no such run folder (expected reports/<run>/ with samples.csv)")
+    from analysis import histrun  # it reads with this module's readers
+
+    if histrun.is_histogram_run(path):
+        return histrun.load_hist_run(path)
     notes: list[str] = []
-    info = _read_info(path, notes)
-    samples = _read_samples(path, notes)
-    tiers_raw = _read_tiers(path, notes)
+    info = read_info(path, notes)
+    samples = read_samples(path, notes)
+    tiers_raw = read_tiers(path, notes)
     found = None
     if tiers_raw is None:
         found = ramps.tiers_from_samples(samples, info)
@@ -112,31 +135,31 @@ def load_run(path: str | Path) -> Run:
         hists = None
         notes.append(f"histograms.csv counts this run without a load shape as one tier: the every-gap ITL cannot "
                      f"be split into its {found.ramps} ramps and is left out.")
-    health = _read_optional(path / "health.csv", ("ts_s",), notes)
-    history = _read_history(path, notes)
+    health = read_optional(path / "health.csv", ("ts_s",), notes)
+    history = read_history(path, notes)
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
                tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
-               failures=_read_failures(path), server_metrics=_read_server_metrics(path), histograms=hists,
+               failures=read_failures(path), server_metrics=read_server_metrics(path), histograms=hists,
                ramps=found.ramps if found is not None else 0, warm_only=found is not None and found.warm_only)
 
 
-def _read_info(path: Path, notes: list[str]) -> dict:
-    file = path / "run.json"
-    if not file.exists():
-        notes.append("run.json missing: run facts (host, model, versions) unknown.")
-        return {}
-    try:
-        info = json.loads(file.read_text())
-    except (ValueError, OSError) as exc:
-        raise RunError(f"{file}: not valid JSON ({exc}); fix or remove it") from None
-    if not isinstance(info, dict):
-        raise RunError(f"{file}: expected a JSON object")
-    if not info.get("ended_unix"):
-        notes.append("run.json has no ended_unix: the run did not finish cleanly (killed?).")
-    return info
+def _dtypes(columns) -> dict:
+    dtypes = {c: ("category" if c in TEXT_COLUMNS else "float64") for c in columns}
+    if "request_id" in dtypes:
+        dtypes["request_id"] = str
+    return dtypes
 
 
-def _read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
+def empty_samples() -> pd.DataFrame:
+    """A run without rows (--ship histograms): every column the analysis reads, no row."""
+    columns = [*NUMERIC_COLUMNS, *TEXT_COLUMNS]
+    frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _dtypes(columns).items()})
+    frame["tier"] = pd.Series(dtype=int)
+    frame["measured"] = frame["ok"] = pd.Series(dtype=bool)
+    return frame
+
+
+def read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     file = path / "samples.csv"
     if not file.exists():
         raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload"
@@ -150,9 +173,7 @@ def _read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     if missing:
         raise RunError(f"{file}: not an llmload samples file (missing columns: {', '.join(missing)})")
     wanted = [c for c in header if c in NUMERIC_COLUMNS or c in TEXT_COLUMNS]
-    dtypes = {c: ("category" if c in TEXT_COLUMNS else "float64") for c in wanted}
-    if "request_id" in dtypes:
-        dtypes["request_id"] = str
+    dtypes = _dtypes(wanted)
     try:
         scan = csvrows.scan(file)
     except ValueError as exc:
@@ -175,26 +196,6 @@ def _read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     frame["request_id"] = frame["request_id"].astype(str)
     frame["ok"] = (frame["error"] == "").to_numpy() & frame["ttft_ms"].notna().to_numpy()
     return frame
-
-
-def _read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
-    file = path / "tiers.csv"
-    if not file.exists():
-        return None
-    try:
-        tiers = pd.read_csv(file)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise RunError(f"{file}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-    if "tier" not in tiers or "start_s" not in tiers:
-        raise RunError(f"{file}: not an llmload tiers file (needs columns tier,start_s)")
-    if tiers.empty:
-        notes.append("tiers.csv is empty: tiers taken from the samples.")
-        return None
-    for col in ("end_s", "target_users", "target_rps", "warmup_s", "dropped"):
-        if col not in tiers:
-            tiers[col] = np.nan
-        tiers[col] = pd.to_numeric(tiers[col], errors="coerce")
-    return tiers.sort_values("start_s").reset_index(drop=True)
 
 
 def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
@@ -240,66 +241,3 @@ def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_
     disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
     if disagree and not honour_phase:
         notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")
-
-
-def _read_optional(file: Path, required: tuple[str, ...], notes: list[str]) -> pd.DataFrame | None:
-    if not file.exists():
-        notes.append(f"{file.name} missing: generator health (loop lag, CPU) not checked.")
-        return None
-    try:
-        frame = pd.read_csv(file)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError):
-        notes.append(f"{file.name} unreadable: ignored.")
-        return None
-    if any(c not in frame for c in required) or frame.empty:
-        notes.append(f"{file.name} lacks {', '.join(required)} or is empty: ignored.")
-        return None
-    return frame
-
-
-def _read_history(path: Path, notes: list[str]) -> pd.DataFrame | None:
-    file = path / "locust_stats_history.csv"
-    if not file.exists():
-        notes.append("locust_stats_history.csv missing: user count over time taken from the samples.")
-        return None
-    try:
-        frame = pd.read_csv(file, usecols=lambda c: c in ("Timestamp", "User Count", "Name"))
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError):
-        notes.append("locust_stats_history.csv unreadable: ignored.")
-        return None
-    if not {"Timestamp", "User Count"} <= set(frame.columns) or frame.empty:
-        return None
-    if "Name" in frame:
-        frame = frame[frame["Name"] == "Aggregated"]
-    return pd.DataFrame({"ts_s": frame["Timestamp"].astype(float).to_numpy(),
-                         "users": frame["User Count"].astype(float).to_numpy()})
-
-
-def _read_failures(path: Path) -> pd.DataFrame | None:
-    file = path / "locust_failures.csv"
-    if not file.exists():
-        return None
-    try:
-        frame = pd.read_csv(file, keep_default_na=False)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-        return None
-    if not {"Method", "Name", "Occurrences"} <= set(frame.columns):
-        return None
-    frame["Occurrences"] = pd.to_numeric(frame["Occurrences"], errors="coerce").fillna(0).astype(int)
-    return frame
-
-
-def _read_server_metrics(path: Path) -> pd.DataFrame | None:
-    file = path / "server_metrics.csv"
-    if not file.exists():
-        return None
-    try:
-        frame = pd.read_csv(file)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-        return None
-    if not set(SERVER_METRIC_COLUMNS) <= set(frame.columns) or frame.empty:
-        return None
-    frame["ts_s"] = pd.to_numeric(frame["ts_s"], errors="coerce")
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
-    frame["name"] = frame["name"].astype(str)
-    return frame.dropna(subset=["ts_s", "value"]).reset_index(drop=True)

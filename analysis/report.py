@@ -18,6 +18,8 @@ from analysis.analyze import Analysis
 from analysis.answer import answer_items, capacity_sentence, capacity_table
 from analysis.checklist import utc, warmup_rule
 from analysis.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+from analysis.histograms import PRECISION
+from analysis.histrun import CANNOT_SHOW
 from analysis.report_splits import split_blocks
 from analysis.report_workload import workload_blocks
 from analysis.shape import NAMES
@@ -53,7 +55,9 @@ PLAIN_GLOSSARY = {
 
 def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
     info = a.run.info
-    ts = a.run.samples["ts_start_s"]
+    first, last = a.run.span_s
+    recorded = a.totals.attempts if a.totals is not None else len(a.run.samples)
+    measured = int(a.run.samples["measured"].sum()) if a.run.per_request else int(a.table["sent"].sum())
     versions = info.get("versions") or {}
     shape = info.get("shape") or {}
     return [
@@ -61,10 +65,11 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
         ("target host", str(info.get("host", "unknown"))),
         ("model", str(info.get("model", "unknown"))),
         ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
-        ("time window", f"{utc(ts.min())} to {utc(ts.max())} ({(ts.max() - ts.min()) / 60:.1f} min)"),
+        ("time window", f"{utc(first)} to {utc(last)} ({(last - first) / 60:.1f} min)"
+                        + ("" if a.run.per_request else " (the tiers' windows)")),
         ("load shape", _shape_fact(a, shape)),
         ("load generator workers", str(info.get("workers", "unknown"))),
-        ("requests recorded", f"{len(a.run.samples)} attempts, {int(a.run.samples['measured'].sum())} measured"),
+        ("requests recorded", f"{recorded} attempts, {measured} measured"),
         ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
     ]
 
@@ -74,7 +79,8 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
         Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
-             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " " + _source(a)),
+             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " " + _source(a),
+             lead="" if a.run.per_request else "From histograms."),
         Heading("The answer"),
         Bullets(tuple(answer_items(a)), callout="answer"),
     ]
@@ -86,8 +92,19 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out += workload_blocks(a.workload)
     out.append(Heading("Figures"))
     out += [FigureBlock(name, caption, png) for name, caption, png in figures]
+    out += _cannot_show_blocks(a)
     out += _closing_blocks(a)
     return out
+
+
+def _cannot_show_blocks(a: Analysis) -> list[Block]:
+    """What a run recorded with --ship histograms cannot show (histrun.CANNOT_SHOW), said once."""
+    if a.run.per_request:
+        return []
+    return [Heading("What this report cannot show (histograms only)"),
+            Bullets(tuple(("", s[0].upper() + s[1:] + ".") for s in CANNOT_SHOW)),
+            Para("Record with --ship rows (or both) to get them; histograms are for runs beyond the master's "
+                 "row-shipping limit (docs/distributed.md).")]
 
 
 def _tier_blocks(a: Analysis) -> list[Block]:
@@ -114,10 +131,11 @@ def _failure_blocks(a: Analysis) -> list[Block]:
         out += [Heading("Failures by kind (measured windows)", 3),
                 Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
     if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
-        out.append(Heading("Failures in the whole run (every samples.csv row)", 3))
+        where = a.totals.counted_in
+        out.append(Heading(f"Failures in the whole run (every {where} {'row' if a.run.per_request else 'count'})", 3))
         if len(a.totals.by_kind):
             out.append(Table(*_tuple(text.totals_rows(a.totals.by_kind)),
-                             note="Counts every attempt in samples.csv (the authoritative count), warm-up and "
+                             note=f"Counts every attempt in {where} (the authoritative count), warm-up and "
                                   "rows outside the tiers included; the tier tables count measured windows only."))
         out.append(Bullets(tuple(("", line) for line in totals.reconcile_lines(a.totals))))
         if a.totals.examples:
@@ -134,7 +152,7 @@ def _failure_blocks(a: Analysis) -> list[Block]:
                            "tok/s per request = tokens after the first / decode time; predictable output (JSON) "
                            "decoded 2x+ faster than prose on the same model suggests speculative decoding.")]
     if len(a.breakdown):
-        headers, rows = breakdown_rows(a)
+        headers, rows = text.breakdown_rows(a.breakdown, a.table)
         out += [Heading("TTFT by prompt class (ms: p50 / p95 / p99, n requests)", 3),
                 Table(headers, rows, note="Cache hit = the response reported cached prompt tokens. Short/long "
                       "prompts split at the cut shown (geometric middle of the input-token range).")]
@@ -151,9 +169,9 @@ def _closing_blocks(a: Analysis) -> list[Block]:
     if a.climbs:
         out.append(Heading("How the two knees were found"))
         out.append(Para(knees.RULE, lead="Rule."))
-        out.append(Table(*_tuple(knee_rows(a)), note="waiting = requests waiting on average (Little's law on the "
-                                                     "estimated wait); waits = the tier counts as waiting, and the "
-                                                     "evidence used."))
+        out.append(Table(*_tuple(text.knee_rows(a.table)),
+                         note="waiting = requests waiting on average (Little's law on the estimated wait); waits = "
+                              "the tier counts as waiting, and the evidence used."))
     elif a.phases is not None:
         out.append(Heading(f"Phases of the {NAMES[a.kind]} run"))
         out.append(Bullets(tuple(("", s) for s in a.phase_sentences)))
@@ -176,12 +194,13 @@ def _latency_blocks(a: Analysis) -> list[Block]:
                               ". With one load level that tier is its own baseline: 0 by construction, whether or "
                               "not requests waited (the server's queue metric, when recorded, tells)." if
                               len(a.table) == 1 else ".")))
-    out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
-    labels = a.header_mode.labels
-    out.append(Para(a.header_mode.sentence))
-    out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
-                     note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
-                          "TTFT minus headers. Mismatch = response model field differs."))
+    if a.run.per_request:
+        out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
+        labels = a.header_mode.labels
+        out.append(Para(a.header_mode.sentence))
+        out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
+                         note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
+                              "TTFT minus headers. Mismatch = response model field differs."))
     if a.run.server_metrics is not None:
         names = server_metrics.source_names(a.run)
         out.append(Heading("Server-side metrics beside client figures (mean per measure window)", 3))
@@ -214,6 +233,13 @@ def _load_story(a: Analysis) -> str:
 
 def _source(a: Analysis) -> str:
     """Where every figure comes from: the measured window(s), warm-up excluded (or warm-up only)."""
+    if not a.run.per_request:
+        warm = "warm-up histograms: the warm-up never ended (see the answer)" if a.run.warm_only else \
+            "each tier's measured window (warm-up excluded)"
+        return (f"The run was recorded with --ship histograms: no per-request rows, so every figure below comes "
+                f"from the per-tier histograms of {warm}. Every latency is a percentile of a log-bucketed "
+                f"histogram, {PRECISION} (values under 1 us read as 0); counts are exact; latencies use successful "
+                "requests only.")
     if a.run.warm_only:
         return ("Every figure below comes from the per-request samples of warm-up rows: the warm-up never ended "
                 "(see the answer); latencies use successful requests only.")
@@ -233,32 +259,6 @@ def _shape_fact(a: Analysis, shape: dict) -> str:
         return "none (" + (f"held at {loads}" if len(a.table) == 1 else f"{len(a.table)} ramps at {loads}") + ")"
     return f"{NAMES.get(a.kind, a.kind)}" + (f" ({shape.get('class')})" if shape.get("class") else "") + \
         f": {text.plural(len(a.table), 'tier')} at {loads}"
-
-
-def breakdown_rows(a: Analysis) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    b = a.breakdown
-    groups = list(dict.fromkeys(zip(b["split"], b["group"])))
-    loads = a.table.set_index("tier")["load"]
-    rows = []
-    for tier, part in b.groupby("tier", sort=True):
-        cells = {(r.split, r.group): f"{text.ms(r.ttft_p50_ms)} / {text.ms(r.ttft_p95_ms)} / "
-                 f"{text.ms(r.ttft_p99_ms)} (n={r.n})" for r in part.itertuples()}
-        rows.append((str(tier), text.load(loads[tier]), *(cells.get(g, "-") for g in groups)))
-    return ("tier", "load", *(f"{split}: {group}" for split, group in groups)), tuple(rows)
-
-
-def knee_rows(a: Analysis) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Evidence of the two knees per tier (llmload.rules.knees)."""
-    t = a.table[a.table["sent"] > 0].sort_values("load", kind="stable")
-    peak = t["ok_rps"].max() if len(t) > 1 else float("nan")  # one load level: no plateau to compare with
-    headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",
-               "waiting", "server waiting", "waits")
-    rows = [(str(r.tier), text.load(r.load), text.num(r.ok_rps), text.pct(r.ok_rps / peak if peak > 0 else
-                                                                            float("nan")),
-             text.ms(r.ttft_mean_ms), text.ms(r.tpot_mean_ms), text.ms(r.wait_ms), text.num(r.queue_len),
-             text.num(r.srv_waiting_mean), f"YES ({r.wait_source})" if r.waits else "")
-            for r in t.itertuples()]
-    return headers, rows
 
 
 def _tuple(pair):

@@ -101,4 +101,6 @@ def intended_blocks(a) -> list[Block]:
 
 
 def split_blocks(a) -> list[Block]:
+    if not a.run.per_request:  # the other splits need per-request rows (histrun.CANNOT_SHOW)
+        return decode_blocks(a)
     return [*retry_blocks(a), *decode_blocks(a), *token_blocks(a), *connection_blocks(a), *intended_blocks(a)]

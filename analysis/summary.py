@@ -6,8 +6,8 @@ branch, replicas, warnings, the gate's verdicts for the run's profile); `clean` 
 missing figure `null` (never NaN: JSON has none) and every numpy scalar a Python number.
 Field-by-field documentation: docs/summary.md; the JSON Schema: `summary_schema.SCHEMA`.
 A change that removes or renames a field, or changes its meaning, bumps the version. A run recorded
-with --ship histograms gets the same document from its histograms (histreport.py): `source` says so,
-and what histograms cannot give is null.
+with --ship histograms gets the same document from its histograms: `source` says so and lists what
+histograms cannot show (histrun.CANNOT_SHOW); what they cannot give is null.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from analysis import check, ending, health, tiers
 from analysis.analyze import Analysis
 from analysis.checklist import utc
+from analysis.histrun import CANNOT_SHOW
 from analysis.workload_view import summary_section
 from llmload.contract import HIST_RELATIVE_ERROR
 from llmload.rules.knees import KneePoint
@@ -57,15 +58,16 @@ def safe_host(host) -> str | None:
 
 
 def run_facts(a: Analysis) -> dict:
-    info, ts = a.run.info, a.run.samples["ts_start_s"]
+    info, (first, last) = a.run.info, a.run.span_s
+    sends = a.run.per_request  # a run recorded with --ship histograms kept no send times
     end = info.get("end") if isinstance(info.get("end"), dict) else None
     shape = a.run.shape
     return {
         "id": a.run.name, "host": safe_host(info.get("host")), "model": info.get("model"),
         "scenario": info.get("scenario"), "transport": info.get("transport"), "shape_kind": a.kind,
         "shape_class": shape.get("class"), "load_unit": a.run.load_unit,
-        "start_unix": info.get("started_unix", float(ts.min())), "end_unix": info.get("ended_unix"),
-        "first_send_utc": utc(float(ts.min())), "last_send_utc": utc(float(ts.max())),
+        "start_unix": info.get("started_unix", first), "end_unix": info.get("ended_unix"),
+        "first_send_utc": utc(first) if sends else None, "last_send_utc": utc(last) if sends else None,
         "end": {"reason": end.get("reason"), "planned": end.get("planned")} if end else None,
         "stopped_early": bool(a.ending.stopped_early) if a.ending else False,
         "stopped_early_sentence": ending.sentence(a) or None,
@@ -130,8 +132,8 @@ def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
 
 def gate(a: Analysis) -> dict:
     """`analysis check` with the run's profile at the highest load (same verdicts, same exit status)."""
-    result = check.judge(a.run.name, a.run.load_unit, a.table, tiers.verdict_rows(a.run), a.objective,
-                         hists=a.run.histograms)
+    measured = tiers.verdict_rows(a.run) if a.run.per_request else None
+    result = check.judge(a.run.name, a.run.load_unit, a.table, measured, a.objective, hists=a.run.histograms)
     return gate_record(a.objective, result)
 
 
@@ -147,8 +149,10 @@ def summary(a: Analysis) -> dict:
     plan = a.plan
     optional = {"workload": summary_section(a.workload)}
     return clean({
-        "schema": SCHEMA_ID, "source": source("samples", a.run.histograms is not None), "run": run_facts(a),
-        "goodput_counts": describe_objective(a.objective),
+        "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
+                                              () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),
+        "goodput_counts": describe_objective(a.objective) if a.run.per_request else
+        "not available from histograms (needs per-request rows)",
         "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),
         "queueing_onset": knee_point(a.onset, "onset"),

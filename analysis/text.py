@@ -34,6 +34,11 @@ def pct(value: float) -> str:
     return "0%" if abs(value) < 0.0005 else f"{value:.1%}"
 
 
+def count(value: float) -> str:
+    """A count: '12', '-' when unknown (a figure only per-request rows give)."""
+    return "-" if value is None or value != value else str(int(value))
+
+
 def seconds(value: float) -> str:
     """'4.0 s', '2 s' (whole seconds and from 10 s on without decimals), '-' when unknown."""
     if value is None or math.isnan(value):
@@ -130,11 +135,16 @@ def phase_rows(frame: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ..
     return headers, rows
 
 
+def _interval(lo: float, hi: float) -> str:
+    """'40.1-52.3', '-' when there is none (one success, or histograms: no CI)."""
+    return f"{ms(lo)}-{ms(hi)}" if lo == lo and hi == hi else "-"
+
+
 def latency_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("tier", "load", "TTFT p50", "p95", "p99", "p99 95% CI", "p99.9", "e2e p50", "e2e p99", "ITL p50",
                "ITL p99", "TPOT p50", "wait (est.)")
     rows = [(str(r.tier), load(r.load), ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms),
-             f"{ms(r.ttft_p99_ci_lo_ms)}-{ms(r.ttft_p99_ci_hi_ms)}" if r.ok > 1 else "-", ms(r.ttft_p999_ms),
+             _interval(r.ttft_p99_ci_lo_ms, r.ttft_p99_ci_hi_ms) if r.ok > 1 else "-", ms(r.ttft_p999_ms),
              ms(r.e2e_p50_ms), ms(r.e2e_p99_ms), ms(r.itl_p50_ms), ms(r.itl_p99_ms), ms(r.tpot_p50_ms),
              ms(r.wait_ms)) for r in table.itertuples()]
     return headers, rows
@@ -146,7 +156,7 @@ def parts_rows(table: pd.DataFrame, labels: tuple[str, str] = ("headers", "after
     headers = ("tier", "load", "connect", *labels, "out tok/s per req p50",
                "model mismatches", "loop lag p99", "CPU p95 %", "schedule lag p99")
     rows = [(str(r.tier), load(r.load), ms(r.connect_ms), ms(r.gateway_queue_ms), ms(r.after_headers_ms),
-             num(r.out_tps_p50, 0), str(r.model_mismatch), ms(r.loop_lag_p99_ms), num(r.cpu_p95, 0),
+             num(r.out_tps_p50, 0), count(r.model_mismatch), ms(r.loop_lag_p99_ms), num(r.cpu_p95, 0),
              ms(r.schedule_lag_p99_ms)) for r in table.itertuples()]
     return headers, rows
 
@@ -157,6 +167,32 @@ def server_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, .
     rows = [(str(r.tier), load(r.load), num(r.srv_waiting_mean), num(r.srv_waiting_max, 0),
              num(r.srv_running_mean), ms(r.srv_queue_time_ms), num(r.srv_kv_cache_pct, 0), ms(r.wait_ms),
              num(r.inflight)) for r in table.itertuples()]
+    return headers, rows
+
+
+def breakdown_rows(b: pd.DataFrame, table: pd.DataFrame) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """TTFT by prompt class per tier: 'p50 / p95 / p99 (n=N)' per split and group."""
+    groups = list(dict.fromkeys(zip(b["split"], b["group"])))
+    loads = table.set_index("tier")["load"]
+    rows = []
+    for tier, part in b.groupby("tier", sort=True):
+        cells = {(r.split, r.group): f"{ms(r.ttft_p50_ms)} / {ms(r.ttft_p95_ms)} / "
+                 f"{ms(r.ttft_p99_ms)} (n={r.n})" for r in part.itertuples()}
+        rows.append((str(tier), load(loads[tier]), *(cells.get(g, "-") for g in groups)))
+    return ("tier", "load", *(f"{split}: {group}" for split, group in groups)), tuple(rows)
+
+
+def knee_rows(table: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Evidence of the two knees per tier (llmload.rules.knees)."""
+    t = table[table["sent"] > 0].sort_values("load", kind="stable")
+    peak = t["ok_rps"].max() if len(t) > 1 else float("nan")  # one load level: no plateau to compare with
+    headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",
+               "waiting", "server waiting", "waits")
+    rows = [(str(r.tier), load(r.load), num(r.ok_rps), pct(r.ok_rps / peak if peak > 0 else
+                                                                            float("nan")),
+             ms(r.ttft_mean_ms), ms(r.tpot_mean_ms), ms(r.wait_ms), num(r.queue_len),
+             num(r.srv_waiting_mean), f"YES ({r.wait_source})" if r.waits else "")
+            for r in t.itertuples()]
     return headers, rows
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import concurrency, histograms, judging, server_metrics, workers
+from analysis import concurrency, histograms, histrun, judging, server_metrics, workers
 from analysis.loader import Run
 from analysis.stats import quantile_ci
 from llmload.rules.limits import (
@@ -61,7 +61,20 @@ def verdict_rows(run: Run) -> pd.DataFrame:
 
 
 def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
-    """One row per tier (in tier order) with the figures listed in the module docstring."""
+    """One row per tier (in tier order) with the figures listed in the module docstring; a run recorded with
+    --ship histograms gets the same columns from its histograms (histrun.py: NaN where they need rows)."""
+    table = _row_figures(run, stall_ms) if run.per_request else histrun.hist_figures(run, stall_ms)
+    _add_health(table, run)
+    workers.add_causes(table, run)
+    table = table.join(server_metrics.per_tier(run))
+    judging.add_wait(table)
+    concurrency.add_effective(table, run)
+    _add_flags(table)
+    return table.reset_index()
+
+
+def _row_figures(run: Run, stall_ms: float) -> pd.DataFrame:
+    """The per-request figures of every tier (index: tier) from samples.csv's rows."""
     tiers = run.tiers.set_index("tier")
     rows = measured(run)
     table = pd.DataFrame(index=tiers.index)
@@ -79,13 +92,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
         _add_percentiles(table, ok_by, "ttft_ms", "ttft_sent", PERCENTILES.items())
         _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
     _add_where_ttft_goes(table, rows, ok_by, tiers["end_s"])
-    _add_health(table, run)
-    workers.add_causes(table, run)
-    table = table.join(server_metrics.per_tier(run))
-    judging.add_wait(table)
-    concurrency.add_effective(table, run)
-    _add_flags(table)
-    return table.reset_index()
+    return table
 
 
 def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.DataFrame) -> None:
@@ -183,6 +190,8 @@ def _add_flags(table: pd.DataFrame) -> None:
 
 def error_kinds(run: Run) -> pd.DataFrame:
     """Failed attempts per tier and error kind (columns: kinds; rows: tiers)."""
+    if not run.per_request:
+        return histrun.error_kinds(run)
     rows = measured(run)
     failed = rows[rows["error"] != ""]
     kinds = failed.groupby(["tier", failed["error"].astype(str)]).size().unstack(fill_value=0)

@@ -37,6 +37,8 @@ class Totals:
     locust_dropped: int | None
     examples: dict[str, str] = field(default_factory=dict)
     """per error kind, the server's (or client's) most frequent message, scrubbed, at most 200 chars"""
+    counted_in: str = "samples.csv"
+    """the file the counts come from (attempts.csv for a run recorded with --ship histograms)"""
 
 
 def where_sent(run: Run) -> pd.Series:
@@ -51,7 +53,36 @@ def where_sent(run: Run) -> pd.Series:
     return pd.Series(place, index=samples.index)
 
 
+def attempt_totals(run: Run) -> Totals:
+    """A run recorded with --ship histograms: every failed attempt of attempts.csv by kind and by the phase
+    it was stamped with (measured, warm-up, after the last tier; no send times, so no finer places)."""
+    attempts = run.histograms.attempts if run.histograms is not None else None
+    if attempts is None:
+        return Totals(pd.DataFrame(columns=["total", *WHERE]), 0, 0, None, None)
+    error = attempts["error"].astype(str)
+    kind = error.where(~((attempts["status"] == 429).to_numpy() & (error == "").to_numpy()), "rate_limited")
+    failed = attempts[(kind != "").to_numpy()]
+    place = failed["phase"].map({"measure": WHERE[0], "warmup": WHERE[1], "after": WHERE[4]}).fillna(WHERE[3])
+    counts = failed["attempts"].groupby([kind[failed.index], place]).sum().unstack(fill_value=0)
+    counts = counts.reindex(columns=list(WHERE), fill_value=0).astype(int)
+    counts.insert(0, "total", counts.sum(axis=1))
+    counts = counts.sort_values("total", ascending=False)
+    counts.index.name = "kind"
+    return Totals(counts, int(attempts["attempts"].sum()), 0, *_locust(run), counted_in="attempts.csv")
+
+
+def _locust(run: Run) -> tuple[int | None, int | None]:
+    """Locust's own failure counts (LLM requests, open-loop drops) when locust_failures.csv exists."""
+    if run.failures is None:
+        return None, None
+    method = run.failures["Method"].astype(str)
+    return (int(run.failures.loc[method == REQUEST_TYPE, "Occurrences"].sum()),
+            int(run.failures.loc[method == DROPPED_TYPE, "Occurrences"].sum()))
+
+
 def run_totals(run: Run) -> Totals:
+    if not run.per_request:
+        return attempt_totals(run)
     samples = run.samples
     kind = samples["error"].astype(str)
     kind = kind.where(~((samples["status"] == 429).to_numpy() & (kind == "").to_numpy()), "rate_limited")
@@ -62,12 +93,7 @@ def run_totals(run: Run) -> Totals:
     counts = counts.sort_values("total", ascending=False)
     counts.index.name = "kind"
     dropped = int(run.tiers["dropped"].fillna(0).sum()) if "dropped" in run.tiers else 0
-    llm = sched = None
-    if run.failures is not None:
-        method = run.failures["Method"].astype(str)
-        llm = int(run.failures.loc[method == REQUEST_TYPE, "Occurrences"].sum())
-        sched = int(run.failures.loc[method == DROPPED_TYPE, "Occurrences"].sum())
-    return Totals(counts, len(samples), dropped, llm, sched, error_examples(samples, kind))
+    return Totals(counts, len(samples), dropped, *_locust(run), error_examples(samples, kind))
 
 
 _SECRET_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{4,}")
@@ -112,17 +138,19 @@ def locust_line(t: Totals) -> str:
     locust = int(t.locust_llm_failures or 0)
     drops = f" and {t.locust_dropped} SCHED drops" if t.locust_dropped else ""
     head = f"Locust's failures table: {locust} LLM failures{drops}"
+    rows = "rows" if t.counted_in == "samples.csv" else "attempts"
     if locust == failed:
-        return head + f", the same as the {failed} failed rows of samples.csv."
-    source = ("samples.csv is authoritative: one row per attempt, written for every attempt that ended, and it "
-              "matched the servers' own logs (503s, 429s, successes) when checked against real stacks")
+        return head + f", the same as the {failed} failed {rows} of {t.counted_in}."
+    each = "one row per attempt, written" if rows == "rows" else "counts of every attempt, written each second"
+    source = (f"{t.counted_in} is authoritative: {each} for every attempt that ended, and it matched the servers' "
+              "own logs (503s, 429s, successes) when checked against real stacks")
     if locust < failed:
-        return (head + f", {failed - locust} fewer than the {failed} failed rows of samples.csv. {source}. "
+        return (head + f", {failed - locust} fewer than the {failed} failed {rows} of {t.counted_in}. {source}. "
                 "Locust's failures CSV is last written when the test stops, from statistics that lag by up to a "
                 "second (a worker report interval, 3 s, in distributed runs), so failures of the final seconds "
-                "and of the stop drain (in flight at the end, finishing afterwards) are only in samples.csv.")
-    return (head + f", {locust - failed} more than the {failed} failed rows of samples.csv. {source}; here "
-            "samples.csv lacks rows Locust counted: the run was killed before the last rows were written, or "
+                f"and of the stop drain (in flight at the end, finishing afterwards) are only in {t.counted_in}.")
+    return (head + f", {locust - failed} more than the {failed} failed {rows} of {t.counted_in}. {source}; here "
+            f"{t.counted_in} lacks {rows} Locust counted: the run was killed before the last rows were written, or "
             "failures outside the LLM user (not attempts) were reported to Locust.")
 
 

@@ -1,4 +1,5 @@
-"""Pooled ITL from histograms.csv (report, gate, summary) and runs recorded with --ship histograms (issues 11, 14)."""
+"""Pooled ITL from histograms.csv (report, gate, summary) and runs recorded with --ship histograms: the same
+analysis, tables and verdicts as from rows, within the histograms' precision."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from analysis import check, histrun, report_splits, summary, tiers
 from analysis.analyze import analyze, choose_profile
 from analysis.document import to_markdown
-from analysis.histreport import hist_analysis, hist_summary
 from analysis.loader import load_run
 from llmload.contract import HIST_RELATIVE_ERROR
 from llmload.rules import slo
@@ -82,7 +82,7 @@ def test_the_report_shows_every_gap_beside_the_per_request_means_and_summary_jso
 def test_histograms_give_the_rows_counts_and_percentiles_within_the_stated_precision(hist_knee16):
     assert histrun.is_histogram_run(hist_knee16)
     rows = tiers.tier_table(load_run(FIXTURES / "runs" / "knee16")).set_index("tier")
-    hist = histrun.hist_table(histrun.load_hist_run(hist_knee16)).set_index("tier")
+    hist = tiers.tier_table(load_run(hist_knee16)).set_index("tier")
     for col in ("sent", "ok", "failed", "n_429"):
         assert (hist[col] == rows[col]).all(), col
     for col in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "tpot_p95_ms",
@@ -91,9 +91,9 @@ def test_histograms_give_the_rows_counts_and_percentiles_within_the_stated_preci
     assert (abs(hist["ok_rps"] - rows["ok_rps"]) <= 1e-9 + 0.02 * rows["ok_rps"]).all()
 
 
-def test_a_histogram_run_reports_its_knee_and_says_what_it_cannot_show(hist_knee16):
-    h = hist_analysis(str(hist_knee16), None)
-    assert h is not None and h.onset.load == make_fixtures.KNOWN["knee16"]["onset"]
+def test_a_histogram_run_reports_its_knees_and_says_what_it_cannot_show(hist_knee16):
+    h = analyze(run := load_run(hist_knee16), choose_profile(run, None))
+    assert not run.per_request and h.onset.load == make_fixtures.KNOWN["knee16"]["onset"]
     assert h.compute.load == make_fixtures.KNOWN["knee16"]["compute"]
     code, out = cli("report", str(hist_knee16))
     assert code == 0 and "(from histograms)" in out
@@ -101,9 +101,12 @@ def test_a_histogram_run_reports_its_knee_and_says_what_it_cannot_show(hist_knee
     assert "From histograms." in report and "within 1% of the exact one" in report and "nan" not in report
     for sentence in histrun.CANNOT_SHOW:
         assert sentence[1:40] in report
-    summary = hist_summary(h)
-    assert summary["source"]["kind"] == "histograms" and summary["capacity"] == []
-    assert summary["tiers"][0]["ttft_ms"]["p99_ci_low"] is None and summary["tiers"][0]["goodput_rps"] is None
+    data = summary.summary(h)
+    assert data["source"]["kind"] == "histograms" and data["source"]["cannot_show"] == list(histrun.CANNOT_SHOW)
+    assert data["tiers"][0]["ttft_ms"]["p99_ci_low"] is None and data["tiers"][0]["goodput_rps"] is None
+    assert {c["status"] for c in data["capacity"]} <= {"within", "beyond", "below"}
+    assert all(c["goodput_rps"] is None for c in data["capacity"])
+    assert data["saturation"]["branch"] == "queues" and "Goodput needs per-request rows" in report
     code, out = cli("knee", str(hist_knee16))
     assert code == 0 and "Queueing onset: at 16 users (tier 5)" in out
 
@@ -115,20 +118,42 @@ def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, t
     by = {v.criterion.metric: v for v in result.verdicts}
     assert by["ttft"].status == check.PASS and by["goodput_rps"].status == check.CANNOT
     assert "--ship rows" in by["goodput_rps"].why
-    code, _out = cli("plots", str(hist_knee16))  # needs rows: one line on stderr
+    code, out = cli("plots", str(hist_knee16))  # every figure drawn from the tier table; none from rows
+    names = {Path(line).stem for line in out.split()}
+    assert code == 0 and {"knee", "throughput", "errors"} <= names and not names & {"ttft_cdf", "timeline"}
+    code, _out = cli("watch", str(hist_knee16))  # needs per-request rows: one line on stderr
     assert code == 2
 
 
 def test_a_plateau_where_the_server_starts_refusing_reads_the_same_from_histograms(tmp_path):
     """shed429 shipped as histograms: attempts.csv's counts give the tier's shed rate and codes, so compute
     saturation names the admission limit as it does from samples.csv."""
-    from analysis.histreport import analyze_hist
-    from llmload.rules import slo as cap_mod
-
     path = tmp_path / "shed429"
     shutil.copytree(FIXTURES / "runs" / "shed429", path)
     from_rows = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
     fixture_histograms.as_histograms(path)
-    from_hists = analyze_hist(histrun.load_hist_run(path), cap_mod.PROFILES["chat"]).compute.sentence
+    from_hists = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
     assert "The server refused requests from 8 users on (17.8% there: 32 x 429)" in from_rows
     assert from_hists == from_rows
+
+
+SAME_VERDICTS = ("batchslow", "cap429", "failing", "openloop", "overload", "shed503", "thrash", "timeouts")
+
+
+@pytest.mark.parametrize("name", SAME_VERDICTS)
+def test_histograms_give_the_verdicts_rows_give(tmp_path, name):
+    """One pipeline: the same run shipped as histograms gets the same knees, saturation branch and capacity bracket
+    (a capacity interpolated within 2 %: percentiles within 1 %)."""
+    path = tmp_path / name
+    shutil.copytree(FIXTURES / "runs" / name, path)
+    rows = analyze(run := load_run(path), choose_profile(run, None))
+    fixture_histograms.as_histograms(path)
+    hists = analyze(run := load_run(path), choose_profile(run, None))
+    assert not run.per_request
+    for a in (rows, hists):
+        assert a.capacity.status == rows.capacity.status
+    assert (hists.compute.status, hists.compute.load) == (rows.compute.status, rows.compute.load)
+    assert (hists.onset.status, hists.onset.load) == (rows.onset.status, rows.onset.load)
+    assert (hists.saturation.kind, hists.saturation.rule) == (rows.saturation.kind, rows.saturation.rule)
+    if rows.capacity.load == rows.capacity.load:
+        assert hists.capacity.load == pytest.approx(rows.capacity.load, rel=0.02)

@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import histreport, ramps, text
+from analysis import ramps, text
 from analysis.analyze import analyze
 from analysis.answer import answer_items
-from analysis.document import Bullets
-from analysis.histreport import hist_analysis
-from analysis.histrun import hist_table, load_hist_run
 from analysis.loader import load_run
 from analysis.synthetic import write_run
+from analysis.tiers import tier_table
 from llmload.rules.slo import PROFILES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -142,7 +140,7 @@ def hist_copy(tmp_path: Path, phase: str | None = None) -> Path:
 
 def test_histograms_of_a_run_without_a_shape_estimate_its_measure_window(tmp_path):
     rows = analyze(load_run(FIXTURES / "runs" / "plainone"), CHAT).table.iloc[0]
-    hist = hist_table(load_hist_run(hist_copy(tmp_path))).iloc[0]
+    hist = tier_table(load_run(hist_copy(tmp_path))).iloc[0]
     assert hist["sent"] == rows["sent"] and hist["complete"]
     assert abs(hist["ok_rps"] / rows["ok_rps"] - 1) < 0.1  # not diluted by the warm-up (was 0.79 of it)
 
@@ -155,16 +153,15 @@ def test_histograms_of_a_run_going_on_end_at_their_last_write(tmp_path):
     written = info["started_unix"] + 9.0
     for name in ("histograms.csv", "attempts.csv"):
         os.utime(path / name, (written, written))
-    run = load_hist_run(path)
+    run = load_run(path)
     assert run.tiers["end_s"].iloc[0] == written and any("no end yet" in n for n in run.notes)
     assert make_fixtures.run_cli(["report", str(path)])[0] == 0  # was: 'Invalid value NaN'
 
 
 def test_histograms_of_a_warmup_that_never_ended_are_read_and_said(tmp_path):
-    h = hist_analysis(str(hist_copy(tmp_path, phase="warmup")), None)
-    assert h is not None and h.run.warm_only and h.table["sent"].iloc[0] > 0
-    answer = next(b for b in histreport.blocks(h) if isinstance(b, Bullets))
-    assert answer.items[0] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))
+    h = analyze(load_run(hist_copy(tmp_path, phase="warmup")), CHAT)
+    assert h.run.warm_only and not h.run.per_request and h.table["sent"].iloc[0] > 0
+    assert answer_items(h)[0] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))
 
 
 def test_a_run_without_a_shape_stopped_from_the_web_ui_did_not_stop_early(tmp_path):

@@ -86,15 +86,12 @@ def test_a_histogram_runs_summary_matches_the_schema(tmp_path):
 
     import fixture_histograms
 
-    from analysis.histreport import hist_analysis, hist_summary
-
     shutil.copytree(FIXTURE_DIR / "runs" / "shed429", tmp_path / "run")
     fixture_histograms.as_histograms(tmp_path / "run")  # as --ship histograms records it: no samples.csv
-    h = hist_analysis(str(tmp_path / "run"), None)
-    assert h is not None
-    data = json.loads(json.dumps(hist_summary(h), allow_nan=False))
+    h = analyze(run := load_run(tmp_path / "run"), choose_profile(run, None))
+    data = json.loads(summary.dumps(h))
     assert violations(data, SCHEMA) == [] and data["source"]["kind"] == "histograms"
-    assert data["source"]["cannot_show"] and data["saturation"] is None
+    assert data["source"]["cannot_show"] and data["saturation"]["branch"] == "sheds"
     assert sum(t["n_429"] for t in data["tiers"]) > 0
 
 
