@@ -22,7 +22,7 @@ LIMIT_S = 30.0
 
 def make_run(run_dir: pathlib.Path) -> int:
     sys.path.insert(0, str(ROOT))
-    from analysis.synthetic import SimRun, SimServer, write_run
+    from llmload.analysis.synthetic import SimRun, SimServer, write_run
 
     server = SimServer(slots=64, prefill_base_ms=15.0, decode_ms_per_token=2.0, decode_ms_per_extra_seq=0.0)
     run = SimRun(tiers_users=(16, 32, 64, 128, 256), tier_s=480.0, warmup_s=10.0, output_tokens=40,

@@ -317,8 +317,8 @@ def _num(value) -> float | None:
 
 def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
     """The analysis' verdicts and per-tier figures, and the checks issue 9 asks for."""
-    from analysis.analyze import analyze, choose_profile
-    from analysis.loader import load_run
+    from llmload.analysis.analyze import analyze, choose_profile
+    from llmload.analysis.read.run import load_run
 
     report = analysis_cli("report", run_dir)
     knee = analysis_cli("knee", run_dir)

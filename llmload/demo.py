@@ -43,7 +43,7 @@ def main() -> int:
     if load.returncode not in (0, 1):  # 1: some requests failed, still a run worth reporting
         print(f"llmload demo: the load run failed (exit code {load.returncode})", file=sys.stderr)
         return load.returncode
-    report = subprocess.run([sys.executable, "-m", "analysis", "report", str(run_dir)], cwd=ROOT, env=env)
+    report = subprocess.run([sys.executable, "-m", "llmload.analysis", "report", str(run_dir)], cwd=ROOT, env=env)
     if report.returncode != 0:
         return report.returncode
     print(f"\nllmload demo done. Open {run_dir / 'report.html'}")

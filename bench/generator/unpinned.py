@@ -130,7 +130,7 @@ LAG_CAUSE_MS = 20.0
 
 def llmload_lag_causes(work: Path) -> dict:
     """Why llmload's loop lagged: health.csv seconds over LAG_CAUSE_MS by cause (analysis/workers.py's rule)."""
-    from analysis.workers import cause
+    from llmload.analysis.tables.workers import cause
 
     counts: dict[str, int] = {}
     with open(work / "run" / "health.csv", newline="") as f:

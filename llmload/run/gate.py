@@ -89,7 +89,7 @@ def run_check(run_dir: Path, spec: str) -> tuple[int, str]:
         return 2, ("llmload gate: cannot judge: the run's files were not final when the gate ran (call "
                    "llmload.run.gate.install before llmload.run.listeners.install)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))))
-    cmd = [sys.executable, "-m", "analysis", "check", str(run_dir), *parse_spec(spec)]
+    cmd = [sys.executable, "-m", "llmload.analysis", "check", str(run_dir), *parse_spec(spec)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:

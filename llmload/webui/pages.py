@@ -126,7 +126,7 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
 def run_report(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> tuple[bool, str]:
     """(ok, report.html or an explanation) of the analysis run on `run_dir` as it is now."""
     with tempfile.TemporaryDirectory(prefix="llmload-report-") as out:
-        cmd = [sys.executable, "-m", "analysis", "report", str(run_dir.resolve()), "--out", out]
+        cmd = [sys.executable, "-m", "llmload.analysis", "report", str(run_dir.resolve()), "--out", out]
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -60,7 +60,7 @@ def test_slo_bounds_are_the_reports():
     from llmload.rules.slo import PROFILES
 
     assert {name: p.ttft_p95_ms for name, p in PROFILES.items()} == verdicts.SLO_TTFT_P95_MS
-    from analysis.tiers import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS
+    from llmload.analysis.tables.tiers import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS
 
     assert (health.LOOP_LAG_LIMIT_MS, health.CPU_LIMIT_PERCENT) == (LOOP_LAG_LIMIT_MS, CPU_LIMIT_PERCENT)
 

@@ -76,8 +76,9 @@ def run_distributed(url: str, tmp_path) -> None:
 
 
 def test_histogram_shipping_gives_the_rows_counts_and_percentiles(tmp_path, embedded_server):
-    from analysis import histograms, tiers  # after locust: analysis's imports must not precede gevent's patching
-    from analysis.loader import load_run
+    from llmload.analysis.read import histograms
+    from llmload.analysis.read.run import load_run
+    from llmload.analysis.tables import tiers  # after locust: analysis's imports must not precede gevent's patching
 
     server = embedded_server("--preset", "exact", truth_log=False)
     with mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3):

@@ -28,7 +28,9 @@ class PacedChat(ChatUser):
 
 
 def test_pooled_itl_is_the_true_inter_token_time_and_both_records_agree(tmp_path, embedded_server):
-    from analysis import histograms as ah  # after locust: analysis's imports must not precede gevent's patching
+    from llmload.analysis.read import (
+        histograms as ah,  # after locust: analysis's imports must not precede gevent's patching
+    )
 
     server = embedded_server("--preset", "exact", truth_log=False)
     run_dir = tmp_path / "run"
@@ -55,7 +57,7 @@ def test_pooled_itl_is_the_true_inter_token_time_and_both_records_agree(tmp_path
 
 
 def test_ship_histograms_keeps_no_rows(tmp_path, embedded_server):
-    from analysis import histograms as ah
+    from llmload.analysis.read import histograms as ah
 
     server = embedded_server("--preset", "exact", truth_log=False)
     run_dir = tmp_path / "run"

@@ -5,7 +5,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from analysis.prefill import prefill_fit
+from llmload.analysis.tables.prefill import prefill_fit
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 from llmload.workload.lengths import Lengths, sweep_lengths

@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.analyze import analyze, choose_profile, profile_source
-from analysis.figures import build_figures
-from analysis.judging import tiers_of
-from analysis.loader import load_run
-from analysis.queueing import not_identifiable
-from analysis.report import answer_items
-from analysis.shape import kind_from_loads, shape_kind
-from analysis.watch import watch, watch_text
+from llmload.analysis.analyze import analyze, choose_profile, profile_source
+from llmload.analysis.read.run import load_run
+from llmload.analysis.read.shape import kind_from_loads, shape_kind
+from llmload.analysis.report.figures import build_figures
+from llmload.analysis.report.layout import answer_items
+from llmload.analysis.report.watch import watch, watch_text
+from llmload.analysis.tables.judged import tiers_of
+from llmload.analysis.verdicts.queueing import not_identifiable
 from llmload.contract import SAMPLE_COLUMNS
 from llmload.rules import capacity as cap_mod
 from llmload.rules import knees

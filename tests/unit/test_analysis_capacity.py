@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.judging import tiers_of
-from analysis.queueing import QueueFit, _mmc_wait_s
+from llmload.analysis.tables.judged import tiers_of
+from llmload.analysis.verdicts.queueing import QueueFit, _mmc_wait_s
 from llmload.rules import capacity
 from llmload.rules.capacity import plan_replicas
 from llmload.rules.slo import PROFILES, profile_from

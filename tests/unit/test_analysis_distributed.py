@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import summary, workers
-from analysis.analyze import analyze, choose_profile, profile_source
-from analysis.answer import answer_items
-from analysis.loader import load_run
+from llmload.analysis.analyze import analyze, choose_profile, profile_source
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report import summary
+from llmload.analysis.report.answer import answer_items
+from llmload.analysis.tables import workers
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from analysis.document import Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+from llmload.analysis.report.document import Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 
 EVIL = "<script>alert('x')</script>&"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.analyze import analyze, choose_profile
-from analysis.document import to_html, to_markdown
-from analysis.loader import load_run
-from analysis.report import blocks
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.document import to_html, to_markdown
+from llmload.analysis.report.layout import blocks
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

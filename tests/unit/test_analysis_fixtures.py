@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.analyze import analyze, choose_profile
-from analysis.loader import load_run
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read.run import load_run
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.analyze import analyze, choose_profile, profile_source
-from analysis.loader import load_run
-from analysis.report import answer_items
+from llmload.analysis.analyze import analyze, choose_profile, profile_source
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.layout import answer_items
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURES = FIXTURE_DIR / "runs"
@@ -100,7 +100,7 @@ def test_lag_small_beside_the_ttft_keeps_a_tier_in_the_verdicts():
     it can a 50 ms one. Both tiers stay flagged `overloaded`; only the second is left out."""
     import pandas as pd
 
-    from analysis import tiers
+    from llmload.analysis.tables import tiers
 
     table = pd.DataFrame({
         "tier": [1, 2], "ok": [200, 200], "sent": [200, 200], "short": [False, False],

@@ -10,10 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import check, histrun, report_splits, summary, tiers
-from analysis.analyze import analyze, choose_profile
-from analysis.document import to_markdown
-from analysis.loader import load_run
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read import hist_run
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report import splits as report_splits
+from llmload.analysis.report import summary
+from llmload.analysis.report.document import to_markdown
+from llmload.analysis.tables import tiers
+from llmload.analysis.verdicts import gate as check
 from llmload.contract import HIST_RELATIVE_ERROR
 from llmload.rules import slo
 
@@ -80,7 +84,7 @@ def test_the_report_shows_every_gap_beside_the_per_request_means_and_summary_jso
 
 
 def test_histograms_give_the_rows_counts_and_percentiles_within_the_stated_precision(hist_knee16):
-    assert histrun.is_histogram_run(hist_knee16)
+    assert hist_run.is_histogram_run(hist_knee16)
     rows = tiers.tier_table(load_run(FIXTURES / "runs" / "knee16")).set_index("tier")
     hist = tiers.tier_table(load_run(hist_knee16)).set_index("tier")
     for col in ("sent", "ok", "failed", "n_429"):
@@ -99,10 +103,10 @@ def test_a_histogram_run_reports_its_knees_and_says_what_it_cannot_show(hist_kne
     assert code == 0 and "(from histograms)" in out
     report = (hist_knee16 / "report.md").read_text()
     assert "From histograms." in report and "within 1% of the exact one" in report and "nan" not in report
-    for sentence in histrun.CANNOT_SHOW:
+    for sentence in hist_run.CANNOT_SHOW:
         assert sentence[1:40] in report
     data = summary.summary(h)
-    assert data["source"]["kind"] == "histograms" and data["source"]["cannot_show"] == list(histrun.CANNOT_SHOW)
+    assert data["source"]["kind"] == "histograms" and data["source"]["cannot_show"] == list(hist_run.CANNOT_SHOW)
     assert data["tiers"][0]["ttft_ms"]["p99_ci_low"] is None and data["tiers"][0]["goodput_rps"] is None
     assert {c["status"] for c in data["capacity"]} <= {"within", "beyond", "below"}
     assert all(c["goodput_rps"] is None for c in data["capacity"])

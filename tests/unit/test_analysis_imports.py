@@ -1,4 +1,5 @@
-"""analysis/ must never import locust or gevent (importing locust monkey-patches the process)."""
+"""The analysis (llmload/analysis/ and its front analysis/) must never import locust or gevent (importing locust
+monkey-patches the process)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import analysis
+import llmload.analysis
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_no_module_of_analysis_pulls_in_locust_or_gevent():
-    modules = sorted(f"analysis.{m.name}" for m in pkgutil.iter_modules(analysis.__path__))
-    assert "analysis.report" in modules and "analysis.__main__" in modules
+    modules = sorted(m.name for m in pkgutil.walk_packages(llmload.analysis.__path__, "llmload.analysis."))
+    modules += ["analysis", "analysis.__main__"]
+    assert "llmload.analysis.report.layout" in modules and "llmload.analysis.cli" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.loader import RunError, load_run
+from llmload.analysis.read.run import RunError, load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

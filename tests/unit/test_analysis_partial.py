@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.analyze import analyze, choose_profile
-from analysis.loader import load_run
-from analysis.report import answer_items
-from analysis.text import outcome_rows
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.layout import answer_items
+from llmload.analysis.text import outcome_rows
 from llmload.contract import SAMPLE_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
@@ -100,7 +100,7 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     # the load levels named are the shape's (1, 2, 4), with what was applied where it fell short
     window = next(answer for question, answer in a.checklist if question.startswith("At which time window"))
     assert "tiers at 1, 2, 4 users (2 applied at tier 3)" in window
-    from analysis import report
+    from llmload.analysis.report import layout as report
 
     assert "raised tier by tier from 1 to 4 users" in report._load_story(a)
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import ramps, text
-from analysis.analyze import analyze
-from analysis.answer import answer_items
-from analysis.loader import load_run
-from analysis.synthetic import write_run
-from analysis.tiers import tier_table
+from llmload.analysis import text
+from llmload.analysis.analyze import analyze
+from llmload.analysis.read import ramps
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.answer import answer_items
+from llmload.analysis.synthetic import write_run
+from llmload.analysis.tables.tiers import tier_table
 from llmload.rules.slo import PROFILES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import splits
-from analysis.analyze import analyze, choose_profile
-from analysis.document import to_markdown
-from analysis.loader import load_run
-from analysis.report import blocks
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.document import to_markdown
+from llmload.analysis.report.layout import blocks
+from llmload.analysis.tables import splits
 from llmload.contract import SAMPLE_COLUMNS
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"

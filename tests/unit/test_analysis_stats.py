@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from analysis.stats import percentile, quantile_ci
+from llmload.analysis.tables.stats import percentile, quantile_ci
 
 
 def test_bootstrap_ci_is_deterministic_and_brackets_the_estimate():

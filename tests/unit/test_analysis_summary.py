@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import summary
-from analysis.analyze import analyze, choose_profile, profile_source
-from analysis.loader import load_run
-from analysis.summary_schema import SCHEMA
+from llmload.analysis.analyze import analyze, choose_profile, profile_source
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report import summary
+from llmload.analysis.report.summary_schema import SCHEMA
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.analyze import analyze, choose_profile
-from analysis.document import to_markdown
-from analysis.judging import add_wait, tiers_of
-from analysis.loader import load_run
-from analysis.report import blocks
+from llmload.analysis.analyze import analyze, choose_profile
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.document import to_markdown
+from llmload.analysis.report.layout import blocks
+from llmload.analysis.tables.judged import add_wait, tiers_of
 from llmload.rules import knees
 from llmload.rules.capacity import Capacity
 from llmload.rules.limits import DEFAULT_HEADROOM
@@ -182,7 +182,7 @@ def test_a_throughput_drop_past_the_plateau_is_said_in_the_verdict_and_the_check
 
 
 def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_one():
-    from analysis.answer import capacity_sentence
+    from llmload.analysis.report.answer import capacity_sentence
 
     thrash = capacity_sentence(run_of("thrash"))
     assert thrash.startswith("under the chat SLO") and "at least 32 users (21.5 req/s" in thrash
@@ -195,7 +195,7 @@ def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_
 def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
     """overload: the SLO breaks at 32 users, so the capacity interpolates to 18.7 users (27.3 req/s), past the
     8-user peak (36.2 req/s): more work at less load. The sentence says so and replicas are planned on the peak."""
-    from analysis.answer import answer_items, capacity_sentence
+    from llmload.analysis.report.answer import answer_items, capacity_sentence
 
     a = run_of("overload")
     assert a.capacity.status == "within" and round(a.capacity.ok_rps, 1) == 27.3
@@ -283,7 +283,8 @@ def test_no_nan_in_any_report_or_cli_text(name):
 def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
     from matplotlib.figure import Figure
 
-    from analysis import plots, timeline
+    from llmload.analysis.report import plots
+    from llmload.analysis.tables import timeline
 
     a = run_of("batchslow")
     fig = Figure()

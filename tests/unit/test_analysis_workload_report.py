@@ -12,11 +12,11 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
-from analysis import plots, summary
-from analysis.analyze import analyze, choose_profile, profile_source
-from analysis.answer import answer_items
-from analysis.figures import build_figures
-from analysis.loader import load_run
+from llmload.analysis.analyze import analyze, choose_profile, profile_source
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report import plots, summary
+from llmload.analysis.report.answer import answer_items
+from llmload.analysis.report.figures import build_figures
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURE_DIR))

@@ -3,6 +3,7 @@
 Layers, lowest first; a module may import its own package and lower layers only:
   contract        the file columns and event names (imports nothing of llmload)
   rules           the rule book: thresholds, SLO profiles, verdicts (the standard library only)
+  analysis        run folder -> report (pandas; contract and rules at most); no other llmload code imports it
   server          the embedded simulated server (contract at most)
   client          one request on the wire (no Locust)
   workload        prompt sources: datasets, lengths, tokenizer-exact prompts, sessions (no Locust)
@@ -10,7 +11,9 @@ Layers, lowest first; a module may import its own package and lower layers only:
   openloop        arrivals and the open-loop user (run, client)
   shaping         load shapes (openloop, run, client)
   public          scenario, users, prompts, shapes, webui, demo (anything above)
-analysis/ imports no locust, gevent or llmload module but llmload.contract and llmload.rules.
+The analysis (llmload/analysis/, fronted by analysis/) imports no locust or gevent, and of llmload only the
+contract, the rule book and itself; its packages are the pipeline and import downward only:
+  text < read/ < tables/ < verdicts/ < analyze < report/ < cli   (synthetic: a leaf)
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["contract", "rules", "server", "client", "workload", "run", "openloop", "shaping", "public"]
+LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "run", "openloop", "shaping", "public"]
 PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
 MAX_MODULE_LINES = 310
 MAX_FUNCTION_LINES = 60
@@ -90,13 +93,52 @@ def test_contract_imports_nothing_of_llmload():
     assert not [n for n in imports_of(ROOT / "llmload" / "contract.py") if n.startswith("llmload")]
 
 
-def test_analysis_imports_only_the_contract_and_the_rule_book_of_llmload():
-    for path in sorted((ROOT / "analysis").rglob("*.py")):
+ANALYSIS = ROOT / "llmload" / "analysis"
+ANALYSIS_LAYERS = ["text", "synthetic", "read", "tables", "verdicts", "analyze", "report", "cli", "__main__",
+                   "__init__"]
+"""the analysis pipeline, lowest first (text and synthetic are leaves)"""
+
+
+def analysis_files() -> list[Path]:
+    return sorted(ANALYSIS.rglob("*.py")) + sorted((ROOT / "analysis").rglob("*.py"))
+
+
+def analysis_layer(module: str) -> int:
+    """'llmload.analysis.tables.tiers' -> the index of 'tables'; the package itself and the front: the top."""
+    parts = module.split(".")
+    head = parts[2] if parts[:2] == ["llmload", "analysis"] and len(parts) > 2 else "__init__"
+    return ANALYSIS_LAYERS.index(head)
+
+
+def test_analysis_imports_only_the_contract_the_rule_book_and_itself_of_llmload():
+    for path in analysis_files():
         for name in imports_of(path):
             root = name.split(".")[0]
             assert root not in ("locust", "gevent", "geventhttpclient"), f"{path.name} imports {name}"
-            if root == "llmload":
-                assert name.split(".")[1] in ("contract", "rules"), f"{path.name}: {name}"
+            if root == "llmload" and name.count("."):
+                assert name.split(".")[1] in ("contract", "rules", "analysis"), f"{path.name}: {name}"
+
+
+@pytest.mark.parametrize("path", sorted(ANALYSIS.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_analysis_packages_import_downward_only(path):
+    own = analysis_layer(module_name(path))
+    for name in imports_of(path):
+        if name.startswith("llmload.analysis.") and name.count(".") >= 2:
+            target = name.split(".")[2]
+            if target in ANALYSIS_LAYERS:  # `from llmload.analysis.read import run` is checked as its module
+                assert ANALYSIS_LAYERS.index(target) <= own, f"{module_name(path)} imports {name}"
+
+
+def test_no_llmload_module_outside_the_analysis_imports_it():
+    """pandas and matplotlib stay out of the Locust process: the web UI and the gate run it in a subprocess."""
+    for path in llmload_files():
+        if ANALYSIS not in path.parents:
+            assert not [n for n in imports_of(path) if n.startswith("llmload.analysis")], path.name
+
+
+def test_the_analysis_has_few_modules_at_its_top():
+    for folder in (ANALYSIS, ROOT / "analysis"):
+        assert len(list(folder.glob("*.py"))) <= 12, folder
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "llmload" / "rules").rglob("*.py")), ids=lambda p: p.name)

@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from analysis import histograms as ah
+from llmload.analysis.read import histograms as ah
 from llmload.contract import (
     HIST_FLOOR,
     HIST_RELATIVE_ERROR,

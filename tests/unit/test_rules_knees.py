@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.judging import tiers_of
-from analysis.loader import load_run
-from analysis.synthetic import SimRun, SimServer, write_run
-from analysis.tiers import tier_table
+from llmload.analysis.read.run import load_run
+from llmload.analysis.synthetic import SimRun, SimServer, write_run
+from llmload.analysis.tables.judged import tiers_of
+from llmload.analysis.tables.tiers import tier_table
 from llmload.rules import knees, waiting
 from llmload.rules.tier import Tier
 

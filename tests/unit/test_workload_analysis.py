@@ -3,8 +3,14 @@
 import numpy as np
 import pandas as pd
 
-from analysis.prefill import prefill_fit, prefill_sentence, prefill_table
-from analysis.workload import grid_rows, repeat_vs_first, short_outputs_by_tier, short_outputs_sentence, turn_rows
+from llmload.analysis.tables.prefill import prefill_fit, prefill_sentence, prefill_table
+from llmload.analysis.tables.workload import (
+    grid_rows,
+    repeat_vs_first,
+    short_outputs_by_tier,
+    short_outputs_sentence,
+    turn_rows,
+)
 
 
 def sweep(lengths, ms_per_token=0.05, base_ms=20.0, per_length=20, quadratic_from=None, seed=0):

@@ -1,0 +1,8 @@
+"""`python -m llmload.analysis COMMAND RUN_DIR ...`: the analysis command line (cli.py)."""
+
+import sys
+
+from llmload.analysis.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

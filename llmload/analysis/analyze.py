@@ -1,0 +1,213 @@
+"""Everything the report says about one run, computed once: `analyze(run, ...) -> Analysis`.
+
+How it works: the per-tier table is computed first; the knee, queueing fit, capacity under
+the chosen SLO (and under every stock profile), saturation behaviour, replica plan,
+provider checklist and warnings are then pure functions of it and of the loader's notes.
+The shape kind (`shape.py`) decides what is asked: step and open-loop rate runs get the
+knee, the queueing model and the capacity curve; spike, soak and schedule runs get a
+phase comparison (`phases.py`) instead. Run totals (`totals.py`) and the per-scenario
+table (`scenarios.py`) are computed for every run.
+The SLO profile is the one named on the command line, else run.json's `slo_profile` when
+the run recorded a known one, else chat; `Analysis.profile_source` says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from llmload.analysis.read.run import Run
+from llmload.analysis.read.shape import climbs, shape_kind
+from llmload.analysis.tables import concurrency, hist_figures, samples, scenarios, tiers, totals, workers
+from llmload.analysis.tables import phases as phases_mod
+from llmload.analysis.tables.judged import tiers_of
+from llmload.analysis.tables.workload_view import WorkloadView, workload_view
+from llmload.analysis.verdicts import ending as ending_mod
+from llmload.analysis.verdicts import goodput, headers, health, queueing
+from llmload.analysis.verdicts.checklist import checklist
+from llmload.rules import capacity as cap_mod
+from llmload.rules import knees, saturation
+from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
+from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
+from llmload.rules.text import load_with_unit
+
+
+@dataclass(frozen=True)
+class Target:
+    value: float
+    kind: str
+    """'rps', 'users' or 'tok_s'"""
+    headroom: float = DEFAULT_HEADROOM
+
+
+@dataclass(frozen=True)
+class Analysis:
+    run: Run
+    table: pd.DataFrame
+    kinds: pd.DataFrame
+    breakdown: pd.DataFrame
+    fit: queueing.QueueFit | None
+    profile: SloProfile
+    capacity: cap_mod.Capacity
+    all_capacities: tuple[cap_mod.Capacity, ...]
+    saturation: saturation.Saturation
+    plan: cap_mod.ReplicaPlan | None
+    checklist: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...]
+    compute: knees.KneePoint
+    """compute saturation: where added load stops adding throughput"""
+    onset: knees.KneePoint
+    """queueing onset: where requests start to wait"""
+    header_mode: headers.HeaderMode
+    objective: Objective
+    """the profile's full objective (`llmload.rules.slo.objective_for`): what the goodput column counts"""
+    totals: totals.Totals
+    ending: ending_mod.Ending
+    """how the run ended; when it stopped early, which verdicts that makes unsafe"""
+    kind: str = "step"
+    """shape kind: step, rate, spike, soak or schedule (shape.py)"""
+    fit_note: str | None = None
+    """why the queueing model is not identifiable (None when `fit` is usable)"""
+    profile_source: str = "default"
+    """'--slo', 'run.json' or 'default'"""
+    scenario_table: pd.DataFrame | None = None
+    scenario_sentence: str = ""
+    phases: pd.DataFrame | None = None
+    phase_sentences: tuple[str, ...] = ()
+    agreement: str = ""
+    """does the fitted model agree with the queueing onset (knees.model_agreement)"""
+    workload: WorkloadView | None = None
+    """the workload tables and the prefill line (`workload_view.py`)"""
+    planning_capacity: cap_mod.Capacity | None = None
+    """what replicas are planned on: `capacity`, or, when throughput fell past a peak inside the SLO's range,
+    that peak's load and throughput (saturation.peak_within_slo)"""
+
+    @property
+    def climbs(self) -> bool:
+        return climbs(self.kind)
+
+
+def profile_source(run: Run, name: str | None) -> str:
+    """Where the SLO profile comes from: '--slo', 'run.json' (a known slo_profile recorded), else 'default'."""
+    if name:
+        return "--slo"
+    return "run.json" if str(run.info.get("slo_profile") or "") in PROFILES else "default"
+
+
+def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
+                   max_error_rate: float | None = None, max_429_rate: float | None = None) -> SloProfile:
+    source = profile_source(run, name)
+    chosen = str(name) if source == "--slo" else (str(run.info["slo_profile"]) if source == "run.json" else "chat")
+    return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
+
+
+def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
+                ) -> tuple[cap_mod.Capacity, tuple[cap_mod.Capacity, ...]]:
+    """Goodput per tier under the chosen profile (into `table`), and the capacity under every profile, each
+    with its own goodput at the capacity."""
+    rows = samples.verdict_rows(run)
+    if not run.per_request:  # a request meets an objective by all its figures at once: histograms keep them apart
+        table["goodput_rps"] = math.nan
+        rows = None
+    else:
+        table["goodput_rps"] = goodput.goodput_rps(table, rows, objective_for(profile))
+    judged = table[table["judged"]]
+    tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
+    capacity = cap_mod.capacity_under_slo(tiers_of(judged), profile, tested)
+    caps = []
+    for name in PROFILES:
+        if name == profile.name:
+            caps.append(capacity)
+            continue
+        other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
+        own = goodput.goodput_rps(table, rows, objective_for(other)) if rows is not None else table["goodput_rps"]
+        caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested))
+    return capacity, tuple(caps)
+
+
+def analyze(run: Run, profile: SloProfile, target: Target | None = None,
+            source: str | None = None, stall_ms: float = tiers.STALL_MS) -> Analysis:
+    """`source`: where `profile` came from (see profile_source); guessed from run.json when None."""
+    if source is None:
+        source = "run.json" if str(run.info.get("slo_profile") or "") == profile.name else "default"
+    kind = shape_kind(run)
+    table = tiers.tier_table(run, stall_ms)
+    capacity, all_caps = _capacities(run, table, profile)
+    judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
+    facts = tiers_of(judged)
+    tested = int((table["sent"] > 0).sum())
+    compute = knees.compute_saturation(facts, run.load_unit, tested)
+    onset = knees.queueing_onset(facts, run.load_unit, tested)
+    sat = saturation.classify(facts, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
+                              tested=tested)
+    _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
+    planning = capacity if peak is None else dataclasses.replace(
+        capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)
+    plan = None
+    if target is not None and climbs(kind):
+        plan = cap_mod.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
+    rows = run.per_request  # per-request tables and splits exist only with rows (hist_run.CANNOT_SHOW)
+    breakdown = tiers.breakdown_table(run)
+    fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
+                                         tested)
+    fit = queueing.fit_queue(judged, run.load_unit) if fit_note is None else None
+    phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
+    return Analysis(
+        run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown,
+        fit=fit, profile=profile, capacity=capacity,
+        all_capacities=all_caps, saturation=sat, plan=plan,
+        checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
+        kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
+        scenario_table=scenarios.scenario_table(run) if rows else None,
+        scenario_sentence=scenarios.comparison_sentence(run, table) if rows else "",
+        phases=phase_frame,
+        phase_sentences=tuple(phases_mod.describe(run, table, phase_frame, kind)) if phase_frame is not None else (),
+        compute=compute, onset=onset, header_mode=headers.header_mode(judged, tested), planning_capacity=planning,
+        ending=ending_mod.run_ending(run, table),
+        agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
+        objective=objective_for(profile), workload=workload_view(run) if rows else None,
+    )
+
+
+def warnings(run: Run, table: pd.DataFrame) -> list[str]:
+    out = []
+    unit = run.load_unit
+    for row in table.itertuples():
+        where = f"Tier {row.tier} ({load_with_unit(row.load, unit)})"
+        if row.dropped:
+            out.append(f"{where}: {row.dropped} arrivals ({row.drop_rate:.0%} of the tier's) were dropped at the "
+                       f"in-flight cap (--max-inflight): the generator sent {row.rps:.1f} req/s of the "
+                       f"{row.load:g} asked. The server did not keep up; raise --max-inflight only to measure "
+                       "the queue, not to hide it.")
+        if row.schedule_lag_p99_ms > LATE_MS:
+            out.append(f"{where}: schedule lag p99 {row.schedule_lag_p99_ms:.0f} ms: requests left later than "
+                       "intended (the generator fell behind the arrival schedule).")
+        if row.sent == 0:
+            out.append(f"{where}: no request was measured in it.")
+        elif row.too_few:
+            out.append(f"{where}: only {row.ok} successful requests; p99 needs at least {tiers.MIN_SAMPLES_P99} "
+                       "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
+        if row.overloaded:
+            out.append(health.warning(where, row))
+    if not run.per_request:
+        for tier_no, hinted in hist_figures.hinted_refusals_before(run).items():
+            out.append(f"Tier {tier_no}: {hinted} refused attempts of its warm-up carried a retry hint: users waiting "
+                       "it out may have sent nothing in its measure window, so the load applied may be below the "
+                       "load asked, and histograms cannot show it (record with --ship rows or both).")
+    retries = int(table["retries"].sum())
+    if retries:
+        out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "
+                   "tables, and 'Latency with and without retries' shows first attempt vs final outcome.")
+    out.extend(concurrency.notes(table))
+    out.extend(workers.lost_sentences(run))
+    clocks = workers.clock_sentence(run)
+    if clocks:
+        out.append(clocks)
+    slo = str(run.info.get("slo_profile") or "")
+    if slo and slo not in PROFILES:
+        out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")
+    out.extend(run.notes)
+    return out

@@ -1,0 +1,267 @@
+"""`python -m analysis COMMAND RUN_DIR ...`: the analysis command line.
+
+Commands (each a `cmd_*` function behind the COMMANDS dict):
+  report RUN_DIR     write report.md, report.html, summary.json and plots/ into the run folder (the main one)
+  tiers RUN_DIR      print the per-tier tables (--format text|csv|json|md)
+  knee RUN_DIR       print the knee rule, its evidence, the fitted model and saturation behaviour
+  plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
+  compare A B [...]  same load levels side by side; which run holds more load under the SLO
+  watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
+  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
+A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
+A run recorded with --ship histograms (no samples.csv) gets every command from its histograms, through the
+same analysis (read/hist_run.py); watch needs per-request rows and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from llmload.analysis import text
+from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
+from llmload.analysis.read.run import RunError, load_run
+from llmload.analysis.tables import totals
+from llmload.analysis.verdicts import queueing
+from llmload.rules import knees
+from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.slo import PROFILES, describe_objective
+
+
+def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
+    run = load_run(run_dir or args.run_dir)
+    profile = choose_profile(run, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
+    stall_ms = getattr(args, "stall_ms", 1000.0)
+    if stall_ms <= 0:
+        raise ValueError("--stall-ms must be positive")
+    return analyze(run, profile, target, profile_source(run, args.slo), stall_ms)
+
+
+def _target(args: argparse.Namespace) -> Target | None:
+    for kind in ("rps", "users", "tok_s"):
+        value = getattr(args, f"target_{kind}")
+        if value is not None:
+            if value <= 0:
+                raise ValueError(f"--target-{kind.replace('_', '-')} must be positive")
+            return Target(value, kind, args.headroom)
+    return None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from llmload.analysis.report.figures import build_figures
+    from llmload.analysis.report.layout import answer_items, write_report
+
+    a = _analysis(args, target=_target(args))
+    out_dir = Path(args.out) if args.out else a.run.path
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md_path, html_path = write_report(a, build_figures(a), out_dir)
+    print(f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)"))
+    print(f"        {md_path}")
+    print(f"        {out_dir / 'summary.json'}")
+    for lead, sentence in answer_items(a):
+        print(f"{lead} {sentence}")
+    return 0
+
+
+def _stopped(a) -> None:
+    from llmload.analysis.verdicts.ending import sentence
+    from llmload.analysis.verdicts.health import exclusion_sentence
+
+    if sentence(a):
+        print(f"Stopped early: {sentence(a)}")
+    if exclusion_sentence(a.table, a.run.load_unit):
+        print(f"Generator overloaded: {exclusion_sentence(a.table, a.run.load_unit)}")
+
+
+def cmd_tiers(args: argparse.Namespace) -> int:
+    a = _analysis(args)
+    if args.format != "text":
+        from llmload.analysis.report.tierformat import render
+
+        sys.stdout.write(render(a, args.format))
+        return 0
+    print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
+    print(f"goodput: {describe_objective(a.objective)}")
+    _stopped(a)
+    parts = text.parts_rows(a.table, a.header_mode.labels)
+    for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
+                        ("Latency (ms, successful requests)", text.latency_rows(a.table)),
+                        ("Where TTFT goes (mean ms) and generator health", parts)):
+        print(f"\n{title}\n{text.render(*rows)}")
+    if a.scenario_table is not None and len(a.scenario_table):
+        rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
+        print(f"\nPer scenario (ms; out tok/s per request)\n{text.render(*rows)}\n{a.scenario_sentence}")
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        print(f"\nFailures in the whole run (every {a.totals.counted_in} {'row' if a.run.per_request else 'count'})")
+        if len(a.totals.by_kind):
+            print(text.render(*text.totals_rows(a.totals.by_kind)))
+        for line in totals.reconcile_lines(a.totals):
+            print(f"- {line}")
+    if a.warnings:
+        print("\nWarnings and notes:")
+        for warning in a.warnings:
+            print(f"- {warning}")
+    return 0
+
+
+def cmd_knee(args: argparse.Namespace) -> int:
+    from llmload.analysis.report.layout import capacity_sentence
+
+    a = _analysis(args)
+    if not a.climbs:
+        print(f"run {a.run.name}: a {a.kind} run does not raise the load tier by tier, so it has no knee. "
+              "Its phases:\n")
+        print(text.render(*text.phase_rows(a.phases)))
+        print()
+        for sentence in a.phase_sentences:
+            print(sentence)
+        print(f"Saturation: {a.saturation.sentence}")
+        print(f"Capacity {capacity_sentence(a)}")
+        return 0
+    print(f"run {a.run.name}")
+    _stopped(a)
+    print(f"Rule: {knees.RULE}\n")
+    print(text.render(*text.knee_rows(a.table)))
+    print()
+    print(f"Compute saturation: {a.compute.sentence}")
+    print(f"Queueing onset: {a.onset.sentence}")
+    print(" ".join(filter(None, (queueing.describe(a.fit, a.fit_note), a.agreement))))
+    print(a.header_mode.sentence)
+    print(f"Saturation: {a.saturation.sentence}")
+    print(f"Capacity {capacity_sentence(a)}")
+    return 0
+
+
+def cmd_plots(args: argparse.Namespace) -> int:
+    from llmload.analysis.report.figures import build_figures
+    from llmload.analysis.report.layout import write_pngs
+
+    a = _analysis(args)
+    plot_dir = Path(args.out) if args.out else a.run.path / "plots"
+    for path in write_pngs(build_figures(a), plot_dir):
+        print(path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from llmload.analysis.report.compare import compare_text
+
+    if len(args.run_dirs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    print(compare_text([_analysis(args, run_dir) for run_dir in args.run_dirs]))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from llmload.analysis.report.watch import watch, watch_text
+
+    run = load_run(args.run_dir)
+    if not run.per_request:
+        raise ValueError(f"{run.path}: watch needs per-request rows (samples.csv); this run kept histograms only "
+                         "(--ship histograms): record with --ship rows or both")
+    profile = choose_profile(run, args.slo)
+    threshold = args.threshold_ms if args.threshold_ms is not None else profile.ttft_p95_ms
+    if threshold is None:
+        raise ValueError(f"the {profile.name} profile has no TTFT threshold: pass --threshold-ms")
+    if args.window_s <= 0:
+        raise ValueError("--window-s must be positive")
+    result = watch(run, threshold, args.metric, args.window_s)
+    print(watch_text(result, None if args.threshold_ms is not None else profile.name, run.load_unit))
+    return 1 if args.fail_on_breach and len(result.breaches) else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from llmload.analysis.verdicts import gate as check
+    from llmload.rules import slo
+
+    objective = slo.objective(args.slo or "chat", args.slo_file)
+    result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least)
+    print(check.render(result))
+    if args.junit:
+        Path(args.junit).write_text(check.junit(result))
+    return check.EXIT[result.status]
+
+
+HELP = {"report": "write report.md, report.html and plots/ into the run folder",
+        "tiers": "print the per-tier tables", "knee": "print the knee rule and its evidence",
+        "plots": "write the figures as PNG"}
+COMMANDS = {"report": cmd_report, "tiers": cmd_tiers, "knee": cmd_knee, "plots": cmd_plots,
+            "compare": cmd_compare, "watch": cmd_watch, "check": cmd_check}
+
+
+def _slo_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slo", choices=sorted(PROFILES),
+                        help="SLO profile (default: run.json's slo_profile when recorded, else chat)")
+    parser.add_argument("--ttft-p95-ms", type=float, help="override the profile's p95 TTFT limit")
+    parser.add_argument("--max-error-rate", type=float, help="error-rate bound, 0..1 (default 0.01)")
+    parser.add_argument("--max-429-rate", type=float, help="429-rate bound, 0..1 (default 0.01)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse llmload run folders.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("report", "tiers", "knee", "plots"):
+        p = sub.add_parser(name, help=HELP[name])
+        p.add_argument("run_dir", help="a run folder, reports/<run>/")
+        _slo_options(p)
+        if name in ("report", "plots"):
+            p.add_argument("--out", help="write here instead of the run folder")
+        if name in ("report", "tiers", "knee"):
+            p.add_argument("--stall-ms", type=float, default=1000.0,
+                           help="a request whose longest inter-token gap exceeds this stalled (default 1000)")
+        if name == "tiers":
+            p.add_argument("--format", choices=("text", "csv", "json", "md"), default="text",
+                           help="text (default): the tables; csv/json: every figure per tier; md: Markdown tables")
+        if name == "report":
+            group = p.add_mutually_exclusive_group()
+            group.add_argument("--target-rps", type=float, help="replica plan for this many requests/s")
+            group.add_argument("--target-users", type=float, help="replica plan for this many concurrent users")
+            group.add_argument("--target-tok-s", type=float, help="replica plan for this many output tokens/s")
+            p.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
+                           help="share of SLO capacity kept free per replica (default 0.3)")
+    p = sub.add_parser("compare", help="same load levels side by side")
+    p.add_argument("run_dirs", nargs="+", help="two or more run folders")
+    _slo_options(p)
+    p = sub.add_parser("check", help="the SLO gate: exit 0 pass, 1 fail, 2 cannot judge")
+    p.add_argument("run_dir")
+    p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
+    p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
+    where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
+    p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
+    p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
+    p.add_argument("run_dir")
+    p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")
+    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's TTFT limit)")
+    p.add_argument("--metric", choices=("ttft", "e2e"), default="ttft")
+    p.add_argument("--window-s", type=float, default=60.0, help="window length (default 60)")
+    p.add_argument("--fail-on-breach", action="store_true", help="exit 1 when any window breached")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "headroom", 0.0) is not None and not 0 <= getattr(args, "headroom", 0.0) < 1:
+        print("analysis: error: --headroom must be in [0, 1)", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except BrokenPipeError:  # `python -m analysis tiers RUN | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (RunError, ValueError) as exc:
+        print(f"analysis: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a foreign folder must never end in a traceback
+        if os.environ.get("ANALYSIS_DEBUG"):
+            raise
+        print(f"analysis: error: cannot analyse this folder ({type(exc).__name__}: {exc}); "
+              "set ANALYSIS_DEBUG=1 for the traceback", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""Read a run folder (`reports/<run>/`) into tidy frames aligned to the load tiers.
+
+How it works:
+- `samples.csv` is required (one row per request attempt). Only the columns analysis uses
+  are read; unknown extra columns are ignored and missing optional ones become empty.
+- `tiers.csv` gives each tier's unix window. A sample belongs to the tier whose
+  [start_s, end_s) holds its `ts_start_s`, and is *measured* when it was sent in
+  [start_s + warmup_s, end_s). The `phase` column written by the load generator is not
+  trusted on its own: tiers.csv decides (disagreements are counted in the notes).
+- A tier without `end_s` (the run died in it) ends at the next tier's start, else at the
+  last completed request; an incomplete tier measured too briefly is marked `short`
+  (`windows.py`). Without tiers.csv the tiers come from the samples' `tier`/`phase` columns, each row's phase
+  honoured; a run without a load shape gets one tier per ramp of users (`ramps.py`).
+- Rows a killed writer cut, or malformed rows, are skipped with a note (`csvrows.py`).
+- `server_metrics.csv` (ts_s, name, value: the target's Prometheus metrics scraped during the
+  run) is optional and read as is; `server_metrics.py` picks the names it knows.
+- Optional sample columns (`retry_after_source`, `ratelimit_remaining_*`) are empty for runs
+  written before they existed.
+- `histograms.csv` (every inter-token gap per tier and phase: `histograms.py`) is optional.
+- `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
+  is named in `Run.notes`. `locust_failures.csv` (Locust's failures table) is read when
+  present, to reconcile run totals with what Locust showed.
+- tiers.csv's `dropped` (open-loop arrivals not sent at the in-flight cap, whole tier) is
+  kept per tier; it is empty for closed-loop tiers and for runs written before it existed.
+- A folder of a run recorded with --ship histograms (histograms.csv and attempts.csv, no samples.csv)
+  is read by `hist_run.py` into the same `Run`, with no sample rows (`source` 'histograms').
+- A folder that is not a run raises `RunError` with one line saying what to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llmload.analysis.read import csvrows, histograms, ramps, windows
+from llmload.analysis.read.files import (
+    RunError,
+    read_failures,
+    read_history,
+    read_info,
+    read_optional,
+    read_server_metrics,
+    read_tiers,
+)
+from llmload.contract import SAMPLE_COLUMNS
+
+REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
+TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
+                "model_requested", "model_returned", "retry_of", "retry_after_source", "finish_reason",
+                "error_detail")
+"""samples.csv columns read as text (categories); `request_id` as plain strings"""
+UNREAD_COLUMNS: tuple[str, ...] = ()
+"""contract columns the analysis does not use"""
+NUMERIC_COLUMNS = tuple(c for c in SAMPLE_COLUMNS if c not in TEXT_COLUMNS + UNREAD_COLUMNS)
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    name: str
+    info: dict
+    """run.json content ({} when missing)"""
+    samples: pd.DataFrame
+    """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool)"""
+    tiers: pd.DataFrame
+    """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, short, planned_s,
+    dropped"""
+    load_unit: str
+    """'users' (closed loop, target_users) or 'req/s' (open loop, target_rps)"""
+    health: pd.DataFrame | None = None
+    history: pd.DataFrame | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """what is missing or was assumed, one sentence each"""
+    failures: pd.DataFrame | None = None
+    """Locust's failures table (Method, Name, Error, Occurrences) when locust_failures.csv exists"""
+    server_metrics: pd.DataFrame | None = None
+    """server_metrics.csv (ts_s unix, name, value: the target's Prometheus metrics) when present"""
+    histograms: histograms.Histograms | None = None
+    """histograms.csv (every inter-token gap; pooled ITL) when present"""
+    ramps: int = 0
+    """a run without a load shape raised in several ramps: one tier per ramp (`ramps.py`; 0 otherwise)"""
+    warm_only: bool = False
+    """no row is phase=measure (the warm-up never ended): every row is measured, and the report says so"""
+    source: str = "samples"
+    """'samples' (samples.csv: a row per attempt) or 'histograms' (--ship histograms: no rows, `samples` empty;
+    hist_run.py)"""
+
+    @property
+    def shape(self) -> dict:
+        shape = self.info.get("shape")
+        return shape if isinstance(shape, dict) else {}
+
+    @property
+    def span_s(self) -> tuple[float, float]:
+        """(first, last) unix second of the run's sends: the rows' when kept, else the tiers' windows."""
+        if len(self.samples):
+            ts = self.samples["ts_start_s"]
+            return float(ts.min()), float(ts.max())
+        return float(self.tiers["start_s"].min()), float(self.tiers["end_s"].max())
+
+    @property
+    def per_request(self) -> bool:
+        """the run kept a row per attempt (every per-request figure and split exists)"""
+        return self.source == "samples"
+
+    @property
+    def plain(self) -> bool:
+        """a run without a load shape (run.json records none): one tier per ramp of users"""
+        return ramps.plain(self.info)
+
+
+def load_run(path: str | Path) -> Run:
+    """Load and align a run folder; raise RunError for a bad or foreign folder."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunError(f"{path}: no such run folder (expected reports/<run>/ with samples.csv)")
+    from llmload.analysis.read import hist_run  # it reads with this module's readers
+
+    if hist_run.is_histogram_run(path):
+        return hist_run.load_hist_run(path)
+    notes: list[str] = []
+    info = read_info(path, notes)
+    samples = read_samples(path, notes)
+    tiers_raw = read_tiers(path, notes)
+    found = None
+    if tiers_raw is None:
+        found = ramps.tiers_from_samples(samples, info)
+        tiers_raw = found.tiers
+        notes.extend(found.notes)
+    tiers, load_unit = _finish_tiers(tiers_raw, samples, info, notes)
+    _align(samples, tiers, notes, honour_phase=found is not None and not found.warm_only)
+    hists = histograms.read(path)
+    if found is not None and found.ramps > 1 and hists is not None:
+        hists = None
+        notes.append(f"histograms.csv counts this run without a load shape as one tier: the every-gap ITL cannot "
+                     f"be split into its {found.ramps} ramps and is left out.")
+    health = read_optional(path / "health.csv", ("ts_s",), notes)
+    history = read_history(path, notes)
+    return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
+               tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
+               failures=read_failures(path), server_metrics=read_server_metrics(path), histograms=hists,
+               ramps=found.ramps if found is not None else 0, warm_only=found is not None and found.warm_only)
+
+
+def _dtypes(columns) -> dict[str, Any]:
+    dtypes: dict[str, Any] = {c: ("category" if c in TEXT_COLUMNS else "float64") for c in columns}
+    if "request_id" in dtypes:
+        dtypes["request_id"] = str
+    return dtypes
+
+
+def empty_samples() -> pd.DataFrame:
+    """A run without rows (--ship histograms): every column the analysis reads, no row."""
+    columns = [*NUMERIC_COLUMNS, *TEXT_COLUMNS]
+    frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _dtypes(columns).items()})
+    frame["tier"] = pd.Series(dtype=int)
+    frame["measured"] = frame["ok"] = pd.Series(dtype=bool)
+    return frame
+
+
+def read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
+    file = path / "samples.csv"
+    if not file.exists():
+        raise RunError(f"{path}: no samples.csv here; point at a run folder reports/<run>/ written by llmload"
+                       + (" (this one kept histograms only: --ship histograms)" if (path / "histograms.csv").exists()
+                          else ""))
+    try:
+        header = pd.read_csv(file, nrows=0).columns
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise RunError(f"{file}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in REQUIRED_SAMPLE_COLUMNS if c not in header]
+    if missing:
+        raise RunError(f"{file}: not an llmload samples file (missing columns: {', '.join(missing)})")
+    wanted = [c for c in header if c in NUMERIC_COLUMNS or c in TEXT_COLUMNS]
+    dtypes = _dtypes(wanted)
+    try:
+        scan = csvrows.scan(file)
+    except ValueError as exc:
+        raise RunError(f"{file}: {exc}") from None
+    notes.extend(scan.notes)
+    try:
+        frame = pd.read_csv(file, usecols=wanted, dtype=dtypes, keep_default_na=False,
+                            na_values={c: [""] for c in wanted if c in NUMERIC_COLUMNS},
+                            skiprows=set(scan.skip_lines) or None)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise RunError(f"{file}: malformed row ({str(exc).splitlines()[0]})") from None
+    if frame.empty:
+        raise RunError(f"{file}: no requests recorded (header only)")
+    for col in NUMERIC_COLUMNS:
+        if col not in frame:
+            frame[col] = np.nan
+    for col in TEXT_COLUMNS:
+        if col not in frame:
+            frame[col] = pd.Categorical([""] * len(frame))
+    frame["request_id"] = frame["request_id"].astype(str)
+    frame["ok"] = (frame["error"] == "").to_numpy() & frame["ttft_ms"].notna().to_numpy()
+    return frame
+
+
+def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
+                  notes: list[str]) -> tuple[pd.DataFrame, str]:
+    tiers = windows.close_open_tiers(tiers, samples, notes)
+    tiers["warmup_s"] = tiers["warmup_s"].fillna(0.0)
+    tiers["measure_start_s"] = tiers["start_s"] + tiers["warmup_s"]
+    tiers["measure_s"] = (tiers["end_s"] - tiers["measure_start_s"]).clip(lower=0.0)
+    windows.mark_short(tiers, info, notes)
+    if tiers["target_users"].notna().any() or tiers["target_rps"].isna().all():
+        load_unit, load = "users", tiers["target_users"]
+    else:
+        load_unit, load = "req/s", tiers["target_rps"]
+    if load.isna().any():
+        by_tier = samples.groupby(samples["tier"].fillna(0))["users_now"].median()
+        load = load.fillna(tiers["tier"].map(by_tier))
+        load = load.fillna(tiers["tier"].astype(float))
+        notes.append("some tiers have no target load in tiers.csv: used the median users_now.")
+    tiers["load"] = load.astype(float)
+    return tiers, load_unit
+
+
+def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_phase: bool = False) -> None:
+    """Each sample's tier (-1 outside every window) and `measured`; `honour_phase`: tiers came from the samples,
+    so a row's own warmup/after phase also keeps it out."""
+    ts = samples["ts_start_s"].to_numpy()
+    starts = tiers["start_s"].to_numpy()
+    idx = np.searchsorted(starts, ts, side="right") - 1
+    safe = np.clip(idx, 0, len(tiers) - 1)
+    inside = (idx >= 0) & (ts < tiers["end_s"].to_numpy()[safe])
+    measured = inside & (ts >= tiers["measure_start_s"].to_numpy()[safe])
+    if honour_phase:
+        measured &= ramps.honoured(samples)
+    if "tier" in samples:
+        samples["tier_logged"] = samples["tier"]
+    samples["tier"] = np.where(inside, tiers["tier"].to_numpy()[safe], -1)
+    samples["measured"] = measured
+    outside = int((~inside).sum())
+    if outside:
+        notes.append(f"{outside} requests were sent outside every tier window and are ignored.")
+    phase = samples["phase"].astype(str).to_numpy()
+    logged = np.isin(phase, ["warmup", "measure"])
+    disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
+    if disagree and not honour_phase:
+        notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")

@@ -1,0 +1,131 @@
+"""The answer at the top of a report: one line per question, in the order a planner reads them.
+
+How it works: each line is a sentence computed elsewhere (knees, capacity, saturation, queueing
+model, rate limit, replica plan, scenarios, run totals); this module only orders them and adds
+the "Stopped early" line first when the run was cut (`ending.py`). The capacity table gives the
+capacity under every stock profile.
+"""
+
+from __future__ import annotations
+
+from llmload.analysis import text
+from llmload.analysis.analyze import Analysis
+from llmload.analysis.read import ramps
+from llmload.analysis.read.shape import NAMES
+from llmload.analysis.report.document import Table
+from llmload.analysis.tables import totals, workers
+from llmload.analysis.tables.judged import tiers_of
+from llmload.analysis.verdicts import ending, health, queueing, ratelimit
+from llmload.rules import capacity as cap_mod
+from llmload.rules import saturation
+from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.text import load_with_unit
+
+PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
+                  "default": "the default; choose with --slo"}
+
+
+def capacity_sentence(a: Analysis) -> str:
+    source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
+    if not a.climbs:
+        return cap_mod.phase_verdict(tiers_of(a.table), a.profile) + source
+    sentence = _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ")
+    drop, peak = saturation.peak_within_slo(tiers_of(a.table), a.capacity, a.run.load_unit)
+    if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
+        where = f"{load_with_unit(peak.load, a.run.load_unit)}, {peak.ok_rps:.1f} req/s"
+        if a.capacity.status == "beyond":
+            sentence += f" Within the SLO, but {drop}: plan on the load of the peak ({where}), not the highest load."
+        else:
+            sentence += (f" But {drop}: plan on the load of the peak ({where}, within the SLO), not the capacity "
+                         "load.")
+    return sentence + source
+
+
+def answer_items(a: Analysis) -> list[tuple[str, str]]:
+    stopped = ending.sentence(a)
+    view = a.workload
+    items = [("Prefill:", view.prefill_sentence)] if view is not None and view.sweep else []
+    items += [("Stopped early:", stopped)] if stopped else []
+    if a.run.warm_only:
+        items.append(("Warm-up only:", ramps.warm_only_sentence(a.run.info)))
+    lost = workers.lost_sentences(a.run)
+    if lost:
+        items.append(("Workers lost:", " ".join(lost)))
+    overloaded = health.exclusion_sentence(a.table, a.run.load_unit)
+    if overloaded:
+        items.append(("Generator overloaded:", overloaded))
+    if a.climbs:
+        items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
+    else:
+        items += [(f"{a.kind.capitalize()}:", f"a {NAMES[a.kind]} run has no knee; its phases are compared "
+                  "instead. " + " ".join(a.phase_sentences))]
+    items += [
+        ("Capacity:", capacity_sentence(a)),
+        ("Saturation:", a.saturation.sentence),
+        ("Queueing model:", " ".join(filter(None, (_strip(queueing.describe(a.fit, a.fit_note), "Fitted model: "),
+                                                   a.agreement)))),
+    ]
+    quota = ratelimit.quota_sentence(a.table)
+    if quota:
+        items.append(("Rate limit:", quota))
+    lower = a.capacity.status == "beyond"
+    planned = a.planning_capacity or a.capacity
+    at_peak = planned is not a.capacity
+    if a.plan is not None:
+        peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
+        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity, peak_load), "Replica plan ")))
+    elif a.climbs and a.capacity.status in ("within", "beyond"):
+        usable = 1 - DEFAULT_HEADROOM
+        at_least = "at least " if lower and not at_peak else ""
+        where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
+                 f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
+                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity")
+        items.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
+                      f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
+                      f"deployment, {where}"
+                      + (f"; a lower bound, since {cap_mod.nothing_broke(a.capacity.tiers)}"
+                         if lower and not at_peak else "")
+                      + " (add --target-rps N to the report command for the replica count)."))
+    if a.scenario_table is not None and len(a.scenario_table):
+        items.append(("Scenarios:", a.scenario_sentence))
+    if view is not None and view.prefill_fit is not None and not view.sweep:
+        items.append(("Prefill:", view.prefill_sentence))
+    if view is not None and int(view.short_outputs["short"].sum()) > 0:
+        items.append(("Short outputs:", view.short_sentence))
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+        items.append(("Failures in the run:", " ".join(totals.reconcile_lines(a.totals))))
+    if a.warnings:
+        items.append(("Trust:", f"{len(a.warnings)} warning(s) at the end of this report qualify these figures."))
+    return items
+
+
+def _strip(sentence: str, prefix: str) -> str:
+    return sentence[len(prefix):] if sentence.startswith(prefix) else sentence
+
+
+def capacity_table(a: Analysis) -> Table:
+    """Capacity under every stock profile (climbing runs only)."""
+    rows = []
+    for cap in a.all_capacities:
+        limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
+        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}",
+                 "below": "below the tested load" if cap.tiers == 1 else "below lowest tier",
+                 "none": "-"}[cap.status]
+        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.goodput_rps),
+                     text.num(cap.out_tok_s, 0), cap.limited_by))
+    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
+                  "out tok/s", "limited by"), tuple(rows), numeric_from=1,
+                 note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
+                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1, a.run.per_request))
+
+
+def _interpolation(one_load: bool, per_request: bool = True) -> str:
+    if not per_request:
+        how = "one load level, so nothing to interpolate. " if one_load else "capacity interpolated between tiers. "
+        return how + "Goodput needs per-request rows: not available from histograms."
+    goodput = ("Goodput = requests/s that met every per-request criterion of the profile's objective (TTFT, TPOT, "
+               "e2e limits: docs/gates.md), ")
+    if one_load:
+        return "one load level, so nothing to interpolate. " + goodput + "at that load where it met the SLO."
+    return ("capacity interpolated between tiers. " + goodput + "at the last tier within the SLO (not interpolated), "
+            "or at the highest load when nothing broke.")

@@ -1,0 +1,114 @@
+"""Build every figure of an Analysis as PNG bytes (Agg backend, no display, no pyplot state).
+
+How it works: each figure is a fresh `matplotlib.figure.Figure` handed to one `plot_*`
+function of `plots.py` with a frame prepared here: the tier table, error rates by kind,
+a TTFT CDF sampled at 200 quantiles per tier (cheap at any sample count), and the
+time windows of `timeline`. Returns (name, caption, png bytes) in report order. Spike,
+soak and schedule runs (their load does not climb) get only the figures that make sense
+for them: failures per tier, TTFT CDF per tier and the run over time; tiers are labelled
+"tier N: load" there, since one load can recur. A run recorded with --ship histograms has no
+rows to draw the CDF and the run over time from: those two are left out.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from llmload.analysis.analyze import Analysis
+from llmload.analysis.report import plots
+from llmload.analysis.tables import timeline
+from llmload.analysis.tables.samples import measured
+
+CDF_POINTS = 200
+
+
+def error_rates(a: Analysis) -> pd.DataFrame:
+    """Index: load; columns: error kinds; values: share of the tier's attempts."""
+    kinds = a.kinds.copy()
+    sent = a.table.set_index("tier")["sent"].reindex(kinds.index)
+    rates = kinds.div(sent.where(sent > 0), axis=0).fillna(0.0)
+    loads = a.table.set_index("tier")["load"].reindex(kinds.index)
+    rates.index = loads.to_numpy() if a.climbs else [f"tier {t}: {v:g}" for t, v in loads.items()]
+    return rates
+
+
+def ttft_cdf(a: Analysis) -> pd.DataFrame:
+    rows = measured(a.run)
+    rows = rows[rows["ok"]]
+    shares = np.linspace(0, 1, CDF_POINTS)
+    loads = a.run.tiers.set_index("tier")["load"]
+    parts = []
+    for tier, values in rows.groupby("tier")["ttft_ms"]:
+        values = values.dropna().to_numpy()
+        if len(values):
+            label = f"{loads[tier]:g}" if a.climbs else f"tier {tier}: {loads[tier]:g}"
+            parts.append(pd.DataFrame({"load": loads[tier], "label": label, "ttft_ms": np.quantile(values, shares),
+                                       "share": shares}))
+    if not parts:
+        return pd.DataFrame(columns=["load", "label", "ttft_ms", "share"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
+    unit = a.run.load_unit
+    table = a.table[a.table["sent"] > 0]
+    knees = (a.compute, a.onset)
+    specs = [
+        ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
+         "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
+         lambda ax: plots.plot_knee(ax, table, a.profile.ttft_p95_ms, unit, knees)),
+        ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; " + (
+            "the grey dashed line is the fitted queueing model (c slots: min(load / one user's low-load cycle, "
+            "plateau)). " if a.fit is not None else "") + "A flat line means added load no longer adds throughput.",
+         lambda ax: plots.plot_throughput(ax, table, a.fit, knees, unit)),
+        ("queue_fit", "Mean TTFT measured against the fitted slots-plus-queue model." if a.fit is not None else
+         "Mean TTFT measured per tier; no slots-plus-queue model was fitted (the answer says why).",
+         lambda ax: plots.plot_queue_fit(ax, table, a.fit, unit)),
+        ("inflight", "Requests in flight (Little's law: requests/s x mean latency) against the target, and the "
+         "estimated wait (TTFT growth not explained by slower batches).",
+         lambda ax: plots.plot_inflight(ax, table, unit)),
+        ("errors", "Share of requests that failed per tier, by kind (rate_limited = HTTP 429).",
+         lambda ax: plots.plot_errors(ax, error_rates(a), unit)),
+        ("ttft_cdf", "TTFT distribution per tier: a curve moving right is the queue growing; the dotted line "
+         "is p99.",
+         lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
+        ("timeline", "The whole run: p99 TTFT per time window (left axis); users and output tokens/s scaled to "
+         "the users axis (right axis). " + ("Band: the warm-up (excluded from the tables) shaded orange."
+                                            if len(a.table) == 1 else "Bands: every other tier shaded grey, each "
+                                            "tier's warm-up (excluded from the tables) shaded orange."),
+         lambda ax: plots.plot_timeline(ax, timeline.windows(a.run, timeline.pick_window_s(a.run)), a.run.tiers,
+                                        a.run.history)),
+        ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
+         lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
+    ]
+    if not a.climbs or len(table) < 2:  # one load level: no curve across loads to draw
+        specs = [spec for spec in specs if spec[0] in ("errors", "ttft_cdf", "timeline")]
+    if not a.run.per_request:  # drawn from per-request rows (hist_run.CANNOT_SHOW)
+        specs = [spec for spec in specs if spec[0] not in ("ttft_cdf", "timeline")]
+    view = a.workload
+    if view is not None and view.prefill_fit is not None:
+        prefill = ("prefill", "TTFT p50 and p95 per input length with the fitted prefill line (TTFT = a + b x "
+                   "input tokens); the dash-dot line marks where growth turns non-linear, when it does.",
+                   lambda ax: plots.plot_prefill(ax, view.prefill_table, view.prefill_fit.nonlinear_from_tokens))
+        specs = [prefill, *specs] if view.sweep else [*specs, prefill]
+    out = []
+    for name, caption, draw in specs:
+        height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6
+        fig = Figure(figsize=(9, height), dpi=100, layout="constrained")
+        draw(fig.add_subplot())
+        out.append((name, caption, _png(fig)))
+    return out
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

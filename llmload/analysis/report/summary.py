@@ -1,0 +1,176 @@
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/2`).
+
+How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
+facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation
+branch, replicas, warnings, the gate's verdicts for the run's profile); `clean` makes every
+missing figure `null` (never NaN: JSON has none) and every numpy scalar a Python number.
+Field-by-field documentation: docs/summary.md; the JSON Schema: `summary_schema.SCHEMA`.
+A change that removes or renames a field, or changes its meaning, bumps the version. A run recorded
+with --ship histograms gets the same document from its histograms: `source` says so and lists what
+histograms cannot show (hist_run.CANNOT_SHOW); what they cannot give is null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from llmload.analysis.analyze import Analysis
+from llmload.analysis.read.hist_run import CANNOT_SHOW
+from llmload.analysis.tables import samples
+from llmload.analysis.tables.workload_view import summary_section
+from llmload.analysis.text import utc
+from llmload.analysis.verdicts import ending, health
+from llmload.analysis.verdicts import gate as check
+from llmload.contract import HIST_RELATIVE_ERROR
+from llmload.rules.knees import KneePoint
+from llmload.rules.slo import Objective, describe_objective
+
+SCHEMA_ID = "llmload.summary/2"
+QUANTILES = ("p50", "p95", "p99")
+
+
+def clean(value):
+    """Plain JSON types: NaN and infinities become None, numpy scalars Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def safe_host(host) -> str | None:
+    """The target URL without user, password or query string (where keys ride)."""
+    if not host:
+        return None
+    parts = urlsplit(str(host))
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def run_facts(a: Analysis) -> dict:
+    info, (first, last) = a.run.info, a.run.span_s
+    sends = a.run.per_request  # a run recorded with --ship histograms kept no send times
+    end = info.get("end") if isinstance(info.get("end"), dict) else None
+    shape = a.run.shape
+    return {
+        "id": a.run.name, "host": safe_host(info.get("host")), "model": info.get("model"),
+        "scenario": info.get("scenario"), "transport": info.get("transport"), "shape_kind": a.kind,
+        "shape_class": shape.get("class"), "load_unit": a.run.load_unit,
+        "start_unix": info.get("started_unix", first), "end_unix": info.get("ended_unix"),
+        "first_send_utc": utc(first) if sends else None, "last_send_utc": utc(last) if sends else None,
+        "end": {"reason": end.get("reason"), "planned": end.get("planned")} if end else None,
+        "stopped_early": bool(a.ending.stopped_early) if a.ending else False,
+        "stopped_early_sentence": ending.sentence(a) or None,
+        "workers": info.get("workers") if isinstance(info.get("workers"), int) else None,
+        "slo_profile": a.profile.name, "slo_profile_source": a.profile_source,
+    }
+
+
+def _quantiles(row, prefix: str, names=QUANTILES) -> dict:
+    return {name: row.get(f"{prefix}_{name}_ms") for name in names}
+
+
+def tier_record(row, run_tiers) -> dict:
+    """One tier's figures (a tier-table row), as summary.json's `tiers[]` items and `tiers --format json`."""
+    window = run_tiers[run_tiers["tier"] == row["tier"]].iloc[0]
+    return {
+        "tier": row["tier"], "load": row["load"], "load_target": row["load_target"],
+        "effective_concurrency": row["concurrency"], "active_users": row["active_users"],
+        "judged": row["judged"], "too_few": row["too_few"], "overloaded": row["overloaded"],
+        "short": bool(row["short"]), "under_applied": row["under_applied"],
+        "sent": row["sent"], "ok": row["ok"], "failed": row["failed"], "n_429": row["n_429"],
+        "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
+        "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
+        "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
+        "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
+                    "p99_ci_high": row["ttft_p99_ci_hi_ms"]},
+        "e2e_ms": _quantiles(row, "e2e"), "tpot_ms": _quantiles(row, "tpot"),
+        "itl_mean_ms": _quantiles(row, "itl_mean"),
+        "itl_gap_ms": {**_quantiles(row, "itl_gap", (*QUANTILES, "p999")), "gaps": row.get("itl_gaps", 0)},
+        "stalls": row["stalls"], "stall_ms": row["stall_ms"],
+        "wait_ms": row["wait_ms"],
+        "window": {"start_unix": window["start_s"], "measure_start_unix": window["measure_start_s"],
+                   "end_unix": window["end_s"], "measure_s": window["measure_s"]},
+    }
+
+
+def knee_point(point: KneePoint | None, kind: str) -> dict | None:
+    """A knee with its interval: compute saturation lies between the tier below and its tier, the queueing
+    onset between its tier and the next one."""
+    if point is None:
+        return None
+    low, high = (point.next_load, point.load) if kind == "compute" else (point.load, point.next_load)
+    return {"status": point.status, "load": point.load, "tier": point.tier,
+            "interval": {"low": low, "high": high} if point.status == "within" else None,
+            "sentence": point.sentence}
+
+
+def capacities(a: Analysis) -> list[dict]:
+    return [{"profile": c.profile.name, "chosen": c.profile.name == a.profile.name,
+             "ttft_p95_limit_ms": c.profile.ttft_p95_ms, "max_error_rate": c.profile.max_error_rate,
+             "max_429_rate": c.profile.max_429_rate, "status": c.status,
+             "load": c.load if c.status in ("within", "beyond") else None, "ok_rps": c.ok_rps,
+             "goodput_rps": c.goodput_rps, "out_tok_s": c.out_tok_s, "limited_by": c.limited_by}
+            for c in a.all_capacities]
+
+
+def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
+    """Where the figures come from: per-request rows (samples.csv) or histograms only (--ship histograms)."""
+    return {"kind": kind, "relative_error": HIST_RELATIVE_ERROR if pooled or kind == "histograms" else None,
+            "cannot_show": list(cannot_show)}
+
+
+def gate(a: Analysis) -> dict:
+    """`analysis check` with the run's profile at the highest load (same verdicts, same exit status)."""
+    measured = samples.verdict_rows(a.run) if a.run.per_request else None
+    result = check.judge(a.run.name, a.run.load_unit, a.table, measured, a.objective, hists=a.run.histograms)
+    return gate_record(a.objective, result)
+
+
+def gate_record(objective: Objective, result: check.Check) -> dict:
+    return {"objective": objective.name, "status": result.status, "exit_code": check.EXIT[result.status],
+            "headline": result.headline,
+            "verdicts": [{"criterion": v.criterion.label, "metric": v.criterion.metric, "status": v.status,
+                          "value": v.value, "limit": v.criterion.limit, "at_least": v.criterion.at_least,
+                          "tier": v.tier, "why": v.why or None} for v in result.verdicts]}
+
+
+def summary(a: Analysis) -> dict:
+    plan = a.plan
+    optional = {"workload": summary_section(a.workload)}
+    return clean({
+        "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
+                                              () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),
+        "goodput_counts": describe_objective(a.objective) if a.run.per_request else
+        "not available from histograms (needs per-request rows)",
+        "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
+        "compute_saturation": knee_point(a.compute, "compute"),
+        "queueing_onset": knee_point(a.onset, "onset"),
+        "generator_overloaded": health.exclusion_sentence(a.table, a.run.load_unit) or None,
+        "capacity": capacities(a),
+        "saturation": {"branch": a.saturation.kind, "rule": a.saturation.rule, "tier": a.saturation.tier,
+                       "sentence": a.saturation.sentence},
+        "replicas": None if plan is None else {"target": plan.target, "target_kind": plan.target_kind,
+                                               "per_replica": plan.per_replica, "headroom": plan.headroom,
+                                               "replicas": plan.replicas,
+                                               "upper_bound": a.capacity.status == "beyond"
+                                               and a.planning_capacity in (None, a.capacity)},
+        "warnings": list(a.warnings), "gate": gate(a),
+        **{k: v for k, v in optional.items() if v is not None},
+    })
+
+
+def dumps(a: Analysis) -> str:
+    return json.dumps(summary(a), indent=2, allow_nan=False) + "\n"

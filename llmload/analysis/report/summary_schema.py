@@ -1,0 +1,115 @@
+"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/2`.
+
+How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`); every object
+lists all its fields as required and forbids others, so a field added to `summary.py` without
+being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
+`["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
+`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, present only
+when the run has such data) are the only fields left out of `required`, so a small checker can validate it
+when the `jsonschema` package is not installed.
+"""
+
+from __future__ import annotations
+
+NUM = {"type": ["number", "null"]}
+INT = {"type": ["integer", "null"]}
+TEXT = {"type": ["string", "null"]}
+BOOL = {"type": "boolean"}
+
+
+def obj(nullable: bool = False, **fields: dict) -> dict:
+    return {"type": ["object", "null"] if nullable else "object", "properties": fields,
+            "required": sorted(fields), "additionalProperties": False}
+
+
+def arr(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+def quantiles(*extra: str) -> dict:
+    return obj(False, **{name: NUM for name in ("p50", "p95", "p99", *extra)})
+
+
+KNEE = obj(nullable=True, status={"enum": ["within", "below", "beyond", "none"]}, load=NUM, tier=INT,
+           interval=obj(nullable=True, low=NUM, high=NUM), sentence={"type": "string"})
+
+TIER = obj(
+    tier={"type": "integer"}, load=NUM, load_target=NUM, effective_concurrency=NUM, active_users=NUM,
+    judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL,
+    sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"}, n_429={"type": "integer"},
+    rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
+    goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high"),
+    e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(),
+    itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,
+    stall_ms=NUM, wait_ms=NUM,
+    window=obj(start_unix=NUM, measure_start_unix=NUM, end_unix=NUM, measure_s=NUM),
+)
+
+RUN = obj(
+    id={"type": "string"}, host=TEXT, model=TEXT, scenario=TEXT, transport=TEXT,
+    shape_kind={"enum": ["step", "rate", "spike", "soak", "schedule"]}, shape_class=TEXT,
+    load_unit={"enum": ["users", "req/s"]}, start_unix=NUM, end_unix=NUM, first_send_utc=TEXT,
+    last_send_utc=TEXT, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
+    stopped_early=BOOL, stopped_early_sentence=TEXT, workers=INT, slo_profile={"type": "string"},
+    slo_profile_source={"enum": ["--slo", "run.json", "default"]},
+)
+
+CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, max_error_rate=NUM,
+               max_429_rate=NUM, status={"enum": ["within", "beyond", "below", "none"]}, load=NUM, ok_rps=NUM,
+               goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"})
+
+VERDICT = obj(criterion={"type": "string"}, metric={"type": "string"},
+              status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]}, value=NUM, limit=NUM, at_least=BOOL, tier=INT,
+              why=TEXT)
+
+def optional(schema: dict, *names: str) -> dict:
+    """`schema` with `names` no longer required: sections present only when the run has their data."""
+    return {**schema, "required": [k for k in schema["required"] if k not in names]}
+
+
+def rows(*text_fields: str, ints: tuple[str, ...] = (), nums: tuple[str, ...] = ()) -> dict:
+    fields: dict[str, dict] = {k: {"type": "string"} for k in text_fields}
+    fields.update({k: {"type": "integer"} for k in ints})
+    fields.update({k: NUM for k in nums})
+    return arr(obj(False, **fields))
+
+
+LATENCY = ("ttft_p50_ms", "ttft_p95_ms", "e2e_p50_ms", "e2e_p95_ms")
+PREFILL = obj(sweep=BOOL, sentence={"type": "string"}, intercept_ms=NUM, ms_per_1k_tokens=NUM,
+              ms_per_1k_tokens_low=NUM, ms_per_1k_tokens_high=NUM, residual_ms=NUM, requests={"type": "integer"},
+              nonlinear_from_tokens=INT,
+              lengths=rows(ints=("input_tokens", "requests"), nums=("ttft_p50_ms", "ttft_p95_ms", "fit_ms")))
+WORKLOAD = optional(obj(
+    short_outputs=obj(sentence={"type": "string"},
+                      tiers=rows(ints=("tier", "requests", "short"), nums=("short_share",))),
+    repeat_vs_first=rows("prompt", ints=("requests",), nums=(*LATENCY, "cached_tokens_p50")),
+    turns=rows(ints=("turn", "requests"), nums=(*LATENCY, "input_tokens_p50", "cached_tokens_p50")),
+    grid=rows(ints=("input_tokens", "max_tokens", "requests"),
+              nums=(*LATENCY, "tpot_p50_ms", "tpot_p95_ms", "out_tps_p50")),
+    reasoning=rows(ints=("tier", "requests"), nums=("reasoning_ttft_p50_ms", "reasoning_ttft_p95_ms", "ttft_p50_ms",
+                                                   "ttft_p95_ms", "reasoning_tokens_mean")),
+    streamed=rows("mode", ints=("requests",), nums=LATENCY),
+    prefill=PREFILL,
+), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill")
+
+SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "times out", "fails", "degrades", "not saturated",
+                    "cannot tell"]
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "llmload summary.json",
+    **optional(obj(
+        schema={"const": "llmload.summary/2"},
+        source=obj(kind={"enum": ["samples", "histograms"]}, relative_error=NUM, cannot_show=arr({"type": "string"})),
+        run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
+        compute_saturation=KNEE, queueing_onset=KNEE, generator_overloaded=TEXT, capacity=arr(CAPACITY),
+        saturation=obj(nullable=True, branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
+                       sentence={"type": "string"}),
+        replicas=obj(nullable=True, target=NUM, target_kind={"enum": ["rps", "users", "tok_s"]}, per_replica=NUM,
+                     headroom=NUM, replicas=INT, upper_bound=BOOL),
+        warnings=arr({"type": "string"}),
+        gate=obj(objective={"type": "string"}, status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]},
+                 exit_code={"enum": [0, 1, 2]}, headline={"type": "string"}, verdicts=arr(VERDICT)),
+        workload=WORKLOAD,
+    ), "workload"),
+}

@@ -1,0 +1,188 @@
+"""Per-tier figures from samples.csv's rows, with the tier table's column names (`tiers.py`).
+
+How it works: measured attempts are grouped by tier with vectorised pandas groupbys. Counts and rates
+use every attempt sent in the tier's measure window (rates per second of that window, never of a window
+shorter than its longest request); latency percentiles use successful attempts only, so a fast 429
+never makes the latency look good; open loop, TTFT and e2e count from the intended send
+(`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
+other); p99 TTFT gets a bootstrap CI; TTFT is split into connect, headers-minus-connect and the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from llmload.analysis.read import histograms
+from llmload.analysis.read.run import Run
+from llmload.analysis.tables.stats import quantile_ci
+from llmload.rules.limits import MIN_SAMPLES_P999
+from llmload.rules.outcomes import SHED_ERRORS
+
+PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+
+
+def measured(run: Run) -> pd.DataFrame:
+    return run.samples[run.samples["measured"]]
+
+
+def verdict_rows(run: Run) -> pd.DataFrame:
+    """Measured rows with the latency verdicts use: open loop, TTFT and e2e count from the *intended* send
+    (schedule_lag_ms added: the coordinated-omission-corrected figure); closed loop, unchanged."""
+    rows = measured(run)
+    if run.load_unit != "req/s":
+        return rows
+    lag = rows["schedule_lag_ms"].fillna(0.0).clip(lower=0.0)
+    return rows.assign(ttft_ms=rows["ttft_ms"] + lag, e2e_ms=rows["e2e_ms"] + lag)
+
+
+def figures(run: Run, stall_ms: float) -> pd.DataFrame:
+    """The per-request figures of every tier (index: tier) from samples.csv's rows."""
+    tiers = run.tiers.set_index("tier")
+    rows = measured(run)
+    table = pd.DataFrame(index=tiers.index)
+    for col in ("load", "complete", "measure_s"):
+        table[col] = tiers[col]
+    table["short"] = tiers.get("short", False)
+    _add_counts(table, rows, run, tiers)
+    ok_by = rows[rows["ok"]].groupby("tier")
+    _add_rates(table, rows, ok_by)
+    judged_rows = verdict_rows(run)
+    _add_latency(table, judged_rows[judged_rows["ok"]].groupby("tier"))
+    _add_decode(table, ok_by, stall_ms)
+    histograms.add_pooled_itl(table, run.histograms)
+    if run.load_unit == "req/s":
+        _add_percentiles(table, ok_by, "ttft_ms", "ttft_sent", PERCENTILES.items())
+        _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
+    _add_where_ttft_goes(table, rows, ok_by, tiers["end_s"])
+    return table
+
+
+def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.DataFrame) -> None:
+    """Attempts sent / ok / failed, 429s, 503s, hints, retries, outcomes, open-loop drops."""
+    is_429 = (rows["error"] == "rate_limited").to_numpy() | (rows["status"] == 429).to_numpy()
+    table["sent"] = rows.groupby("tier").size().reindex(table.index).fillna(0).astype(int)
+    table["ok"] = rows["ok"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0).astype(int)
+    table["failed"] = table["sent"] - table["ok"]
+    table["n_429"] = _count(rows, is_429, table.index)
+    table["n_503"] = _count(rows, (rows["status"] == 503).to_numpy(), table.index)
+    with_ra = is_429 & rows["retry_after_s"].notna().to_numpy()
+    table["retry_after_share"] = _count(rows, with_ra, table.index) / table["n_429"].where(table["n_429"] > 0)
+    table["retries"] = _count(rows, (rows["retry_of"] != "").to_numpy(), table.index)
+    _add_outcomes(table, rows, is_429)
+    in_tier = run.samples[run.samples["tier"] >= 0]
+    sent_all = in_tier.groupby("tier").size().reindex(table.index).fillna(0)
+    table["dropped"] = tiers["dropped"].fillna(0).astype(int) if "dropped" in tiers else 0
+    arrivals = (sent_all + table["dropped"]).where(sent_all + table["dropped"] > 0)
+    table["drop_rate"] = (table["dropped"] / arrivals).fillna(0.0)
+    sent = table["sent"].where(table["sent"] > 0)
+    table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
+    table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
+
+
+def _add_rates(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
+    """Per second of the measure window, never of a window shorter than the longest measured request."""
+    longest_s = rows["e2e_ms"].groupby(rows["tier"]).max().reindex(table.index).fillna(0.0) / 1000.0
+    window = np.maximum(table["measure_s"], longest_s)
+    window = window.where(window > 0)
+    table["rate_window_s"] = window
+    table["rps"] = table["sent"] / window
+    table["ok_rps"] = table["ok"] / window
+    table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
+
+
+def _lag_in_window(rows: pd.DataFrame, tiers_end_s: pd.Series) -> pd.DataFrame:
+    """Rows whose loop lag describes their tier: a row's `loop_lag_ms` is the generator's lag when the row
+    was recorded, at the attempt's end; an attempt that ended after its tier did (in the next tier's ramp
+    or the end-of-run shutdown, whose one-off stall is not the tier's) says nothing about the tier."""
+    took_s = rows["e2e_ms"].fillna(0).to_numpy(dtype=float) / 1000.0
+    ended = rows["ts_start_s"].to_numpy(dtype=float) + took_s
+    end = rows["tier"].map(tiers_end_s).to_numpy(dtype=float)
+    return rows[~(ended > end)]  # a tier without an end (killed run) keeps its rows
+
+
+def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by, tiers_end_s: pd.Series) -> None:
+    """In flight (Little), queueing delay, the TTFT parts, model mismatches, generator lag."""
+    table["e2e_mean_ms"] = ok_by["e2e_ms"].mean().reindex(table.index)
+    table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
+    table["ttft_mean_ms"] = ok_by["ttft_ms"].mean().reindex(table.index)
+    base = table["ttft_p50_ms"].dropna()
+    table["queue_delay_ms"] = (table["ttft_p50_ms"] - base.iloc[0]).clip(lower=0) if len(base) else np.nan
+    base_mean = table["ttft_mean_ms"].dropna()
+    table["queue_delay_mean_ms"] = ((table["ttft_mean_ms"] - base_mean.iloc[0]).clip(lower=0)
+                                    if len(base_mean) else np.nan)
+    table["connect_ms"] = ok_by["connect_ms"].mean().reindex(table.index)
+    headers = ok_by["headers_ms"].mean().reindex(table.index)
+    table["gateway_queue_ms"] = (headers - table["connect_ms"].fillna(0)).clip(lower=0)
+    table["after_headers_ms"] = (table["ttft_mean_ms"] - headers).clip(lower=0)
+    ok = rows[rows["ok"]]
+    returned = ok["model_returned"].astype(str)
+    requested = ok["model_requested"].astype(str)
+    mismatch = ((returned != "") & (requested != "") & (returned != requested)).to_numpy()
+    table["model_mismatch"] = _count(ok, mismatch, table.index)
+    by = rows.groupby("tier")
+    table["loop_lag_p99_ms"] = _lag_in_window(rows, tiers_end_s).groupby("tier")["loop_lag_ms"].quantile(
+        0.99).reindex(table.index)
+    table["schedule_lag_p99_ms"] = by["schedule_lag_ms"].quantile(0.99).reindex(table.index)
+
+
+def _add_latency(table: pd.DataFrame, ok_by) -> None:
+    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with the bootstrap CI of p99 TTFT."""
+    _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
+    too_few_999 = table["ok"] < MIN_SAMPLES_P999
+    table.loc[too_few_999, "ttft_p999_ms"] = np.nan
+    _add_percentiles(table, ok_by, "e2e_ms", "e2e", PERCENTILES.items())
+    table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
+    table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
+    table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
+    ci = {t: quantile_ci(g.to_numpy(), 0.99) for t, g in ok_by["ttft_ms"]}
+    table["ttft_p99_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    table["ttft_p99_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+
+
+def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
+    """TPOT and per-request mean ITL percentiles (samples.csv keeps each request's mean/p50/p99/max gap; every
+    gap is in histograms.csv), and stalls: requests whose longest gap > stall_ms."""
+    _add_percentiles(table, ok_by, "tpot_ms", "tpot", PERCENTILES.items())
+    table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
+    _add_percentiles(table, ok_by, "itl_mean_ms", "itl_mean", PERCENTILES.items())
+    stalled = ok_by["itl_max_ms"].agg(lambda s: int((s > stall_ms).sum()))
+    table["stalls"] = stalled.reindex(table.index).fillna(0).astype(int)
+    table["stall_ms"] = stall_ms
+
+
+def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -> None:
+    """Each failed attempt counted once: shed (429, 503, in-stream error event), timeout, or other;
+    Retry-After hints of the 429s and 503s by source header; the lowest quota left per tier."""
+    error = rows["error"].astype(str).to_numpy()
+    status = rows["status"].to_numpy()
+    failed = error != ""
+    shed = failed & (np.isin(error, SHED_ERRORS) | (status == 503) | is_429)
+    timeout = failed & ~shed & (error == "timeout")
+    table["n_stream_error"] = _count(rows, error == "stream_error", table.index)
+    table["n_shed"] = _count(rows, shed, table.index)
+    table["n_timeout"] = _count(rows, timeout, table.index)
+    table["n_other_fail"] = _count(rows, failed & ~shed & ~timeout, table.index)
+    sent = table["sent"].where(table["sent"] > 0)
+    for name in ("shed", "timeout", "other_fail"):
+        table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)
+    hinted = shed & rows["retry_after_s"].notna().to_numpy()
+    table["n_shed_hinted"] = _count(rows, hinted, table.index)
+    source = rows["retry_after_source"].astype(str)
+    named = source.where(hinted & (source != "").to_numpy())
+    table["retry_after_sources"] = named.groupby(rows["tier"]).agg(
+        lambda s: ", ".join(sorted(s.dropna().unique()))).reindex(table.index).fillna("")
+    for kind in ("requests", "tokens"):
+        left = rows[f"ratelimit_remaining_{kind}"]
+        table[f"remaining_{kind}_min"] = left.groupby(rows["tier"]).min().reindex(table.index)
+
+
+def _count(rows: pd.DataFrame, mask: np.ndarray, index: pd.Index) -> pd.Series:
+    return pd.Series(mask, index=rows.index).groupby(rows["tier"]).sum().reindex(index).fillna(0).astype(int)
+
+
+def _add_percentiles(table: pd.DataFrame, grouped, column: str, prefix: str, qs) -> None:
+    qs = list(qs)
+    values = grouped[column].quantile([q for _, q in qs]).unstack()
+    for name, q in qs:
+        table[f"{prefix}_{name}_ms"] = values[q].reindex(table.index) if q in values else np.nan

@@ -1,0 +1,142 @@
+"""The per-tier table: what each load level measured (measure phase only).
+
+How it works: measured samples (see `loader`) are grouped by tier with vectorised pandas
+groupbys. Counts and rates use every attempt sent in the tier's measure window (rates are
+per second of that window); latency percentiles use successful attempts only (error == ''),
+so a fast 429 never makes the latency look good. Per tier:
+- sent / ok / failed, 429s and their rate, 503s, Retry-After share, errors by kind, retries;
+- TTFT p50/p95/p99 (+ p99.9 from 1000 successes) with a bootstrap CI on p99, e2e, ITL
+  (median of per-request medians, p99 of per-request p99 gaps; pooled p50-p99.9 of every gap from
+  histograms.csv: `histograms.add_pooled_itl`), TPOT, per-request out_tps;
+- open loop: arrivals dropped at the in-flight cap (tiers.csv `dropped`, counted over the
+  whole tier, warm-up included) and their share of the tier's arrivals (dropped / (dropped +
+  attempts sent in the whole tier)); sent req/s against the target rate;
+- requests/s, output tokens/s (sum of output tokens / window), in-flight by Little's law
+  (successful req/s x mean e2e of successful requests: a fast 429 neither occupies the
+  server nor counts), queueing delay (TTFT p50 minus the lowest tier's TTFT p50; also on means),
+  TTFT split into connect, headers-minus-connect (gateway + queue) and the rest (prefill);
+- TPOT and per-request mean ITL p50/p95/p99 and stalls (requests whose longest gap > --stall-ms);
+- open loop: TTFT/e2e percentiles from the intended send (`verdict_rows`: schedule_lag_ms added), which
+  every verdict uses, and the actual-send ones beside them (`ttft_sent_*`, `e2e_sent_*`);
+- model-field mismatches, generator health (loop lag, schedule lag, CPU) and two flags:
+  `too_few` (< MIN_SAMPLES_P99 successes: p99 is noise) and `overloaded` (the load
+  generator itself lagged, so the tier's latencies are not trustworthy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from llmload.analysis.read.run import Run
+from llmload.analysis.tables import concurrency, hist_figures, samples, server_metrics, workers
+from llmload.analysis.tables import judged as judging
+from llmload.rules.limits import (
+    CPU_LIMIT_PERCENT,
+    LOOP_LAG_LIMIT_MS,
+    MATERIAL_LAG_SHARE,
+    MIN_SAMPLES_P99,
+    SCHEDULE_LAG_LIMIT_MS,
+)
+
+PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+STALL_MS = 1000.0
+"""a request whose longest inter-token gap (itl_max_ms) exceeds this stalled (`--stall-ms`)"""
+
+
+def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
+    """One row per tier (in tier order) with the figures listed in the module docstring; a run recorded with
+    --ship histograms gets the same columns from its histograms (hist_figures.py: NaN where they need rows)."""
+    table = samples.figures(run, stall_ms) if run.per_request else hist_figures.hist_figures(run, stall_ms)
+    _add_health(table, run)
+    workers.add_causes(table, run)
+    table = table.join(server_metrics.per_tier(run))
+    judging.add_wait(table)
+    concurrency.add_effective(table, run)
+    _add_flags(table)
+    return table.reset_index()
+
+
+def _add_flags(table: pd.DataFrame) -> None:
+    """too_few (p99 is noise), overloaded (the generator lagged), lag_material (overloaded, and the lag is more
+    than MATERIAL_LAG_SHARE of the tier's p50 TTFT, or its CPU was pegged), judged (counts for knee, capacity
+    and saturation: neither cut too short nor lag_material, unless every tier with requests was: then they
+    stay judged and `all_overloaded` makes every verdict unsafe)."""
+    table["too_few"] = table["ok"] < MIN_SAMPLES_P99
+    table["overloaded"] = (
+        (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
+        | (table["schedule_lag_p99_ms"] > SCHEDULE_LAG_LIMIT_MS)
+        | (table["health_lag_ms"] > LOOP_LAG_LIMIT_MS)
+        | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
+    )
+    long_enough = ~table["short"].astype(bool)
+    # left out of the verdicts only when the lag is material to what the tier measured: 80 ms of lag
+    # cannot move a 1.5 s TTFT across a verdict, but it can a 50 ms one (a shared, busy machine often
+    # shows some lag; the flag and the warning stay either way)
+    lag_ms = table[["loop_lag_p99_ms", "schedule_lag_p99_ms", "health_lag_ms"]].max(axis=1)
+    material = ~(lag_ms <= MATERIAL_LAG_SHARE * table["ttft_p50_ms"]) | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
+    table["lag_material"] = table["overloaded"] & material
+    trusted = long_enough & ~table["lag_material"]
+    table["all_overloaded"] = not bool((trusted & (table["sent"] > 0)).any()) and bool(
+        (long_enough & (table["sent"] > 0) & table["lag_material"]).any())
+    table["judged"] = long_enough if table["all_overloaded"].any() else trusted
+
+
+def error_kinds(run: Run) -> pd.DataFrame:
+    """Failed attempts per tier and error kind (columns: kinds; rows: tiers)."""
+    if not run.per_request:
+        return hist_figures.error_kinds(run)
+    rows = samples.measured(run)
+    failed = rows[rows["error"] != ""]
+    kinds = failed.groupby(["tier", failed["error"].astype(str)]).size().unstack(fill_value=0)
+    return kinds.reindex(run.tiers["tier"], fill_value=0)
+
+
+def breakdown_table(run: Run) -> pd.DataFrame:
+    """TTFT per tier split by cache hit/miss and short/long prompt, when present (scenarios:
+    `scenarios.scenario_table`)."""
+    ok = samples.measured(run)
+    ok = ok[ok["ok"]]
+    splits: list[tuple[str, pd.Series]] = []
+    cached = ok["cached_tokens"]
+    hit = cached.fillna(0) > 0
+    if cached.notna().any() and 0 < hit.sum() < len(ok):
+        splits.append(("cache", hit.map({True: "hit", False: "miss"})))
+    tokens = ok["input_tokens"].dropna()
+    if len(tokens) and tokens.quantile(0.9) >= 3 * max(tokens.quantile(0.1), 1):
+        cut = float(np.sqrt(tokens.quantile(0.1) * tokens.quantile(0.9)))
+        label = ok["input_tokens"].map(lambda v: "" if np.isnan(v) else "long" if v >= cut else "short")
+        splits.append((f"prompt (cut {cut:.0f} tok)", label))
+    parts = []
+    for name, label in splits:
+        grouped = ok["ttft_ms"].groupby([ok["tier"], label.rename("group")])
+        part = grouped.quantile([0.5, 0.95, 0.99]).unstack()
+        part.columns = ["ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"]
+        part["n"] = grouped.size()
+        part = part.reset_index()
+        part = part[part["group"] != ""]
+        part.insert(1, "split", name)
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=["tier", "split", "group", "n", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _add_health(table: pd.DataFrame, run: Run) -> None:
+    table["health_lag_ms"] = np.nan
+    table["cpu_p95"] = np.nan
+    health = run.health
+    if health is None:
+        return
+    ts = health["ts_s"].to_numpy(dtype=float)
+    tiers = run.tiers
+    idx = np.searchsorted(tiers["start_s"].to_numpy(), ts, side="right") - 1
+    safe = np.clip(idx, 0, len(tiers) - 1)
+    inside = (idx >= 0) & (ts >= tiers["measure_start_s"].to_numpy()[safe]) & (ts < tiers["end_s"].to_numpy()[safe])
+    tier = pd.Series(np.where(inside, tiers["tier"].to_numpy()[safe], -1), index=health.index)
+    if "loop_lag_ms_max" in health:
+        lag = pd.to_numeric(health["loop_lag_ms_max"], errors="coerce")
+        table["health_lag_ms"] = lag[inside].groupby(tier[inside]).quantile(0.95).reindex(table.index)
+    if "cpu_percent" in health:
+        cpu = pd.to_numeric(health["cpu_percent"], errors="coerce")
+        table["cpu_p95"] = cpu[inside].groupby(tier[inside]).quantile(0.95).reindex(table.index)

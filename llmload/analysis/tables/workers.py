@@ -1,0 +1,113 @@
+"""Distributed runs: lost workers, worker clocks, and which worker's loop lagged and why.
+
+How it works (pure functions over run.json's `worker_nodes` and health.csv; docs/distributed.md):
+- A worker with `how_left == "missing"` was lost: its heartbeats stopped, Locust counted its users as
+  0 and did not replace them. It died between `last_seen_unix` and about a second later; the tier is
+  the one whose window holds that moment. One sentence per lost worker.
+- Clocks: when any |clock_offset_ms| exceeds CLOCK_WARN_MS every worker's offset is listed, with
+  whether its timestamps were moved onto the master's clock (`ts_corrected`).
+- Cause of a lag (health.csv `lag_cpu_ms`, `machine_cpu_percent`): in an overloaded tier the worker
+  with the worst `loop_lag_ms_max` is named, and at that second:
+  busy    lag_cpu_ms >= BUSY_SHARE x the lag: its own code held the loop;
+  starved lag_cpu_ms < IDLE_SHARE x the lag and the machine's CPU >= MACHINE_BUSY_PERCENT: other
+          processes had the cores;
+  blocked lag_cpu_ms < IDLE_SHARE x the lag on a machine under that: a blocking call in the process;
+  otherwise unclear. Runs without these columns keep the CPU-p95 diagnosis (`health.diagnosis`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from llmload.analysis.read.run import Run
+from llmload.analysis.text import load_with_unit, utc
+
+CLOCK_WARN_MS = 50.0
+BUSY_SHARE = 0.5
+IDLE_SHARE = 0.2
+MACHINE_BUSY_PERCENT = 80.0
+
+
+def nodes(run: Run) -> list[dict]:
+    listed = run.info.get("worker_nodes")
+    return [n for n in listed if isinstance(n, dict)] if isinstance(listed, list) else []
+
+
+def tier_at(run: Run, ts: float) -> pd.Series | None:
+    tiers = run.tiers
+    inside = tiers[(tiers["start_s"] <= ts) & ~(tiers["end_s"] <= ts)]
+    return inside.iloc[-1] if len(inside) else None
+
+
+def lost(run: Run) -> list[dict]:
+    """Lost workers: worker, last_seen_unix, tier (None outside every tier)."""
+    out = []
+    for node in nodes(run):
+        if node.get("how_left") != "missing":
+            continue
+        seen = node.get("last_seen_unix") or node.get("left_unix")
+        tier = tier_at(run, float(seen)) if seen else None
+        out.append({"worker": str(node.get("worker", "?")), "last_seen_unix": seen,
+                    "tier": None if tier is None else int(tier["tier"]),
+                    "load": None if tier is None else float(tier["load"]),
+                    "rejoined": int(node.get("rejoined") or 0)})
+    return out
+
+
+def lost_sentences(run: Run) -> list[str]:
+    out = []
+    for w in lost(run):
+        when = f"last seen {utc(float(w['last_seen_unix']))}" if w["last_seen_unix"] else "time unknown"
+        where = (f"during tier {w['tier']} ({load_with_unit(w['load'], run.load_unit)})" if w["tier"] is not None
+                 else "outside every tier")
+        back = f"; its heartbeats came back {w['rejoined']} time(s)" if w["rejoined"] else ""
+        out.append(f"Worker {w['worker']} was lost ({when}, {where}): its users were not replaced, so that tier "
+                   f"and the ones after it ran with fewer users than asked{back}.")
+    return out
+
+
+def clock_sentence(run: Run) -> str:
+    """Every worker's clock offset when any is beyond CLOCK_WARN_MS ('' otherwise)."""
+    offsets = [(str(n.get("worker", "?")), n.get("clock_offset_ms"), n.get("clock_rtt_ms"), n.get("ts_corrected"))
+               for n in nodes(run) if isinstance(n.get("clock_offset_ms"), (int, float))]
+    if not any(abs(float(off or 0)) > CLOCK_WARN_MS for _, off, _, _ in offsets):
+        return ""
+    parts = [f"{w} {off:+.0f} ms" + (f" (rtt {rtt:.1f} ms)" if isinstance(rtt, (int, float)) else "")
+             + (", corrected" if fixed else "") for w, off, rtt, fixed in offsets]
+    return (f"Worker clocks differ from the master's by more than {CLOCK_WARN_MS:.0f} ms: {'; '.join(parts)}. "
+            "'corrected' = that worker's timestamps were moved onto the master's clock; an uncorrected offset "
+            "moves samples into the wrong tier. Run chrony/NTP on every machine.")
+
+
+def cause(lag_ms: float, lag_cpu_ms: float, machine_cpu: float) -> str:
+    """'busy', 'starved', 'blocked' or 'unclear' for one health.csv second."""
+    if not (lag_ms > 0) or lag_cpu_ms != lag_cpu_ms:
+        return "unclear"
+    if lag_cpu_ms >= BUSY_SHARE * lag_ms:
+        return "busy"
+    if lag_cpu_ms >= IDLE_SHARE * lag_ms or machine_cpu != machine_cpu:
+        return "unclear"
+    return "starved" if machine_cpu >= MACHINE_BUSY_PERCENT else "blocked"
+
+
+def add_causes(table: pd.DataFrame, run: Run) -> None:
+    """Per tier: `lag_worker` (worst loop lag's worker), `lag_cause`, `lag_cpu_ms`, `machine_cpu_percent` of that
+    second; empty/NaN when health.csv lacks `lag_cpu_ms` (older runs)."""
+    table["lag_worker"], table["lag_cause"] = "", ""
+    table["lag_cpu_ms"], table["machine_cpu_percent"], table["lag_worst_ms"] = np.nan, np.nan, np.nan
+    health = run.health
+    if health is None or not {"lag_cpu_ms", "loop_lag_ms_max"} <= set(health.columns):
+        return
+    lag = pd.to_numeric(health["loop_lag_ms_max"], errors="coerce")
+    for tier in run.tiers.itertuples():
+        rows = health[(health["ts_s"] >= tier.start_s) & ~(health["ts_s"] >= tier.end_s) & lag.notna()]
+        if rows.empty or tier.tier not in table.index:
+            continue
+        worst = rows.loc[lag[rows.index].idxmax()]
+        machine = float(pd.to_numeric(worst.get("machine_cpu_percent", np.nan), errors="coerce"))
+        lag_cpu = float(pd.to_numeric(worst["lag_cpu_ms"], errors="coerce"))
+        table.loc[tier.tier, ["lag_worker", "lag_cause"]] = [str(worst.get("worker", "")),
+                                                             cause(float(worst["loop_lag_ms_max"]), lag_cpu, machine)]
+        table.loc[tier.tier, ["lag_cpu_ms", "machine_cpu_percent", "lag_worst_ms"]] = [
+            lag_cpu, machine, float(worst["loop_lag_ms_max"])]

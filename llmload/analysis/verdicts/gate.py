@@ -1,0 +1,198 @@
+"""`python -m analysis check RUN_DIR --slo NAME`: the SLO gate, with exit codes CI can act on.
+
+How it works: the run is loaded and tabulated (`tiers.tier_table`, goodput from `goodput.py`);
+only tiers that ran long enough count (not cut too short, `windows.py`); a tier where the load
+generator itself was overloaded (`tiers.py`) cannot be judged: its criteria say so. Which tier is judged:
+- `--at-load N`: the tier whose target (or applied) load is N; none -> cannot judge;
+- `--capacity-at-least N`: tiers in load order; the capacity is the highest load up to which
+  every tier meets every criterion; pass when it is >= N; the criteria are shown at the first
+  tier that broke one (or at the capacity tier when none broke);
+- neither: the highest-load tier that has requests.
+Each criterion is PASS, FAIL or CANNOT JUDGE (too few successes for its percentile:
+`goodput.samples_needed`; a tier with no success at all fails its latency criteria once 20
+attempts were sent). Exit code: 0 every criterion passed, 1 one failed, 2 nothing failed but
+something could not be judged (or the folder is not a run). `--junit PATH` writes the
+verdicts as a JUnit XML test suite, one test case per criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import pandas as pd
+
+from llmload.analysis.read.histograms import Histograms
+from llmload.analysis.read.run import load_run
+from llmload.analysis.tables import samples, tiers
+from llmload.analysis.text import load_with_unit
+from llmload.analysis.verdicts import goodput
+from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
+
+PASS, FAIL, CANNOT = "PASS", "FAIL", "CANNOT JUDGE"
+EXIT = {PASS: 0, FAIL: 1, CANNOT: 2}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    criterion: Criterion
+    status: str
+    value: float
+    tier: int | None
+    load: str
+    why: str = ""
+
+    def line(self) -> str:
+        c = self.criterion
+        shown = c.unit_text(self.value) if not math.isnan(self.value) else "-"
+        rel = ">=" if c.at_least else "<="
+        where = f"tier {self.tier} ({self.load})" if self.tier is not None else "no tier"
+        tail = f"  [{self.why}]" if self.why else ""
+        return f"{self.status:<12}  {c.label:<28} {shown:>12}  {rel} {c.unit_text(c.limit):<12} {where}{tail}"
+
+
+UNTIMED = ("error_rate", "rate_429")
+"""criteria a lagging generator cannot distort"""
+
+
+def measure(row: pd.Series, measured: pd.DataFrame | None, c: Criterion,
+            hists: Histograms | None) -> tuple[float, int, str, str]:
+    """A criterion's value on one tier: (value, how many values are behind it, what they are, why it cannot be
+    had at all or ''). `measured` None: a run recorded with --ship histograms (every latency from `hists`)."""
+    tier = int(row["tier"])
+    if c.metric in POOLED:
+        if hists is None or not hists.has(POOLED[c.metric]):
+            return math.nan, 0, "gaps", "the run has no histograms.csv of inter-token gaps"
+        metric = POOLED[c.metric]
+        return hists.percentile(tier, metric, goodput.percentile_of(c)), hists.count(tier, metric), "gaps", ""
+    if c.metric in LATENCY and measured is None:
+        value = hists.percentile(tier, HIST_METRICS[c.metric], goodput.percentile_of(c)) if hists else math.nan
+        return value, int(row["ok"]), "successes", ""
+    if c.metric == "goodput_rps" and measured is None:
+        return math.nan, int(row["sent"]), "requests", "goodput needs per-request rows (record with --ship rows)"
+    value = float(goodput.criterion_values(pd.DataFrame([row]), measured, c).iloc[0])
+    return value, int(row["ok"] if c.metric in LATENCY else row["sent"]), \
+        "successes" if c.metric in LATENCY else "requests", ""
+
+
+def judge_tier(row: pd.Series, measured: pd.DataFrame | None, obj: Objective, unit: str,
+               hists: Histograms | None = None) -> list[Verdict]:
+    out = []
+    load = load_with_unit(row["load"], unit)
+    for c in obj.criteria:
+        value, have, what, missing = measure(row, measured, c, hists)
+        need = goodput.samples_needed(c)
+        timed = c.metric in LATENCY or c.metric in POOLED
+        if missing:
+            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, missing))
+        elif timed and row["ok"] == 0 and row["sent"] >= 20:
+            out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))
+        elif (timed and have < need) or row["sent"] < 20:
+            have, what = (have, what) if timed else (int(row["sent"]), "requests")
+            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, f"{have} {what}, need {need}"))
+        else:
+            ok = value >= c.limit if c.at_least else value <= c.limit
+            out.append(Verdict(c, PASS if ok else FAIL, value, int(row["tier"]), load))
+        if bool(row.get("lag_material", False)) and out[-1].status == FAIL and c.metric not in UNTIMED \
+                and row["ok"] > 0:
+            # a lagging generator only adds latency (and lowers the rates it measures): a pass stands,
+            # a miss may be the generator's
+            out[-1] = Verdict(c, CANNOT, value, int(row["tier"]), load, "the load generator was overloaded")
+        elif bool(row.get("lag_material", False)) and out[-1].status == PASS and c.metric not in UNTIMED:
+            out[-1] = Verdict(c, PASS, value, int(row["tier"]), load,
+                              "the load generator lagged: the true figure is at least this good")
+    return out
+
+
+def status_of(verdicts: list[Verdict]) -> str:
+    states = {v.status for v in verdicts}
+    return FAIL if FAIL in states else CANNOT if CANNOT in states else PASS
+
+
+@dataclass(frozen=True)
+class Check:
+    objective: Objective
+    verdicts: tuple[Verdict, ...]
+    status: str
+    headline: str
+
+
+def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
+              capacity_at_least: float | None = None) -> Check:
+    run = load_run(run_dir)
+    table = tiers.tier_table(run)
+    measured = samples.verdict_rows(run) if run.per_request else None  # --ship histograms: from the histograms
+    if measured is not None:
+        goodput.add_goodput(table, measured, obj)
+    return judge(run.name, run.load_unit, table, measured, obj, at_load, capacity_at_least, run.histograms)
+
+
+def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective,
+          at_load: float | None = None, capacity_at_least: float | None = None,
+          hists: Histograms | None = None) -> Check:
+    """The gate on a tier table that already has the objective's goodput (`goodput.add_goodput`); `measured`
+    None and `hists`: a run recorded with --ship histograms."""
+    rows = table[~table["short"].astype(bool) & (table["sent"] > 0)].sort_values("load", kind="stable")
+    if rows.empty:
+        return Check(obj, (), CANNOT, f"cannot judge {name}: no tier with measured requests")
+    if capacity_at_least is not None:
+        return _capacity(rows, measured, obj, unit, capacity_at_least, hists)
+    if at_load is not None:
+        hit = rows[(rows["load_target"] == at_load) | (rows["load"] == at_load)]
+        if hit.empty:
+            tested = ", ".join(f"{v:g}" for v in rows["load_target"])
+            return Check(obj, (), CANNOT, f"cannot judge: no tier at {load_with_unit(at_load, unit)} "
+                                          f"(tested: {tested} {unit})")
+        row = hit.iloc[-1]
+    else:
+        row = rows.iloc[-1]
+    verdicts = judge_tier(row, measured, obj, unit, hists)
+    status = status_of(verdicts)
+    return Check(obj, tuple(verdicts), status, f"SLO {obj.name} at tier {int(row['tier'])} "
+                 f"({load_with_unit(row['load'], unit)}): {status}")
+
+
+def _capacity(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective, unit: str, need: float,
+              hists: Histograms | None) -> Check:
+    capacity, shown = None, []
+    for _, row in rows.iterrows():
+        shown = judge_tier(row, measured, obj, unit, hists)
+        if status_of(shown) != PASS:
+            break
+        capacity = float(row["load"])
+    reached = capacity is not None and capacity >= need
+    status = PASS if reached else CANNOT if status_of(shown) == CANNOT else FAIL
+    have = load_with_unit(capacity, unit) if capacity is not None else "below the lowest tested load"
+    return Check(obj, tuple(shown), status, f"SLO {obj.name} capacity: {have} (required: at least "
+                 f"{load_with_unit(need, unit)}): {status}")
+
+
+def render(check: Check) -> str:
+    lines = [check.headline]
+    lines += [v.line() for v in check.verdicts]
+    if check.objective.source:
+        lines.append(f"objective {check.objective.name}: {check.objective.source}")
+    return "\n".join(lines)
+
+
+def junit(check: Check) -> str:
+    """The verdicts as a JUnit XML test suite (one test case per criterion)."""
+    fails = sum(v.status == FAIL for v in check.verdicts)
+    skipped = sum(v.status == CANNOT for v in check.verdicts)
+    cases = []
+    for v in check.verdicts:
+        name = quoteattr(f"{v.criterion.label} at tier {v.tier}")
+        body = ""
+        if v.status == FAIL:
+            body = f"<failure message={quoteattr(v.line())}/>"
+        elif v.status == CANNOT:
+            body = f"<skipped message={quoteattr(v.line())}/>"
+        cases.append(f'  <testcase classname={quoteattr("slo." + check.objective.name)} name={name}>{body}'
+                     "</testcase>")
+    if not check.verdicts:
+        cases.append(f'  <testcase classname="slo" name="run"><error message={quoteattr(check.headline)}/>'
+                     "</testcase>")
+    head = (f'<testsuite name={quoteattr("llmload SLO " + check.objective.name)} tests="{max(len(cases), 1)}" '
+            f'failures="{fails}" errors="{0 if check.verdicts else 1}" skipped="{skipped}">')
+    return "\n".join(['<?xml version="1.0" encoding="utf-8"?>', head, *cases, "</testsuite>"]) + "\n"
