@@ -33,6 +33,7 @@ from llmload.rules import knees, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
 from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
 from llmload.rules.text import load_with_unit
+from llmload.rules.verdicts import judge
 
 
 @dataclass(frozen=True)
@@ -104,19 +105,13 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
     return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
-def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
-                ) -> tuple[cap_mod.Capacity, tuple[cap_mod.Capacity, ...]]:
-    """Goodput per tier under the chosen profile (into `table`), and the capacity under every profile, each
-    with its own goodput at the capacity."""
-    rows = samples.verdict_rows(run)
-    if not run.per_request:  # a request meets an objective by all its figures at once: histograms keep them apart
-        table["goodput_rps"] = math.nan
-        rows = None
-    else:
-        table["goodput_rps"] = goodput.goodput_rps(table, rows, objective_for(profile))
+def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile, capacity: cap_mod.Capacity
+                ) -> tuple[cap_mod.Capacity, ...]:
+    """The capacity under every stock profile, each with its own goodput at the capacity (`capacity`: the
+    chosen profile's, from the verdicts)."""
+    rows = samples.verdict_rows(run) if run.per_request else None
     judged = table[table["judged"]]
     tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
-    capacity = cap_mod.capacity_under_slo(tiers_of(judged), profile, tested)
     caps = []
     for name in PROFILES:
         if name == profile.name:
@@ -125,7 +120,16 @@ def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile
         other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
         own = goodput.goodput_rps(table, rows, objective_for(other)) if rows is not None else table["goodput_rps"]
         caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested))
-    return capacity, tuple(caps)
+    return tuple(caps)
+
+
+def _add_goodput(run: Run, table: pd.DataFrame, profile: SloProfile) -> None:
+    """Goodput per tier under the chosen profile; unknown from histograms (a request meets an objective by all
+    its figures at once: histograms keep them apart)."""
+    if run.per_request:
+        table["goodput_rps"] = goodput.goodput_rps(table, samples.verdict_rows(run), objective_for(profile))
+    else:
+        table["goodput_rps"] = math.nan
 
 
 def analyze(run: Run, profile: SloProfile, target: Target | None = None,
@@ -135,14 +139,14 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         source = "run.json" if str(run.info.get("slo_profile") or "") == profile.name else "default"
     kind = shape_kind(run)
     table = tiers.tier_table(run, stall_ms)
-    capacity, all_caps = _capacities(run, table, profile)
+    _add_goodput(run, table, profile)
     judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
-    facts = tiers_of(judged)
     tested = int((table["sent"] > 0).sum())
-    compute = knees.compute_saturation(facts, run.load_unit, tested)
-    onset = knees.queueing_onset(facts, run.load_unit, tested)
-    sat = saturation.classify(facts, onset, compute, run.load_unit, recorded=totals.recorded(run, judged["tier"]),
-                              tested=tested)
+    kept = set(judged["tier"])
+    v = judge(tiers_of(table), run.load_unit, profile, lambda t: t.tier in kept, tested,
+                       totals.recorded(run, judged["tier"]))
+    compute, onset, sat, capacity = v.compute, v.onset, v.saturation, v.capacity
+    all_caps = _capacities(run, table, profile, capacity)
     _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
     planning = capacity if peak is None else dataclasses.replace(
         capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)

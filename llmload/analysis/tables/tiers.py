@@ -51,8 +51,8 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     _add_health(table, run)
     workers.add_causes(table, run)
     table = table.join(server_metrics.per_tier(run))
-    judging.add_wait(table)
     concurrency.add_effective(table, run)
+    judging.add_wait(table)  # on the load applied: the verdicts' waiting rule (llmload.rules.verdicts.judge)
     _add_flags(table)
     return table.reset_index()
 

@@ -1,0 +1,44 @@
+"""The verdicts on a set of tiers, in one call: the live web UI, `--stop-at-knee` and the report make it.
+
+How it works: `judge(tiers, ...)` takes every tier measured so far (the report: all of them), applies
+the waiting rule over all of them (the lowest load is the baseline), keeps the tiers that can be
+judged, and returns the two knees, the saturation verdict and the capacity under the SLO profile:
+the same functions on the same tiers, so a sentence the web UI shows for a set of tiers is the one
+the report prints for them. `stop_reason` is `--stop-at-knee`'s rule on those verdicts (`stop.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llmload.rules import capacity, knees, saturation, waiting
+from llmload.rules.slo import SloProfile
+from llmload.rules.tier import Tier
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    tiers: tuple[Tier, ...]
+    """every tier given, in the order given, with the waiting rule applied"""
+    judged: tuple[Tier, ...]
+    """the tiers the verdicts judged"""
+    compute: knees.KneePoint
+    onset: knees.KneePoint
+    saturation: saturation.Saturation
+    capacity: capacity.Capacity
+
+
+def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[Tier], bool] = lambda _t: True,
+          tested: int | None = None, recorded: str = "") -> Verdicts:
+    """`judged`: which tiers count (the report leaves out tiers cut too short or measured by an overloaded
+    generator); `tested`: tiers with requests, judged or not (default: those of `tiers`); `recorded`: what
+    the run holds when no attempt was measured (for the saturation verdict's first row)."""
+    waited = waiting.estimate(tiers)
+    kept = [t for t in waited if judged(t)]
+    tested = sum(t.sent > 0 for t in tiers) if tested is None else tested
+    compute = knees.compute_saturation(kept, unit, tested)
+    onset = knees.queueing_onset(kept, unit, tested)
+    return Verdicts(tuple(waited), tuple(kept), compute, onset,
+                    saturation.classify(kept, onset, compute, unit, recorded, tested),
+                    capacity.capacity_under_slo(kept, profile, tested))
