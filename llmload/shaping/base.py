@@ -43,7 +43,8 @@ from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
 from llmload.run import files, locust_compat, workers
-from llmload.run.timeline import Tier, Timeline, timeline_for
+from llmload.run.state import run_state
+from llmload.run.timeline import Tier, Timeline
 from llmload.run.window import StatsSnapshot, diff, snapshot
 from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
@@ -167,9 +168,9 @@ class PlanShape(LoadTestShape):
                 run.record.at_warm, run.record.warm_s = run.at_warm, run.unix_offset_s + now
 
     def timeline(self) -> Timeline:
-        """The run's tier timeline (on the environment; the shape's own one without a runner)."""
+        """The run's tier timeline (the run state's; the shape's own one without a runner)."""
         if self.runner is not None:
-            return timeline_for(self.runner.environment)
+            return run_state(self.runner.environment).timeline
         if self._own_timeline is None:
             self._own_timeline = Timeline()
         return self._own_timeline
@@ -195,7 +196,7 @@ class PlanShape(LoadTestShape):
         run.first = self._snapshot()
         run.info = shape_info(self, run)
         if self.runner is not None:
-            self.runner.environment.llmload_shape_info = run.info
+            run_state(self.runner.environment).shape_info = run.info
         self._run = run
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,

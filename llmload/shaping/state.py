@@ -43,7 +43,7 @@ class ShapeRun:
     record: TierRecord | None = None
     """the current tier's entry in the timeline (the web UI reads its snapshots)"""
     info: dict[str, Any] = field(default_factory=dict)
-    """run.json's `shape` (files.run_info reads environment.llmload_shape_info)"""
+    """run.json's `shape` (the run state's shape_info: run/state.py)"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmload.run.timeline import timeline_for
+from llmload.run.state import run_state
 from llmload.run.warmup import RampWarmup
 from llmload.run.window import snapshot
 from llmload.webui import honest
@@ -51,7 +51,7 @@ class LLMTab:
 
     # --- figures -----------------------------------------------------------------------------
     def run_dir(self) -> Path | None:
-        current = getattr(self.environment, "llmload_run_dir", None)
+        current = run_state(self.environment).run_dir
         if current is not None:
             self.last_run_dir = Path(current)
         return self.last_run_dir
@@ -61,7 +61,7 @@ class LLMTab:
 
     def tier_figures(self, now_s: float | None = None) -> list[TierFigures]:
         now_s = time.time() if now_s is None else now_s
-        records = timeline_for(self.environment).records
+        records = run_state(self.environment).timeline.records
         current = snapshot(self.environment.stats) if records else None
         return [tier_figures(record, current, now_s) for record in records] if current is not None else []
 
@@ -93,9 +93,8 @@ class LLMTab:
 
     def warmup(self) -> RampWarmup | None:
         """The warm-up windows of a run without a shape (run/ramps.py), None before any such run."""
-        ctx = getattr(self.environment, "llmload_run", None)
-        warmup = ctx.ramps.warmup if ctx is not None else None
-        return warmup if warmup is not None and warmup.windows else None
+        warmup = run_state(self.environment).ramps.warmup
+        return warmup if warmup.windows else None
 
     # --- Locust listeners --------------------------------------------------------------------
     def on_test_start(self, **_kw: Any) -> None:
