@@ -23,6 +23,7 @@ import signal
 import time
 from typing import Any
 
+from llmload.run.options import settings_of
 from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")
@@ -98,13 +99,13 @@ def end_of_run(environment: Any, started_unix: float | None, now_unix: float | N
     from_shape = _from_shape(environment)
     if from_shape is not None:
         return from_shape
-    parsed = environment.parsed_options
-    run_time_s = getattr(parsed, "run_time", None)
+    settings = settings_of(environment)
+    run_time_s = settings.run_time_s
     now_unix = time.time() if now_unix is None else now_unix
     if (run_time_s and environment.shape_class is None and started_unix is not None
-            and now_unix - started_unix >= float(run_time_s) - RUN_TIME_SLACK_S):
-        return {"reason": "-t", "planned": True, "detail": f"--run-time {float(run_time_s):g} s"}
-    if not getattr(parsed, "headless", False):
+            and now_unix - started_unix >= run_time_s - RUN_TIME_SLACK_S):
+        return {"reason": "-t", "planned": True, "detail": f"--run-time {run_time_s:g} s"}
+    if not settings.headless:
         return {"reason": "stopped from the web UI", "planned": False, "detail": ""}
     return {"reason": "quit", "planned": False, "detail": ""}
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from llmload.run.options import redacted
+from llmload.run.options import redacted, settings_of
 from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")
@@ -78,7 +78,7 @@ def claim_run_dir(environment: Any) -> Path:
     state = run_state(environment)
     if state.run_dir is not None:
         return state.run_dir
-    given = getattr(environment.parsed_options, "run_dir", "") or ""
+    given = settings_of(environment).run_dir
     path = fresh_run_dir(Path(given) if given else default_run_dir())
     check_writable(path)
     state.run_dir = path
@@ -120,21 +120,21 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
              ended_unix: float | None, workers: int, end: dict | None = None,
              worker_book: dict | None = None) -> dict:
     """run.json's content; `worker_book` (run/workers.py) adds `worker_nodes` and `tier_reach`."""
-    parsed = environment.parsed_options
+    settings = settings_of(environment)
     return {
         "run_id": run_id,
-        "host": without_userinfo(environment.host or getattr(parsed, "host", "") or ""),
-        "model": getattr(parsed, "model", "") or "",
+        "host": without_userinfo(settings.host),
+        "model": settings.model,
         "scenario": scenario,
-        "transport": getattr(parsed, "transport", "") or "",
+        "transport": settings.transport,
         "started_unix": round(started_unix, 3),
         "ended_unix": round(ended_unix, 3) if ended_unix is not None else None,
         "end": end,
-        "options": redacted(parsed),
+        "options": redacted(environment.parsed_options),
         "versions": versions(),
         "workers": workers,
         "shape": run_state(environment).shape_info,
-        "slo_profile": getattr(parsed, "slo_profile", "") or "",
+        "slo_profile": settings.slo_profile,
         **(worker_book or {}),
     }
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llmload.run.once import first_time
+from llmload.run.options import DEFAULTS, settings_of
 from llmload.run.state import run_state
 
 summary_log = logging.getLogger("locust.stats_logger")
@@ -66,13 +67,13 @@ def parse_spec(spec: str) -> list[str]:
 
 
 def _add_option(parser: Any, **_kw: Any) -> None:
-    parser.add_argument("--check-slo", default="", metavar="NAME[:at-load=N]",
+    parser.add_argument("--check-slo", default=DEFAULTS.check_slo, metavar="NAME[:at-load=N]",
                         help="after a headless run, judge it against an SLO objective (python -m analysis check) "
                              "and exit 0 pass / 1 fail / 2 cannot judge; e.g. chat:at-load=8")
 
 
 def _on_init(environment: Any, **_kw: Any) -> None:
-    spec = getattr(environment.parsed_options, "check_slo", "") if environment.parsed_options else ""
+    spec = settings_of(environment).check_slo
     if spec:
         try:
             parse_spec(spec)
@@ -99,7 +100,7 @@ def run_check(run_dir: Path, spec: str) -> tuple[int, str]:
 
 
 def _on_quitting(environment: Any, **_kw: Any) -> None:
-    spec = getattr(environment.parsed_options, "check_slo", "") if environment.parsed_options else ""
+    spec = settings_of(environment).check_slo
     state = run_state(environment)
     if not spec or not state.sink.writes_files or state.sink.run_dir is None:
         return

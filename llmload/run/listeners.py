@@ -1,7 +1,7 @@
 """The Locust listeners every llmload run has: `install(events)` registers them (once).
 
-- init_command_line_parser: the run options (options.py) and --warmup-seconds (warmup.py; the
-  shape flags read the same option).
+- init_command_line_parser: the run flags and --warmup-seconds (flags.py; the shape flags read the
+  same option).
 - init: 1 ms response-time buckets and Locust's defaults built once (every process), the run's
   state (state.py) and its parts' message handlers, the worker book (run/workers.py: a worker
   answers clock probes; the master keeps the workers' joins and losses, rewriting run.json at
@@ -34,14 +34,14 @@ import locust
 from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.run import ending, files, locust_compat, overload, server_metrics, stop, worker_side, workers
+from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
 from llmload.run.locust_compat import kill_csv_writer_greenlet, use_cached_default_args, use_precise_buckets
 from llmload.run.once import first_time
-from llmload.run.options import OptionError, add_options, check_values, read_options
+from llmload.run.options import OptionError, check_values, read_options, settings_of, warmup_seconds
 from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
-from llmload.run.warmup import add_warmup_option, warmup_seconds
 
 logger = logging.getLogger("llmload")
 
@@ -56,7 +56,8 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         environment.events.quit.add_listener(kill_csv_writer_greenlet)
     state.ramps.listen()
     stop.listen(environment)
-    if getattr(environment.parsed_options, "transport", "") == "openai":
+    settings = settings_of(environment)
+    if settings.transport == "openai":
         # importing the SDK costs ~1 s of CPU: pay it before the run, not inside the first requests'
         # time (a web UI run that switches to it in the form imports it at test start instead)
         import llmload.client.sdk  # noqa: F401
@@ -73,10 +74,9 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         book.start()
     if environment.parsed_options is None:
         return
-    given = getattr(environment.parsed_options, "run_dir", "") or ""
     try:
         check_values(environment.parsed_options)  # before the embedded server and the run folder
-        files.check_writable(Path(given) if given else files.default_run_dir().parent)
+        files.check_writable(Path(settings.run_dir) if settings.run_dir else files.default_run_dir().parent)
     except (OptionError, files.RunDirError) as exc:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2
@@ -97,14 +97,10 @@ def write_run_json(environment: Any, ended_unix: float | None = None, end: dict 
     files.write_run_json(state.sink.run_dir, info)
 
 
-def _ship(environment: Any) -> str:
-    return getattr(environment.parsed_options, "ship", "rows") or "rows"
-
-
 def _open_run_files(environment: Any) -> bool:
     state = run_state(environment)
     try:
-        state.sink.open(files.claim_run_dir(environment), _ship(environment))
+        state.sink.open(files.claim_run_dir(environment), settings_of(environment).ship)
     except files.RunDirError as exc:
         stop_run(environment, f"llmload: {exc}")
         return False
@@ -173,7 +169,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     if book is not None:
         book.begin_run()
     _start_warmup(environment, state)
-    state.sink.start(_ship(environment))
+    state.sink.start(settings_of(environment).ship)
     locust_compat.warm_stop_path()
     if not isinstance(environment.runner, WorkerRunner):
         overload.check_ceiling(environment)
@@ -186,7 +182,7 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
     if state.server_metrics is not None:
         state.server_metrics.stop()
         state.server_metrics = None
-    if state.sink.writes_files and not getattr(environment.parsed_options, "headless", False):
+    if state.sink.writes_files and not settings_of(environment).headless:
         # a web UI run: the process may live on for more runs, so its end is recorded now
         state.end = ending.end_of_run(environment, state.started_unix)
         write_run_json(environment, end=state.end)

@@ -31,6 +31,7 @@ from collections import deque
 from typing import Any
 
 from llmload.client.timing import percentile
+from llmload.run.options import settings_of
 from llmload.run.state import run_state
 
 WINDOW_S = 5.0
@@ -161,8 +162,7 @@ def check_ceiling(environment: Any) -> None:
     if runner is None or "openai" in run_state(environment).warnings:
         return
     processes = runner.worker_count if isinstance(runner, MasterRunner) else 1
-    text = openai_ceiling(str(getattr(environment.parsed_options, "transport", "") or ""),
-                          planned_streams(environment), processes)
+    text = openai_ceiling(settings_of(environment).transport, planned_streams(environment), processes)
     if text:
         logger.warning("llmload: %s", text)
         post(environment, "openai", text)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.webui.health import generator_health, read_health, tier_health
 from llmload.webui.rows import target_text, tier_load
@@ -84,7 +85,7 @@ def warmup_text(tab: Any) -> str:
 
 def ship_mode(tab: Any) -> str:
     """--ship of the current run: 'rows', 'histograms' or 'both'."""
-    return str(getattr(getattr(tab.environment, "parsed_options", None), "ship", None) or "rows")
+    return settings_of(tab.environment).ship
 
 
 def histograms_only(tab: Any, run_dir: Path | None) -> bool:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.run.warmup import RampWarmup
 from llmload.run.window import snapshot
@@ -57,7 +58,7 @@ class LLMTab:
         return self.last_run_dir
 
     def slo_profile(self) -> str:
-        return slo_profile_name(getattr(getattr(self.environment, "parsed_options", None), "slo_profile", None))
+        return slo_profile_name(settings_of(self.environment).slo_profile)
 
     def tier_figures(self, now_s: float | None = None) -> list[TierFigures]:
         now_s = time.time() if now_s is None else now_s

@@ -11,7 +11,7 @@ from llmload.run.state import run_state
 
 
 def env(headless=True, run_time=None, shape=None, stopped=None, fatal=None, signal_name=None, code=None):
-    e = types.SimpleNamespace(parsed_options=argparse.Namespace(headless=headless, run_time=run_time),
+    e = types.SimpleNamespace(parsed_options=argparse.Namespace(headless=headless, run_time=run_time), host=None,
                               shape_class=shape, process_exit_code=code)
     state = run_state(e)
     if stopped is not None:

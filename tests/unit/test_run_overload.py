@@ -64,14 +64,14 @@ def test_health_monitor_calls_back_once_per_episode():
 
 
 def test_ceiling_checked_on_the_plan_once_per_run(caplog):
-    plain = SimpleNamespace(runner=SimpleNamespace(target_user_count=100), shape_class=None,
+    plain = SimpleNamespace(runner=SimpleNamespace(target_user_count=100), shape_class=None, host=None,
                             parsed_options=SimpleNamespace(transport="openai"))
     check_ceiling(plain)
     check_ceiling(plain)  # spawning_complete: already said
     board = run_state(plain).warnings
     assert list(board) == ["openai"] and "with 100 streams per generator process" in board["openai"]
     assert sum("above its ceiling" in r.getMessage() for r in caplog.records) == 1
-    shaped = SimpleNamespace(runner=SimpleNamespace(target_user_count=1), shape_class=object,
+    shaped = SimpleNamespace(runner=SimpleNamespace(target_user_count=1), shape_class=object, host=None,
                              parsed_options=SimpleNamespace(transport="openai"))
     run_state(shaped).shape_info = {"open_loop": False, "tiers": [8, 16, 80]}
     check_ceiling(shaped)

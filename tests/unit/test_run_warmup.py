@@ -6,7 +6,9 @@ import argparse
 
 import pytest
 
-from llmload.run.warmup import RampWarmup, add_warmup_option, parse_span_s, warmup_seconds
+from llmload.run.flags import add_warmup_option
+from llmload.run.options import warmup_seconds
+from llmload.run.warmup import RampWarmup, parse_span_s
 from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
 
 
