@@ -56,8 +56,8 @@ def _environment(run_dir: Path, ship: str = "rows"):
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.sink import RowSink
-    from llmload.run.timeline import Tier, Timeline
+    from llmload.sink.rows import RowSink
+    from llmload.sink.timeline import Tier, Timeline
 
     env = Environment(events=Events())
     env.create_local_runner()
@@ -91,7 +91,7 @@ def worker_second(seed: int) -> tuple[dict, float]:
     """One worker's second of HIST_RPS requests as its histogram shipment; (payload, worker CPU s)."""
     import numpy as np
 
-    from llmload.run.histograms import HistogramBook
+    from llmload.sink.histograms import HistogramBook
 
     rng = np.random.default_rng(seed)
     ttft = rng.lognormal(np.log(300.0), 0.5, HIST_RPS)

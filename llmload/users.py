@@ -57,10 +57,10 @@ from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_ba
 from llmload.run.locust_compat import pause_user, user_is_stopping
 from llmload.run.options import OptionError, RunOptions, read_options
 from llmload.run.retry import NextStep, mark_too_long, next_step
-from llmload.run.samples import sample_row
 from llmload.run.state import run_state
 from llmload.run.stop import stop_run
 from llmload.run.transport import make_transport
+from llmload.sink.samples import sample_row
 from llmload.workload.dataset import DatasetError
 from llmload.workload.sizing import SizingError
 from llmload.workload.source import PromptSource

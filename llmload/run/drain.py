@@ -18,7 +18,7 @@ from typing import Any
 from gevent.event import Event
 
 from llmload.run.locust_compat import connected_workers
-from llmload.run.roles import is_master, is_worker
+from llmload.sink.roles import is_master, is_worker
 
 DRAIN_MESSAGE = "llmload_drain"
 DRAINED_MESSAGE = "llmload_drained"

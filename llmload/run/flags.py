@@ -20,7 +20,7 @@ from llmload.client.request import OUTPUT_LEN_MODES
 from llmload.contract import SHIP_MODES
 from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
-from llmload.run.warmup import parse_span_s
+from llmload.sink.warmup import parse_span_s
 from llmload.workload.spec import add_workload_options
 
 DEFAULT_STOP_TIMEOUT_S = 60

@@ -13,7 +13,7 @@
   server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher; without a
-  load shape, the warm-up watch (ramps.py: the ramp and each user's first request are warm-up);
+  load shape, the warm-up watch (sink/ramps.py: the ramp and each user's first request are warm-up);
   warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
   again at each spawning_complete). A new run starts with no live warnings on the board.
 - test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
@@ -134,7 +134,7 @@ def _start_generating(environment: Any, state: RunState) -> None:
 
 
 def _start_warmup(environment: Any, state: RunState) -> None:
-    """A run without a load shape stamps its own warm-up (ramps.py); a shape's tiers decide otherwise."""
+    """A run without a load shape stamps its own warm-up (sink/ramps.py); a shape's tiers decide otherwise."""
     if environment.shape_class is not None:
         state.ramps.end()
         return

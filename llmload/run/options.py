@@ -29,7 +29,7 @@ from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.run import knobs
 from llmload.run.retry import ON_429_MODES, RetryPolicy
-from llmload.run.warmup import parse_span_s
+from llmload.sink.warmup import parse_span_s
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")

@@ -31,9 +31,9 @@ import gevent
 
 from llmload.contract import SERVER_METRICS_COLUMNS
 from llmload.run import prometheus
-from llmload.run.csvlog import CsvLog
 from llmload.run.files import without_userinfo
 from llmload.run.options import settings_of
+from llmload.sink.csvlog import CsvLog
 
 logger = logging.getLogger("llmload")
 

@@ -32,10 +32,10 @@ from llmload.client.request import StreamRequest
 from llmload.run.drain import Drain
 from llmload.run.guard import RunGuard
 from llmload.run.options import RunOptions
-from llmload.run.ramps import RampWatch
-from llmload.run.roles import is_worker
-from llmload.run.sink import RowSink
-from llmload.run.timeline import Timeline
+from llmload.sink.ramps import RampWatch
+from llmload.sink.roles import is_worker
+from llmload.sink.rows import RowSink
+from llmload.sink.timeline import Timeline
 from llmload.workload.dataset import DatasetItem, load_dataset
 from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
 
@@ -83,11 +83,11 @@ class RunState:
         self.timeline = Timeline()
         """the tier timeline: written by the shape, rows stamped from it, the web UI's per-tier snapshots"""
         self.ramps = RampWatch(environment)
-        """the warm-up windows of a run without a shape (run/ramps.py)"""
+        """the warm-up windows of a run without a shape (sink/ramps.py)"""
         self.drain = Drain(environment, lambda: self.sink.ship(final=True), before=self._feed_workers)
         """the end of a distributed run: workers finish and ship first (run/drain.py)"""
         self.sink: RowSink = RowSink(environment, self.timeline, self.ramps)
-        """where sample, health and histogram rows go (run/sink.py)"""
+        """where sample, health and histogram rows go (sink/rows.py)"""
         self.workers: WorkerBook | None = None
         """the local runner's or master's worker book (run/workers.py; None on a worker)"""
         self.health: HealthMonitor | None = None

@@ -11,14 +11,14 @@ How it works (master; a local run only samples its user count):
     `last_seen_unix` is the last heartbeat or row shipment: a lost worker died between it and
     about one second after it.
   * Each poll also samples the users and workers running (applied.py): tiers.csv's applied load, and
-    every FEED_EVERY_S (1 s) the connected workers get the tier timeline (tierfeed.py).
+    every FEED_EVERY_S (1 s) the connected workers get the tier timeline (sink/tierfeed.py).
   * Clock offset: after a worker joins the master sends it `llmload_clock` with its time
     (`PROBES` times, `PROBE_GAP_S` apart, retried until answered: the worker may register its
     handler after its first heartbeat); the worker answers with its own time (worker_side.py); per probe
     offset = worker - (master_send + rtt/2), and the probe with the smallest round trip is
     kept (its error is at most rtt/2). |offset| > `SKEW_WARN_MS` is a warning, and the master
     moves that worker's `ts_start_s` (and health `ts_s`) onto its own clock before stamping
-    the tier (sink.py), noted as `ts_corrected` in run.json.
+    the tier (sink/rows.py), noted as `ts_corrected` in run.json.
   * Tier delivery: a worker stamps every `spawn` message (closed loop: Locust's) and open-loop
     target (`llmload_openloop`) as it takes it off the socket and tells the master
     (`llmload_seen`); the master stores, per tier and worker, `reach_ms` = that stamp on the
@@ -43,7 +43,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from llmload.run import locust_compat
 from llmload.run.applied import AppliedLoad
 from llmload.run.state import run_state
-from llmload.run.tierfeed import send_timeline
+from llmload.sink.tierfeed import send_timeline
 
 CLOCK_MESSAGE = "llmload_clock"
 SEEN_MESSAGE = "llmload_seen"
@@ -136,7 +136,7 @@ class WorkerBook:
             gevent.sleep(self.poll_s)
 
     def send_tiers(self) -> None:
-        """Master: every connected worker gets the tier timeline, on its clock (tierfeed.py)."""
+        """Master: every connected worker gets the tier timeline, on its clock (sink/tierfeed.py)."""
         runner = self.environment.runner
         if isinstance(runner, MasterRunner):
             workers = [(c, self.offset_s(self.entries[c].worker) if c in self.entries else 0.0)
@@ -191,7 +191,7 @@ class WorkerBook:
             entry.last_seen_unix = timestamp
 
     def seen(self, client_id: str) -> None:
-        """A row shipment from the worker arrived (sink.py)."""
+        """A row shipment from the worker arrived (sink/rows.py)."""
         entry = self.entries.get(client_id)
         if entry is not None:
             entry.last_seen_unix = self.wall()

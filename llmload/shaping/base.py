@@ -11,7 +11,7 @@ then Locust calls `tick()` on the master or local runner about once a second:
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
-  * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats
+  * Beginning a tier: `Timeline.begin_tier` (the run state's), a tiers.csv row, a stats
     snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change /
     spawn rate), whichever is longer, so rows sent while users are still spawning never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
@@ -45,14 +45,14 @@ from llmload.openloop import user as openloop_user
 from llmload.run import files, locust_compat, workers
 from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
-from llmload.run.timeline import Tier, Timeline
-from llmload.run.window import StatsSnapshot, diff, snapshot
 from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
 from llmload.shaping.state import ShapeRun, progress_loop, progress_of, shape_info, spawn_rate_for
 from llmload.shaping.tiers_csv import TiersCsv
+from llmload.sink.timeline import Tier, Timeline
+from llmload.sink.window import StatsSnapshot, diff, snapshot
 
 logger = logging.getLogger("llmload.shape")
 TICK_S = 1.0

@@ -17,7 +17,7 @@ from typing import Any
 
 from llmload.run.flags import add_warmup_option
 from llmload.run.options import warmup_seconds
-from llmload.run.warmup import parse_span_s
+from llmload.sink.warmup import parse_span_s
 
 SHAPE_WARMUP_S = 10.0
 """a load shape's warm-up per tier when --warmup-seconds is not given"""

@@ -11,11 +11,11 @@ from typing import Any
 
 import gevent
 
-from llmload.run.timeline import TierRecord
-from llmload.run.window import StatsSnapshot, diff
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
+from llmload.sink.timeline import TierRecord
+from llmload.sink.window import StatsSnapshot, diff
 
 MAX_AUTO_SPAWN_PER_WORKER = 100.0
 logger = logging.getLogger("llmload.shape")

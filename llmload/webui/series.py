@@ -23,7 +23,7 @@ from typing import Any
 
 from llmload.contract import METRIC_TYPES
 from llmload.run.state import run_state
-from llmload.run.window import StatsSnapshot, diff, error_text, percentile_ms, snapshot
+from llmload.sink.window import StatsSnapshot, diff, error_text, percentile_ms, snapshot
 
 logger = logging.getLogger(__name__)
 ACTIVE_STATES = ("spawning", "running")

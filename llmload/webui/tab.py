@@ -22,8 +22,8 @@ from typing import Any
 
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
-from llmload.run.warmup import RampWarmup
-from llmload.run.window import snapshot
+from llmload.sink.warmup import RampWarmup
+from llmload.sink.window import snapshot
 from llmload.webui import honest
 from llmload.webui.health import read_health, tier_health
 from llmload.webui.rows import TierFigures, figures_row, measured_rows, run_rows, tier_figures
@@ -93,7 +93,7 @@ class LLMTab:
         return [{**row, "phase": f"warm-up ({waiting})"} for row in rows] if waiting else rows
 
     def warmup(self) -> RampWarmup | None:
-        """The warm-up windows of a run without a shape (run/ramps.py), None before any such run."""
+        """The warm-up windows of a run without a shape (sink/ramps.py), None before any such run."""
         warmup = run_state(self.environment).ramps.warmup
         return warmup if warmup.windows else None
 

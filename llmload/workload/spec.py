@@ -100,7 +100,7 @@ def parse_spec(values: Mapping[str, Any]) -> WorkloadSpec:
 
 
 def add_workload_options(parser: Any) -> None:
-    """The workload flags (registered by run/options.add_options; shown in the web UI form)."""
+    """The workload flags (registered by run/flags.add_options; shown in the web UI form)."""
     add = parser.add_argument
     add("--dataset", default="", include_in_web_ui=True,
         help="requests from a file: JSONL ({\"prompt\"} or {\"messages\"}, optional \"output_tokens\", \"id\") "

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import flask
 
 from llmload.run.state import run_state
-from llmload.run.timeline import Tier, Timeline
-from llmload.run.window import StatsSnapshot
+from llmload.sink.timeline import Tier, Timeline
+from llmload.sink.window import StatsSnapshot
 from llmload.webui import TAB_KEY, LLMTab, _add_tab, run_rows, window_row
 from llmload.webui.secrets import Secrets
 

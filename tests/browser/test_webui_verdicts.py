@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import flask
 
 from llmload.run.state import run_state
-from llmload.run.timeline import Tier, TierRecord
-from llmload.run.window import StatsSnapshot
+from llmload.sink.timeline import Tier, TierRecord
+from llmload.sink.window import StatsSnapshot
 from llmload.webui import base_path, form, health, honest, verdicts
 from llmload.webui.rows import tier_figures
 from llmload.webui.secrets import Secrets, same_host

@@ -5,22 +5,27 @@ Layers, lowest first; a module may import its own package and lower layers only:
   server          the embedded simulated server (contract at most)
   client          one request on the wire (no Locust)
   workload        prompt sources: datasets, lengths, tokenizer-exact prompts, sessions (no Locust)
-  run             per-process plumbing (client, server.launch)
-  openloop        arrivals and the open-loop user (run, client)
+  sink            the samples pipeline: rows, tier stamping, histograms, shipping, CSV files (client)
+  run             per-process lifecycle: state, options, health, guards, stop, ending, compat (sink, client,
+                  server.launch)
+  openloop        arrivals and the open-loop user (run, sink, client)
   shaping         load shapes (openloop, run, client)
   public          scenario, users, prompts, shapes, webui, demo (anything above)
-analysis/ imports no locust, gevent or llmload module but llmload.contract.
+analysis/ imports no locust, gevent or llmload module but llmload.contract. Importing the run's state or
+the web UI imports no Locust (sink/roles.py).
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["contract", "server", "client", "workload", "run", "openloop", "shaping", "public"]
+LAYERS = ["contract", "server", "client", "workload", "sink", "run", "openloop", "shaping", "public"]
 PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
 MAX_MODULE_LINES = 310
 MAX_FUNCTION_LINES = 60
@@ -112,3 +117,14 @@ def test_no_module_level_registries_of_event_ids():
     for path in llmload_files():
         if path.name != "once.py":
             assert "id(events)" not in path.read_text(), f"{path.name}: mark the Events object (run/once.py)"
+
+
+def test_the_run_state_and_the_web_ui_import_no_locust():
+    """Locust's import gevent-patches the process: the web UI (and the run state it reads) must stay importable
+    without it (its unit tests share a process with the browser tests' Playwright)."""
+    code = ("import sys, llmload.run.state, llmload.webui\n"
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'locust')))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"imported: {result.stdout.strip()}"
+

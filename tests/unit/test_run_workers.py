@@ -13,9 +13,9 @@ from locust.runners import MasterRunner, WorkerNode, WorkerNodes
 
 from llmload.run import workers
 from llmload.run.applied import AppliedLoad
-from llmload.run.sink import _to_master_clock
 from llmload.run.state import run_state
-from llmload.run.timeline import Tier
+from llmload.sink.rows import _to_master_clock
+from llmload.sink.timeline import Tier
 
 
 class StandInMaster(MasterRunner):

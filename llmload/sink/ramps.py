@@ -7,7 +7,7 @@ How it works, on every process of a run whose locustfile has no shape:
     and a window whose time has come closes (--warmup-seconds, or nothing to wait for);
   * spawning_complete (`on_spawned`): a generating process now waits for the users the ramp added;
     a master for its workers;
-  * every attempt's row passes `stamp(row)` on the process that made it (sink.RowSink), before it
+  * every attempt's row passes `stamp(row)` on the process that made it (rows.RowSink), before it
     is written or shipped: it counts for the window and gets tier 0 and its phase;
   * a worker tells the master (`llmload_warm`, its time moved onto the master's clock there) when
     its window closed, or at once when the ramp gave it no users; the master closes its own window
@@ -25,9 +25,9 @@ from typing import Any
 
 import gevent
 
-from llmload.run.roles import is_master, is_worker
-from llmload.run.warmup import RampWarmup
-from llmload.run.window import scenario_snapshots
+from llmload.sink.roles import is_master, is_worker
+from llmload.sink.warmup import RampWarmup
+from llmload.sink.window import scenario_snapshots
 
 WARM_MESSAGE = "llmload_warm"
 POLL_S = 0.2

@@ -1,4 +1,4 @@
-"""The warm-up windows of a run without a shape (run/warmup.py): pure, with the clock passed in."""
+"""The warm-up windows of a run without a shape (sink/warmup.py): pure, with the clock passed in."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from llmload.run.flags import add_warmup_option
 from llmload.run.options import warmup_seconds
-from llmload.run.warmup import RampWarmup, parse_span_s
 from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
+from llmload.sink.warmup import RampWarmup, parse_span_s
 
 
 def test_first_ramp_waits_for_every_user_after_the_last_spawn():

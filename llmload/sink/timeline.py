@@ -5,7 +5,7 @@ master). At every tier change it calls `begin_tier(...)`; the sample sink, which
 same process (samples are written on the master in distributed runs), calls
 `tier_at(ts_start_s)` to stamp each row with its tier and phase. Without a shape (plain
 `locust -u N`) rows come stamped already: tier 0, and warmup or measure by the ramp rule of
-run/warmup.py (the timeline answers tier 0, "measure" for any other). Each environment's state has
+warmup.py (the timeline answers tier 0, "measure" for any other). Each environment's state has
 its own timeline, so two environments in one process (tests) never share tiers.
 
 Phases: "warmup" (the first `warmup_s` of a tier), "measure" (the rest of it) and "after":
@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from llmload.run.window import StatsSnapshot
+from llmload.sink.window import StatsSnapshot
 
 
 @dataclass(frozen=True)

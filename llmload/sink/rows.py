@@ -13,9 +13,9 @@ How it works: a `RowSink` exists in every process.
 So one samples.csv exists per run however many workers there are, flushed at least every
 `ship_interval_s` + 1 s. A worker whose clock is more than 50 ms off the master's (run/workers.py)
 has its rows' times moved onto the master's clock here, before the tier is stamped.
-Histograms (run/histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
+Histograms (histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
 every latency figure and the attempt counts, are summed per (tier, phase) where the attempt ended:
-locally stamped from the timeline, on a worker from its replica of the master's (run/tierfeed.py),
+locally stamped from the timeline, on a worker from its replica of the master's (tierfeed.py),
 shipped in the same message as the rows and added up on the master; the writing process writes
 what was added each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no rows:
 no samples.csv, and a worker ships only counts, whatever its request rate.
@@ -31,13 +31,13 @@ from typing import Any
 import gevent
 
 from llmload.contract import ATTEMPT_COLUMNS, HEALTH_COLUMNS, HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, SHIP_MODES
-from llmload.run import roles
-from llmload.run.csvlog import CsvLog
-from llmload.run.histograms import HistogramBook, delta_rows
-from llmload.run.ramps import RampWatch
-from llmload.run.samples import GAPS_KEY
-from llmload.run.tierfeed import FEED_MESSAGE, TierReplica
-from llmload.run.timeline import Timeline
+from llmload.sink import roles
+from llmload.sink.csvlog import CsvLog
+from llmload.sink.histograms import HistogramBook, delta_rows
+from llmload.sink.ramps import RampWatch
+from llmload.sink.samples import GAPS_KEY
+from llmload.sink.tierfeed import FEED_MESSAGE, TierReplica
+from llmload.sink.timeline import Timeline
 
 ROWS_MESSAGE = "llmload_rows"
 COLUMNS = {"samples": SAMPLE_COLUMNS, "health": HEALTH_COLUMNS, "histograms": HISTOGRAM_COLUMNS,

@@ -1,6 +1,6 @@
 """The master's tier timeline, replicated on every worker, so workers sum histograms into the right tier.
 
-How it works: sample rows get their tier and phase where the load shape runs (the master, sink.py), but
+How it works: sample rows get their tier and phase where the load shape runs (the master, rows.py), but
 histograms are summed on the workers (histograms.py), which must know the tiers themselves. Every
 second, and once more right before the end-of-run drain (run/drain.py), the master sends each connected
 worker `llmload_tiers`: the tiers so far (tier, start_s, warmup_s), the run's end when the shape has
@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from llmload.run.timeline import Tier, Timeline
+from llmload.sink.timeline import Tier, Timeline
 
 FEED_MESSAGE = "llmload_tiers"
 MAX_HELD = 20_000
