@@ -128,3 +128,37 @@ def test_the_run_state_and_the_web_ui_import_no_locust():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"imported: {result.stdout.strip()}"
 
+
+LOCUST_ENVIRONMENT = {"host", "process_exit_code"}
+"""Locust's own Environment attributes llmload sets (--host embedded, exit codes); anything else is run state"""
+
+
+def _names_the_environment(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id in ("environment", "env")) or (
+        isinstance(node, ast.Attribute) and node.attr == "environment")
+
+
+@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_nothing_hangs_attributes_on_the_environment(path):
+    """Run state has one home (run/state.py): the environment gets Locust's own attributes only."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and _names_the_environment(target.value):
+                assert target.attr in LOCUST_ENVIRONMENT, f"{path.name}:{node.lineno} sets environment.{target.attr}"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
+                and len(node.args) > 1 and _names_the_environment(node.args[0]) and path.name != "state.py"):
+            name = node.args[1].value if isinstance(node.args[1], ast.Constant) else ""
+            assert not str(name).startswith("llmload"), f"{path.name}:{node.lineno} reads environment.{name}"
+
+
+def test_every_field_of_the_run_state_is_declared_with_a_docstring():
+    tree = ast.parse((ROOT / "llmload" / "run" / "state.py").read_text())
+    init = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    for statement, after in zip(init.body, [*init.body[1:], None]):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+            if isinstance(target, ast.Attribute) and not target.attr.startswith("_"):
+                documented = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                              and isinstance(after.value.value, str))
+                assert documented, f"RunState.{target.attr} has no docstring on the line under it"
