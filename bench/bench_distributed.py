@@ -53,20 +53,19 @@ def sample_row(i: int) -> dict:
 
 
 def _environment(run_dir: Path, ship: str = "rows"):
-    import argparse
-
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.sink import RowSink
-    from llmload.run.timeline import Tier, timeline_for
+    from llmload.sink.rows import RowSink
+    from llmload.sink.timeline import Tier, Timeline
 
-    env = Environment(events=Events(), parsed_options=argparse.Namespace(ship=ship))
+    env = Environment(events=Events())
     env.create_local_runner()
+    timeline = Timeline()
     for tier in range(10):
-        timeline_for(env).begin_tier(Tier(tier=tier + 1, start_s=1_800_000_000.0 + tier * 30, warmup_s=5.0))
-    sink = RowSink(env)
-    sink.open(run_dir)
+        timeline.begin_tier(Tier(tier=tier + 1, start_s=1_800_000_000.0 + tier * 30, warmup_s=5.0))
+    sink = RowSink(env, timeline)
+    sink.open(run_dir, ship)
     return env, sink
 
 
@@ -92,7 +91,7 @@ def worker_second(seed: int) -> tuple[dict, float]:
     """One worker's second of HIST_RPS requests as its histogram shipment; (payload, worker CPU s)."""
     import numpy as np
 
-    from llmload.run.histograms import HistogramBook
+    from llmload.sink.histograms import HistogramBook
 
     rng = np.random.default_rng(seed)
     ttft = rng.lognormal(np.log(300.0), 0.5, HIST_RPS)

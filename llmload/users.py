@@ -51,15 +51,16 @@ from locust.exception import StopUser
 
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
-from llmload.run.context import context_for, make_transport
 from llmload.run.events import fire_events
 from llmload.run.files import without_userinfo
 from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
 from llmload.run.locust_compat import pause_user, user_is_stopping
 from llmload.run.options import OptionError, RunOptions, read_options
 from llmload.run.retry import NextStep, mark_too_long, next_step
-from llmload.run.samples import sample_row
+from llmload.run.state import run_state
 from llmload.run.stop import stop_run
+from llmload.run.transport import make_transport
+from llmload.sink.samples import sample_row
 from llmload.workload.dataset import DatasetError
 from llmload.workload.sizing import SizingError
 from llmload.workload.source import PromptSource
@@ -93,7 +94,7 @@ class LLMUser(User):
     """usage | ignore-eos | min-tokens; None: --output-len-mode"""
 
     def on_start(self) -> None:
-        self.ctx = context_for(self.environment)
+        self.ctx = run_state(self.environment)
         self.opts = self.ctx.opts
         if self.opts is None and not self.ctx.guard.halted:  # test_start did not read them (no install())
             try:

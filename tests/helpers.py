@@ -27,8 +27,8 @@ def run_locally(user_class: Any, server_url: str, run_dir: Path, args: list[str]
     from locust.env import Environment
     from locust.event import Events
 
+    from llmload.run.flags import add_options
     from llmload.run.listeners import install
-    from llmload.run.options import add_options
 
     parser = get_empty_argument_parser()
     setup_parser_arguments(parser)

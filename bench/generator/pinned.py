@@ -90,8 +90,8 @@ def _environment(transport: str, server_url: str, window: dict):
     from locust.env import Environment
     from locust.event import Events
 
+    from llmload.run.flags import add_options
     from llmload.run.listeners import install
-    from llmload.run.options import add_options
     from llmload.users import ChatUser
 
     gc.callbacks.append(_gc_recorder(window))
@@ -131,6 +131,8 @@ def _child(transport: str, users: int, server_url: str, core: int | None) -> dic
     cpu_import0 = time.process_time()
     import gevent
 
+    from llmload.run.state import run_state
+
     window = {"open": False, "chunks": 0, "requests": 0, "ttft": [], "failures": 0, "gc": {}, "lag_ms": []}
     env, runner = _environment(transport, server_url, window)
     import_cpu_s = time.process_time() - cpu_import0
@@ -141,7 +143,7 @@ def _child(transport: str, users: int, server_url: str, core: int | None) -> dic
     while runner.user_count < users and time.monotonic() < deadline:
         gevent.sleep(0.01)
     startup_cpu_s = time.process_time() - cpu0
-    health = env.llmload_run.health
+    health = run_state(env).health
     emit = health.emit
 
     def emit_and_keep(row: dict) -> None:

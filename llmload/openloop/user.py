@@ -39,14 +39,14 @@ from locust.runners import MasterRunner
 
 from llmload.contract import DROPPED_TYPE
 from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
-from llmload.run.context import make_transport
 from llmload.run.locust_compat import connected_workers, has_message_handler, replace_tasks, user_is_stopping
+from llmload.run.transport import make_transport
 
 if TYPE_CHECKING:
     from locust import User as _UserBase
 
-    from llmload.run.context import RunContext
     from llmload.run.options import RunOptions
+    from llmload.run.state import RunState
 else:
     _UserBase = object  # a mixin: the Locust user class comes after it in the MRO
 
@@ -141,7 +141,7 @@ class OpenLoopUser(_UserBase):
         # provided by the user class after this mixin (llmload.users.LLMUser); used only when
         # the class has no `send_request`
         opts: RunOptions | None
-        ctx: RunContext
+        ctx: RunState
         transport: Any
         ask: Callable[..., Any]
 

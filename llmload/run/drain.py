@@ -16,9 +16,9 @@ import time
 from typing import Any
 
 from gevent.event import Event
-from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.run.locust_compat import connected_workers
+from llmload.sink.roles import is_master, is_worker
 
 DRAIN_MESSAGE = "llmload_drain"
 DRAINED_MESSAGE = "llmload_drained"
@@ -29,16 +29,21 @@ logger = logging.getLogger("llmload")
 class Drain:
     def __init__(self, environment: Any, ship: Any, before: Any = None) -> None:
         """`ship()` sends a worker's outbox to the master now; `before(environment)` runs on the master
-        just before the workers are asked to drain (the last tier timeline they get: tierfeed.py)."""
+        just before the workers are asked to drain (the last tier timeline they get: run/workers.py)."""
+        self.environment = environment
         self.ship = ship
         self.before = before
         self._drained: set[str] = set()
         self._event = Event()
+
+    def listen(self) -> None:
+        """init: the master waits for the workers at test_stopping; a worker answers the master."""
+        environment = self.environment
         runner = environment.runner
-        if isinstance(runner, MasterRunner):
+        if is_master(runner):
             runner.register_message(DRAINED_MESSAGE, self._receive_drained)
             environment.events.test_stopping.add_listener(self.drain_workers)
-        elif isinstance(runner, WorkerRunner):
+        elif is_worker(runner):
             # concurrent: the worker's message loop keeps running (heartbeats) while users finish
             runner.register_message(DRAIN_MESSAGE, self._on_drain, concurrent=True)
 

@@ -17,12 +17,13 @@ import shlex
 from locust.runners import WorkerRunner
 
 from llmload.run.once import first_time
+from llmload.run.options import DEFAULT_SERVER_ARGS, settings_of
+from llmload.run.state import run_state
 from llmload.server.launch import EmbeddedServer, ServerStartError
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED_HOSTS = ("", "embedded")
-DEFAULT_SERVER_ARGS = "--preset demo"
 
 
 def add_options(parser) -> None:
@@ -36,7 +37,7 @@ def _on_init(environment, **_kw) -> None:
         return
     if (environment.host or "").strip().lower() not in EMBEDDED_HOSTS:
         return
-    args = getattr(environment.parsed_options, "embedded_server_args", DEFAULT_SERVER_ARGS)
+    args = settings_of(environment).embedded_server_args
     try:
         server = EmbeddedServer(shlex.split(args or "")).start()
     except (ServerStartError, ValueError) as exc:
@@ -49,7 +50,7 @@ def _on_init(environment, **_kw) -> None:
         environment.parsed_options.host = server.url
         # the server has its arguments now; only the redacted form may reach run.json
         environment.parsed_options.embedded_server_args = shown
-    environment.llmload_embedded_server = server
+    run_state(environment).embedded_server = server
     logger.info("llmload: embedded server (%s) at %s", shown, server.url)
     # `quit` fires after the runner stopped its users (`quitting` fires before, and on SIGTERM
     # in-flight streams would lose their server)

@@ -23,6 +23,9 @@ import signal
 import time
 from typing import Any
 
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
+
 logger = logging.getLogger("llmload")
 
 PLANNED = ("shape finished", "-t")
@@ -34,15 +37,16 @@ SHAPE_INTERRUPTED = ("test stopped",)
 
 
 def note_signal(environment: Any, name: str) -> None:
-    environment.llmload_signal = name
+    run_state(environment).signal = name
 
 
 def watch_signals(environment: Any) -> None:
-    """Note SIGINT / SIGTERM on the environment (once per process); Locust's (and the shape's) own
+    """Note SIGINT / SIGTERM in the run's state (once per process); Locust's (and the shape's) own
     handlers keep doing the stopping."""
-    if getattr(environment, "llmload_signals_watched", False):
+    state = run_state(environment)
+    if state.signals_watched:
         return
-    environment.llmload_signals_watched = True
+    state.signals_watched = True
     import gevent
 
     previous = signal.getsignal(signal.SIGINT)
@@ -64,16 +68,16 @@ def watch_signals(environment: Any) -> None:
             pass
 
     # a second libev watcher beside Locust's: both run when the signal arrives
-    environment.llmload_sigterm_watcher = gevent.signal_handler(signal.SIGTERM, note_signal, environment, "SIGTERM")
+    state.sigterm_watcher = gevent.signal_handler(signal.SIGTERM, note_signal, environment, "SIGTERM")
 
 
 def reset(environment: Any) -> None:
     """test_start: a new run of the same process (web UI) starts with no reason."""
-    environment.llmload_stop_reason = None
+    run_state(environment).stop_reason = None
 
 
 def _from_shape(environment: Any) -> dict | None:
-    stopped = (getattr(environment, "llmload_shape_info", None) or {}).get("stopped")
+    stopped = run_state(environment).shape_info.get("stopped")
     if not stopped or stopped in SHAPE_INTERRUPTED:
         return None
     if stopped == "SIGTERM":
@@ -85,22 +89,23 @@ def _from_shape(environment: Any) -> dict | None:
 
 def end_of_run(environment: Any, started_unix: float | None, now_unix: float | None = None) -> dict:
     """run.json's `end` for a run that is ending now (module docstring)."""
-    fatal = getattr(environment, "llmload_stop_reason", None)
+    state = run_state(environment)
+    fatal = state.stop_reason
     if fatal:
         return {"reason": f"fatal: {fatal}", "planned": False, "detail": ""}
-    signal_name = getattr(environment, "llmload_signal", None)
+    signal_name = state.signal
     if signal_name:
         return {"reason": signal_name, "planned": False, "detail": ""}
     from_shape = _from_shape(environment)
     if from_shape is not None:
         return from_shape
-    parsed = environment.parsed_options
-    run_time_s = getattr(parsed, "run_time", None)
+    settings = settings_of(environment)
+    run_time_s = settings.run_time_s
     now_unix = time.time() if now_unix is None else now_unix
     if (run_time_s and environment.shape_class is None and started_unix is not None
-            and now_unix - started_unix >= float(run_time_s) - RUN_TIME_SLACK_S):
-        return {"reason": "-t", "planned": True, "detail": f"--run-time {float(run_time_s):g} s"}
-    if not getattr(parsed, "headless", False):
+            and now_unix - started_unix >= run_time_s - RUN_TIME_SLACK_S):
+        return {"reason": "-t", "planned": True, "detail": f"--run-time {run_time_s:g} s"}
+    if not settings.headless:
         return {"reason": "stopped from the web UI", "planned": False, "detail": ""}
     return {"reason": "quit", "planned": False, "detail": ""}
 

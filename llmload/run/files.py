@@ -12,7 +12,7 @@ so an unwritable folder is one line and exit code 2, not a run that drops every 
 run.json is written when the test starts (`"end": null`) and rewritten with `ended_unix` and
 `end` (how the run ended, run/ending.py) when the process quits, or when a web UI run stops;
 a killed run keeps `"end": null`. Options come from `options.redacted` (the API key appears only as "***"); `shape` is
-taken from the environment (`environment.llmload_shape_info`, set by the shape) when present.
+the run state's `shape_info` (run/state.py), which the load shape fills.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from llmload.run.options import redacted
+from llmload.run.options import redacted, settings_of
+from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")
 
@@ -74,19 +75,19 @@ def check_writable(path: Path) -> None:
 
 def claim_run_dir(environment: Any) -> Path:
     """The current run's folder, chosen once per run (module docstring)."""
-    current = getattr(environment, "llmload_run_dir", None)
-    if current is not None:
-        return current
-    given = getattr(environment.parsed_options, "run_dir", "") or ""
+    state = run_state(environment)
+    if state.run_dir is not None:
+        return state.run_dir
+    given = settings_of(environment).run_dir
     path = fresh_run_dir(Path(given) if given else default_run_dir())
     check_writable(path)
-    environment.llmload_run_dir = path
+    state.run_dir = path
     return path
 
 
 def release_run_dir(environment: Any, **_kw: Any) -> None:
     """test_stop listener: the next run claims a folder of its own."""
-    environment.llmload_run_dir = None
+    run_state(environment).run_dir = None
 
 
 def _version(package: str) -> str:
@@ -119,21 +120,21 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
              ended_unix: float | None, workers: int, end: dict | None = None,
              worker_book: dict | None = None) -> dict:
     """run.json's content; `worker_book` (run/workers.py) adds `worker_nodes` and `tier_reach`."""
-    parsed = environment.parsed_options
+    settings = settings_of(environment)
     return {
         "run_id": run_id,
-        "host": without_userinfo(environment.host or getattr(parsed, "host", "") or ""),
-        "model": getattr(parsed, "model", "") or "",
+        "host": without_userinfo(settings.host),
+        "model": settings.model,
         "scenario": scenario,
-        "transport": getattr(parsed, "transport", "") or "",
+        "transport": settings.transport,
         "started_unix": round(started_unix, 3),
         "ended_unix": round(ended_unix, 3) if ended_unix is not None else None,
         "end": end,
-        "options": redacted(parsed),
+        "options": redacted(environment.parsed_options),
         "versions": versions(),
         "workers": workers,
-        "shape": getattr(environment, "llmload_shape_info", None) or {},
-        "slo_profile": getattr(parsed, "slo_profile", "") or "",
+        "shape": run_state(environment).shape_info,
+        "slo_profile": settings.slo_profile,
         **(worker_book or {}),
     }
 

@@ -29,8 +29,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llmload.run.context import context_for
 from llmload.run.once import first_time
+from llmload.run.options import DEFAULTS, settings_of
+from llmload.run.state import run_state
 
 summary_log = logging.getLogger("locust.stats_logger")
 """Locust prints its summary through this logger: the gate's lines land in the same stream, after it"""
@@ -66,13 +67,13 @@ def parse_spec(spec: str) -> list[str]:
 
 
 def _add_option(parser: Any, **_kw: Any) -> None:
-    parser.add_argument("--check-slo", default="", metavar="NAME[:at-load=N]",
+    parser.add_argument("--check-slo", default=DEFAULTS.check_slo, metavar="NAME[:at-load=N]",
                         help="after a headless run, judge it against an SLO objective (python -m analysis check) "
                              "and exit 0 pass / 1 fail / 2 cannot judge; e.g. chat:at-load=8")
 
 
 def _on_init(environment: Any, **_kw: Any) -> None:
-    spec = getattr(environment.parsed_options, "check_slo", "") if environment.parsed_options else ""
+    spec = settings_of(environment).check_slo
     if spec:
         try:
             parse_spec(spec)
@@ -99,22 +100,22 @@ def run_check(run_dir: Path, spec: str) -> tuple[int, str]:
 
 
 def _on_quitting(environment: Any, **_kw: Any) -> None:
-    spec = getattr(environment.parsed_options, "check_slo", "") if environment.parsed_options else ""
-    ctx = context_for(environment)
-    if not spec or not ctx.sink.writes_files or ctx.sink.run_dir is None:
+    spec = settings_of(environment).check_slo
+    state = run_state(environment)
+    if not spec or not state.sink.writes_files or state.sink.run_dir is None:
         return
-    code, output = run_check(ctx.sink.run_dir, spec)
-    environment.llmload_gate_output = output
+    code, output = run_check(state.sink.run_dir, spec)
+    state.gate_output = output
     kept = environment.process_exit_code
     if kept not in (None, 0, 1):
         output += f"\nllmload gate: exit code {kept} kept (the run was interrupted or stopped on a fatal error)"
-        environment.llmload_gate_output = output
+        state.gate_output = output
         return
     environment.process_exit_code = code
 
 
 def _on_quit(environment: Any = None, exit_code: int = 0, **_kw: Any) -> None:
-    output = getattr(environment, "llmload_gate_output", "") if environment is not None else ""
+    output = run_state(environment).gate_output if environment is not None else ""
     if output:
         summary_log.info(f"\nSLO gate (--check-slo):\n{output}\nexit code {exit_code}")
 

@@ -1,5 +1,5 @@
-"""Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`,
-`--stream/--no-stream`, `--output-len-mode`; parsing, and masking the secrets they may carry.
+"""Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`
+(registered by run/flags.py); parsing, and masking the secrets they may carry.
 
 Each parser raises `OptionError` with one line naming the flag. Headers whose name says they
 carry a credential (`SECRET_HEADER_WORDS`: authorization, api-key, token, secret, cookie, ...)
@@ -8,12 +8,9 @@ are shown masked (`***` + the last 4 characters) in run.json and logs, like `--a
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 from urllib.parse import parse_qsl
-
-from llmload.client.request import OUTPUT_LEN_MODES
 
 SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "cookie", "password",
                        "credential", "signature")
@@ -21,23 +18,6 @@ SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token",
 
 class KnobError(ValueError):
     """A request knob that cannot be read (one line)."""
-
-
-def add_knob_options(parser: Any) -> None:
-    add = parser.add_argument
-    add("--extra-body", default="", include_in_web_ui=True,
-        help='JSON object merged into every request body, e.g. \'{"temperature": 0, "ignore_eos": true}\'')
-    add("--header", action="append", default=None, include_in_web_ui=True,
-        help='extra request header "Name: value" (repeatable; credentials are masked in run.json)')
-    add("--api-key-header", default="", include_in_web_ui=True,
-        help="send the API key in this header (e.g. api-key for Azure) instead of Authorization: Bearer")
-    add("--query", action="append", default=None, include_in_web_ui=True,
-        help="query parameter NAME=VALUE on every request, e.g. api-version=2024-10-21 (repeatable)")
-    add("--stream", action=argparse.BooleanOptionalAction, default=True, include_in_web_ui=True,
-        help="stream answers (default); --no-stream: one JSON answer, its TTFT is the whole answer's time")
-    add("--output-len-mode", choices=OUTPUT_LEN_MODES, default="usage", include_in_web_ui=True,
-        help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
-             "min-tokens (+min_tokens = max_tokens)")
 
 
 def parse_extra_body(text: Any) -> dict | None:

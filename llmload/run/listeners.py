@@ -1,18 +1,19 @@
 """The Locust listeners every llmload run has: `install(events)` registers them (once).
 
-- init_command_line_parser: the run options (options.py) and --warmup-seconds (warmup.py; the
-  shape flags read the same option).
-- init: 1 ms response-time buckets and Locust's defaults built once (every process), the RunContext,
-  the worker book (run/workers.py: a worker answers clock probes; the master keeps the workers'
-  joins and losses, rewriting run.json at each), and on the process that
-  writes files a check of the numbers (`--max-tokens 0`, a timeout <= 0, ...) and that the run
-  folder is writable: one line and exit code 2 otherwise, before anything starts (this
-  listener is registered before the embedded server's, so no server starts either).
+- init_command_line_parser: the run flags and --warmup-seconds (flags.py; the shape flags read the
+  same option).
+- init: 1 ms response-time buckets and Locust's defaults built once (every process), the run's
+  state (state.py) and its parts' message handlers, the worker book (run/workers.py: a worker
+  answers clock probes; the master keeps the workers' joins and losses, rewriting run.json at
+  each), and on the process that writes files a check of the numbers (`--max-tokens 0`, a
+  timeout <= 0, ...) and that the run folder is writable: one line and exit code 2 otherwise,
+  before anything starts (this listener is registered before the embedded server's, so no
+  server starts either).
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json, start the
   server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher; without a
-  load shape, the warm-up watch (ramps.py: the ramp and each user's first request are warm-up);
+  load shape, the warm-up watch (sink/ramps.py: the ramp and each user's first request are warm-up);
   warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
   again at each spawning_complete). A new run starts with no live warnings on the board.
 - test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
@@ -32,14 +33,15 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, locust_compat, overload, server_metrics, stop, workers
-from llmload.run.context import context_for
+from llmload.run import ending, files, locust_compat, overload, server_metrics, stop, worker_side, workers
+from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
-from llmload.run.locust_compat import use_cached_default_args, use_precise_buckets
+from llmload.run.health import HealthMonitor
+from llmload.run.locust_compat import kill_csv_writer_greenlet, use_cached_default_args, use_precise_buckets
 from llmload.run.once import first_time
-from llmload.run.options import OptionError, add_options, check_values, read_options
+from llmload.run.options import OptionError, check_values, read_options, settings_of, warmup_seconds
+from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
-from llmload.run.warmup import add_warmup_option
 
 logger = logging.getLogger("llmload")
 
@@ -47,15 +49,21 @@ logger = logging.getLogger("llmload")
 def _on_init(environment: Any, **_kw: Any) -> None:
     use_precise_buckets()
     use_cached_default_args()  # a worker's spawn messages: see locust_compat
-    context_for(environment).ramps.listen()
+    state = run_state(environment)
+    state.drain.listen()
+    state.sink.listen()
+    if state.sink.writes_files:
+        environment.events.quit.add_listener(kill_csv_writer_greenlet)
+    state.ramps.listen()
     stop.listen(environment)
-    if getattr(environment.parsed_options, "transport", "") == "openai":
+    settings = settings_of(environment)
+    if settings.transport == "openai":
         # importing the SDK costs ~1 s of CPU: pay it before the run, not inside the first requests'
         # time (a web UI run that switches to it in the form imports it at test start instead)
         import llmload.client.sdk  # noqa: F401
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        workers.attach_worker(runner)
+        worker_side.attach_worker(runner)
         return
     if isinstance(runner, MasterRunner):
         overload.listen(environment)
@@ -66,10 +74,9 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         book.start()
     if environment.parsed_options is None:
         return
-    given = getattr(environment.parsed_options, "run_dir", "") or ""
     try:
         check_values(environment.parsed_options)  # before the embedded server and the run folder
-        files.check_writable(Path(given) if given else files.default_run_dir().parent)
+        files.check_writable(Path(settings.run_dir) if settings.run_dir else files.default_run_dir().parent)
     except (OptionError, files.RunDirError) as exc:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2
@@ -77,109 +84,133 @@ def _on_init(environment: Any, **_kw: Any) -> None:
 
 
 def write_run_json(environment: Any, ended_unix: float | None = None, end: dict | None = None) -> None:
-    ctx = context_for(environment)
-    if ctx.sink.run_dir is None or ctx.started_unix is None:
+    state = run_state(environment)
+    if state.sink.run_dir is None or state.started_unix is None:
         return
     runner = environment.runner
     # the most workers seen during the run (at quit they have already disconnected)
-    count = max(runner.worker_count, ctx.sink.max_workers) if isinstance(runner, MasterRunner) else 1
+    count = max(runner.worker_count, state.sink.max_workers) if isinstance(runner, MasterRunner) else 1
     book = workers.book_for(environment)
-    info = files.run_info(environment, run_id=ctx.sink.run_dir.name, scenario=ctx.scenario,
-                          started_unix=ctx.started_unix, ended_unix=ended_unix, workers=count, end=end,
+    info = files.run_info(environment, run_id=state.sink.run_dir.name, scenario=state.scenario,
+                          started_unix=state.started_unix, ended_unix=ended_unix, workers=count, end=end,
                           worker_book=book.to_json() if book is not None else None)
-    files.write_run_json(ctx.sink.run_dir, info)
+    files.write_run_json(state.sink.run_dir, info)
 
 
 def _open_run_files(environment: Any) -> bool:
-    ctx = context_for(environment)
+    state = run_state(environment)
     try:
-        ctx.sink.open(files.claim_run_dir(environment))
+        state.sink.open(files.claim_run_dir(environment), settings_of(environment).ship)
     except files.RunDirError as exc:
         stop_run(environment, f"llmload: {exc}")
         return False
-    ctx.started_unix = time.time()
+    state.started_unix = time.time()
     write_run_json(environment)
     return True
 
 
+def _start_generating(environment: Any, state: RunState) -> None:
+    """A generating process (not a master): read and validate the options, build the shared SDK client,
+    start the health monitor."""
+    state.opts = None
+    state.guard = RunGuard()
+    try:
+        opts = read_options(environment)
+    except OptionError as exc:
+        state.guard.halted = str(exc)
+        stop_run(environment, str(exc))
+        return
+    state.opts = opts
+    state.guard.base_url = files.without_userinfo(opts.base_url)
+    if opts.transport == "openai":  # build the shared SDK client before any user starts
+        from llmload.client.sdk import shared_client
+
+        shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
+                      query=opts.query, api_key_header=opts.api_key_header)
+    if state.health is None:
+        state.health = HealthMonitor(state.worker, state.sink.add_health, state.users_now, lambda: state.inflight,
+                                     on_overload=lambda text: overload.announce(environment, state.worker, text))
+    state.health.start()
+
+
+def _start_warmup(environment: Any, state: RunState) -> None:
+    """A run without a load shape stamps its own warm-up (sink/ramps.py); a shape's tiers decide otherwise."""
+    if environment.shape_class is not None:
+        state.ramps.end()
+        return
+    try:
+        fixed_s = warmup_seconds(environment.parsed_options)
+    except ValueError as exc:
+        state.ramps.end()
+        stop_run(environment, f"llmload: {exc}")
+        return
+    state.ramps.start(fixed_s)
+
+
 def _on_test_start(environment: Any, **_kw: Any) -> None:
-    ctx = context_for(environment)
-    ctx.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
+    state = run_state(environment)
+    state.scenario = ",".join(sorted(cls.__name__ for cls in environment.user_classes))
     ending.reset(environment)
-    environment.llmload_run_end = None
-    overload.board(environment).clear()  # a new run: its own warnings
-    if ctx.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
+    state.end = None
+    state.warnings.clear()  # a new run: its own warnings
+    if state.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
         ending.watch_signals(environment)
-    if ctx.sink.writes_files:
+    if state.sink.writes_files:
         if not _open_run_files(environment):
             return
-        run_dir = ctx.sink.run_dir
+        run_dir = state.sink.run_dir
         assert run_dir is not None  # _open_run_files opened it
-        environment.llmload_server_metrics = server_metrics.start(environment, run_dir)
+        state.server_metrics = server_metrics.start(environment, run_dir)
     if not isinstance(environment.runner, MasterRunner):
-        ctx.opts = None
-        ctx.guard = RunGuard()
-        try:
-            opts = read_options(environment)
-        except OptionError as exc:
-            ctx.guard.halted = str(exc)
-            stop_run(environment, str(exc))
+        _start_generating(environment, state)
+        if state.opts is None:
             return
-        ctx.opts = opts
-        ctx.guard.base_url = files.without_userinfo(opts.base_url)
-        if opts.transport == "openai":  # build the shared SDK client before any user starts
-            from llmload.client.sdk import shared_client
-
-            shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
-                          query=opts.query, api_key_header=opts.api_key_header)
-        ctx.start_health()
     book = workers.book_for(environment)
     if book is not None:
         book.begin_run()
-    ctx.ramps.start()
-    ctx.sink.start()
+    _start_warmup(environment, state)
+    state.sink.start(settings_of(environment).ship)
     locust_compat.warm_stop_path()
     if not isinstance(environment.runner, WorkerRunner):
         overload.check_ceiling(environment)
 
 
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
-    ctx = context_for(environment)
-    ctx.ramps.stop()
-    ctx.sink.flush()
-    scraper = getattr(environment, "llmload_server_metrics", None)
-    if scraper is not None:
-        scraper.stop()
-        environment.llmload_server_metrics = None
-    if ctx.sink.writes_files and not getattr(environment.parsed_options, "headless", False):
+    state = run_state(environment)
+    state.ramps.stop()
+    state.sink.flush()
+    if state.server_metrics is not None:
+        state.server_metrics.stop()
+        state.server_metrics = None
+    if state.sink.writes_files and not settings_of(environment).headless:
         # a web UI run: the process may live on for more runs, so its end is recorded now
-        environment.llmload_run_end = ending.end_of_run(environment, ctx.started_unix)
-        write_run_json(environment, end=environment.llmload_run_end)
+        state.end = ending.end_of_run(environment, state.started_unix)
+        write_run_json(environment, end=state.end)
     files.release_run_dir(environment)
-    if ctx.model_mismatches:
-        logger.warning("llmload: %d answers named another model than requested", ctx.model_mismatches)
+    if state.model_mismatches:
+        logger.warning("llmload: %d answers named another model than requested", state.model_mismatches)
 
 
 def _on_quitting(environment: Any, **_kw: Any) -> None:
-    ctx = context_for(environment)
+    state = run_state(environment)
     runner = environment.runner
     # Locust's SIGTERM handler fires `quitting` before it stops the runner: stop it here first,
     # so in-flight requests finish (--stop-timeout) and their rows land before the files close
     if not isinstance(runner, WorkerRunner) and runner is not None and runner.state in ("spawning", "running"):
         runner.stop()
-    if ctx.health is not None:
-        ctx.health.stop()
+    if state.health is not None:
+        state.health.stop()
     book = workers.book_for(environment)
     if book is not None:
         book.stop()
-    ctx.sink.stop()
-    end = getattr(environment, "llmload_run_end", None)
-    if end is None and ctx.sink.writes_files:
+    state.sink.stop()
+    end = state.end
+    if end is None and state.sink.writes_files:
         # once: Locust 2.47 can run its shutdown (and so `quitting`) twice on a SIGTERM without a shape
-        end = environment.llmload_run_end = ending.end_of_run(environment, ctx.started_unix)
+        end = state.end = ending.end_of_run(environment, state.started_unix)
         ending.apply_exit_code(environment, end)
     write_run_json(environment, ended_unix=time.time(), end=end)
-    ctx.sink.close_files()
+    state.sink.close_files()
 
 
 def install(events: Any) -> None:

@@ -1,15 +1,20 @@
-"""The command-line / web-UI options every llmload run has, and reading them back.
+"""The run's options, typed: `RunSettings` (read any time, on any process) and `RunOptions` (checked).
 
-How it works: `add_options` is an `events.init_command_line_parser` listener (installed by
-`llmload.run.listeners.install(events)`, which `llmload.scenario.install` calls; never at import). Options are added
-with `parser.add_argument(..., include_in_web_ui=True)` so they appear in the web UI's
-start form (the API key as a masked secret field); Locust copies the form values back
-into `environment.parsed_options` when a run starts, so users read them in `on_start`,
-never at import or init. `--stop-timeout` gets a default long enough for in-flight
-streams to finish and be recorded at ramp-down / test end (Locust's default 0 kills them).
-`check_values` rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request
-knobs (run/knobs.py) and workload options (workload/spec.py) with one line naming the flag and
-the value; the init listener runs it before anything starts.
+How it works: Locust parses the command line (and copies the web UI form back into
+`environment.parsed_options` when a run starts); this module is the one place that reads that
+namespace, into two frozen views whose every field is declared once, with its default (run/flags.py
+registers the flags with these defaults):
+  * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go,
+    --ship, the gate, the server metrics, the SLO profile, the model and transport run.json names, and
+    the few of Locust's own options llmload reads). Read whenever needed, on the master too; never raises
+    (a value it cannot read keeps its default) and draws nothing random.
+  * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read
+    and validated once per run at test start on a generating process (RunState.opts): `check_values`
+    rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py)
+    and workload options (workload/spec.py) with one line naming the flag and the value; the init listener
+    runs it before anything starts.
+`warmup_seconds` reads --warmup-seconds (a duration the web UI form sends as text), which a plain run's
+warm-up and the shape flags both take.
 """
 
 from __future__ import annotations
@@ -23,86 +28,62 @@ from urllib.parse import urlparse
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.run import knobs
-from llmload.run.retry import DEFAULT_MAX_RETRY_WAIT_S, ON_429_MODES, RetryPolicy
-from llmload.workload.spec import WorkloadError, WorkloadSpec, add_workload_options, parse_spec
+from llmload.run.retry import ON_429_MODES, RetryPolicy
+from llmload.sink.warmup import parse_span_s
+from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
-DEFAULT_STOP_TIMEOUT_S = 60
 TRANSPORTS = ("fast", "openai")
 ENDPOINTS = ("chat", "completions")
 SECRET_OPTIONS = ("api_key",)
-SLO_PROFILES = ("voice", "chat", "ide", "batch")
-"""the report's use-case profiles (analysis/capacity.py defines their thresholds)"""
-
-
-def add_options(parser) -> None:
-    """init_command_line_parser listener: register the llmload options."""
-    parser.add_argument("--model", default="llmload-sim", include_in_web_ui=True,
-                        help="model name sent in every request (compared with the answer's `model`)")
-    parser.add_argument("--max-tokens", type=int, default=128, include_in_web_ui=True,
-                        help="max_tokens of every request")
-    parser.add_argument("--prompt-tokens", type=int, default=128, include_in_web_ui=True,
-                        help="approximate prompt length in tokens for the synthetic prompts")
-    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", ""), include_in_web_ui=True,
-                        is_secret=True, help="API key (default: $OPENAI_API_KEY); never written to files")
-    parser.add_argument("--transport", choices=TRANSPORTS, default="fast", include_in_web_ui=True,
-                        help="fast: geventhttpclient timed at the socket read (default); "
-                             "openai: the official SDK as an app uses it")
-    parser.add_argument("--endpoint", choices=ENDPOINTS, default="chat", include_in_web_ui=True,
-                        help="chat (/v1/chat/completions) or completions (/v1/completions)")
-    parser.add_argument("--connect-timeout-s", type=float, default=10.0, include_in_web_ui=True,
-                        help="TCP (+TLS) connect cap")
-    parser.add_argument("--first-token-timeout-s", type=float, default=60.0, include_in_web_ui=True,
-                        help="cap from request sent to the first generated token")
-    parser.add_argument("--request-timeout-s", type=float, default=300.0, include_in_web_ui=True,
-                        help="wall-clock cap on a whole streamed request")
-    parser.add_argument("--retries", type=int, default=0, include_in_web_ui=True,
-                        help="retry 429/503 up to N times (Retry-After honoured, else backoff); "
-                             "every attempt is its own sample row")
-    parser.add_argument("--on-429", choices=ON_429_MODES, default="wait", include_in_web_ui=True,
-                        help="after a 429 that is not retried: wait the server's Retry-After (else a backoff) "
-                             "before the next request (wait, default), send at once (retry), or neither retry "
-                             "nor wait (ignore)")
-    parser.add_argument("--max-retry-wait-s", type=float, default=DEFAULT_MAX_RETRY_WAIT_S, include_in_web_ui=True,
-                        help="longest Retry-After honoured; a 429 asking for more is a failure of kind "
-                             "retry_after_too_long, not a sleep")
-    parser.add_argument("--failure-backoff", choices=("on", "off"), default="on", include_in_web_ui=True,
-                        help="after 3 consecutive failures (not connect/401/429) a user pauses 0.1 s doubling "
-                             "to 5 s with jitter before its next request (on, default)")
-    parser.add_argument("--server-metrics", default="auto", include_in_web_ui=True,
-                        help="the target's Prometheus metrics, scraped every second into server_metrics.csv: "
-                             "auto (try <host>/metrics once, off if it is not there), off, or a URL")
-    parser.add_argument("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
-                        help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT "
-                             "includes the handshake each time (the connection-reuse question; connect_ms per row)")
-    parser.add_argument("--insecure", action="store_true", default=False, include_in_web_ui=True,
-                        help="DANGEROUS: do not verify the server's TLS certificate (the API key can then "
-                             "be sent to an impostor); only for a self-signed lab endpoint you trust")
-    parser.add_argument("--run-dir", default="", include_in_web_ui=True,
-                        help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
-    parser.add_argument("--ship", choices=SHIP_MODES, default="rows", include_in_web_ui=True,
-                        help="rows: samples.csv, one row per attempt (default); histograms: per-tier histograms "
-                             "only (beyond ~10,000 req/s per master); both (docs/distributed.md)")
-    parser.add_argument("--slo-profile", choices=("", *SLO_PROFILES), default="", include_in_web_ui=True,
-                        help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, "
-                             "batch); recorded in run.json, used by the report (default: chat)")
-    knobs.add_knob_options(parser)
-    add_workload_options(parser)
-    parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+DEFAULT_SERVER_ARGS = "--preset demo"
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    base_url: str
-    api_key: str
-    model: str
-    max_tokens: int
-    prompt_tokens: int
-    transport: str
-    endpoint: str
-    retries: int
-    timeouts: Timeouts
+class RunSettings:
+    host: str = ""
+    """--host, or the environment's host when set (the web UI form, --host embedded)"""
+    model: str = "llmload-sim"
+    """model name sent in every request (compared with the answer's `model`)"""
+    transport: str = "fast"
+    """fast (geventhttpclient timed at the socket read) | openai (the official SDK)"""
+    api_key: str = ""
+    """--api-key (its flag defaults to $OPENAI_API_KEY); never written to files"""
+    api_key_header: str = ""
+    """--api-key-header: the header carrying the key instead of Authorization: Bearer"""
     insecure: bool = False
     """skip TLS certificate verification (--insecure; off by default)"""
+    run_dir: str = ""
+    """--run-dir ('' : reports/<timestamp>, run/files.py)"""
+    ship: str = "rows"
+    """--ship (llmload.contract.SHIP_MODES): rows, histograms or both"""
+    slo_profile: str = ""
+    """--slo-profile (run/flags.py's SLO_PROFILES; '' : the report's default, chat)"""
+    check_slo: str = ""
+    """--check-slo: the SLO gate of a headless run (run/gate.py; '' : none)"""
+    server_metrics: str = "auto"
+    """--server-metrics: auto, off or a URL (run/server_metrics.py)"""
+    embedded_server_args: str = DEFAULT_SERVER_ARGS
+    """the embedded server's flags for --host embedded (run/embedded.py)"""
+    headless: bool = False
+    """Locust's --headless"""
+    run_time_s: float | None = None
+    """Locust's -t/--run-time in seconds (None: not given)"""
+    spawn_rate: float | None = None
+    """Locust's -r/--spawn-rate (None: not in the options)"""
+
+
+@dataclass(frozen=True)
+class RunOptions(RunSettings):
+    base_url: str = ""
+    """the OpenAI base URL from --host (api_base_url)"""
+    max_tokens: int = 128
+    """max_tokens of every request"""
+    prompt_tokens: int = 128
+    """approximate prompt length in tokens of the synthetic prompts"""
+    endpoint: str = "chat"
+    """chat (/v1/chat/completions) | completions (/v1/completions)"""
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    """--connect-timeout-s, --first-token-timeout-s, --request-timeout-s"""
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     """--retries, --on-429, --max-retry-wait-s"""
     failure_backoff: bool = True
@@ -110,17 +91,19 @@ class RunOptions:
     extra_body: dict | None = None
     """--extra-body, merged into every body (a user class's own extra_body wins)"""
     headers: dict = field(default_factory=dict)
-    """--header Name: value"""
+    """--header Name: value (and Connection: close with --new-connection-per-request)"""
     query: str = ""
     """--query, joined: a=1&b=2"""
-    api_key_header: str = ""
-    """--api-key-header: the header carrying the key instead of Authorization: Bearer"""
     stream: bool = True
     """--stream / --no-stream"""
     output_len_mode: str = "usage"
-    """--output-len-mode"""
+    """--output-len-mode (client.request.OUTPUT_LEN_MODES)"""
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     """--dataset, --input-tokens, ... (workload/spec.py)"""
+
+
+DEFAULTS = RunOptions()
+"""every option at its default (run/flags.py registers the flags with these)"""
 
 
 class OptionError(ValueError):
@@ -136,18 +119,48 @@ def api_base_url(host: str) -> str:
     return host if url.path else host + "/v1"
 
 
-def _get(parsed, name: str, default):
+def _get(parsed: Any, name: str, default: Any) -> Any:
     value = getattr(parsed, name, None) if parsed is not None else None
     return default if value is None or value == "" else value
 
 
-def _api_key(parsed) -> str:
+def _api_key(parsed: Any) -> str:
     """--api-key as given. Its default is $OPENAI_API_KEY, read when the parser was built; a field the
     web UI form sent back empty stays empty (the form's host may have changed: webui/secrets.py puts
     the startup key back only for the startup host), so the environment is read only when the
     options have no api_key at all (options parsed without llmload's, in tests)."""
     value = getattr(parsed, "api_key", None) if parsed is not None else None
     return os.environ.get("OPENAI_API_KEY", "") if value is None else str(value)
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _settings(environment: Any) -> dict[str, Any]:
+    parsed, d = environment.parsed_options, DEFAULTS
+    ship = str(_get(parsed, "ship", d.ship))
+    embedded_args = getattr(parsed, "embedded_server_args", None) if parsed is not None else None
+    return {
+        "host": environment.host or str(_get(parsed, "host", d.host)),
+        "model": str(_get(parsed, "model", d.model)), "transport": str(_get(parsed, "transport", d.transport)),
+        "api_key": _api_key(parsed), "api_key_header": str(_get(parsed, "api_key_header", d.api_key_header)),
+        "insecure": bool(_get(parsed, "insecure", d.insecure)), "run_dir": str(_get(parsed, "run_dir", d.run_dir)),
+        "ship": ship if ship in SHIP_MODES else d.ship, "slo_profile": str(_get(parsed, "slo_profile", "")),
+        "check_slo": str(_get(parsed, "check_slo", "")),
+        "server_metrics": str(_get(parsed, "server_metrics", d.server_metrics)),
+        "embedded_server_args": d.embedded_server_args if embedded_args is None else str(embedded_args),
+        "headless": bool(_get(parsed, "headless", False)), "run_time_s": _seconds(_get(parsed, "run_time", None)),
+        "spawn_rate": _seconds(_get(parsed, "spawn_rate", None)),
+    }
+
+
+def settings_of(environment: Any) -> RunSettings:
+    """The run's settings as the options say now (module docstring): any process, any time, never raises."""
+    return RunSettings(**_settings(environment))
 
 
 NUMBER_RULES = (
@@ -159,7 +172,7 @@ NUMBER_RULES = (
 """(option, flag, lowest value, lowest excluded): the numbers a run cannot start with"""
 
 
-def check_values(parsed) -> None:
+def check_values(parsed: Any) -> None:
     """OptionError naming the first impossible number among the parsed options (unset ones pass)."""
     for name, flag, low, exclusive in NUMBER_RULES:
         value = getattr(parsed, name, None) if parsed is not None else None
@@ -179,12 +192,12 @@ def check_values(parsed) -> None:
     read_knobs(parsed)
 
 
-def read_knobs(parsed) -> dict:
+def read_knobs(parsed: Any) -> dict:
     """The request knobs and the workload spec as RunOptions fields (OptionError: one line)."""
-    mode = str(_get(parsed, "output_len_mode", "usage"))
+    mode = str(_get(parsed, "output_len_mode", DEFAULTS.output_len_mode))
     if mode not in OUTPUT_LEN_MODES:
         raise OptionError(f"--output-len-mode must be one of {', '.join(OUTPUT_LEN_MODES)}, got {mode!r}")
-    stream = _get(parsed, "stream", True)
+    stream = _get(parsed, "stream", DEFAULTS.stream)
     try:
         return {
             "extra_body": knobs.parse_extra_body(_get(parsed, "extra_body", None)),
@@ -199,8 +212,8 @@ def read_knobs(parsed) -> dict:
         raise OptionError(str(exc)) from None
 
 
-def _checked_spec(parsed) -> WorkloadSpec:
-    spec = parse_spec(parsed)
+def _checked_spec(parsed: Any) -> WorkloadSpec:
+    spec = parse_spec(vars(parsed) if parsed is not None else {})
     for flag, path in (("--dataset", spec.dataset), ("--tokenizer", spec.tokenizer)):
         if path and not os.path.exists(path):
             raise WorkloadError(f"{flag} {path}: no such file")
@@ -218,32 +231,29 @@ def check_server_metrics(setting: Any) -> None:
                           f"http://127.0.0.1:8000/metrics, got {value!r}")
 
 
-def read_options(environment) -> RunOptions:
-    """The run's options from `environment.parsed_options` (defaults when run without CLI)."""
-    parsed = environment.parsed_options
+def read_options(environment: Any) -> RunOptions:
+    """The run's options from `environment.parsed_options`, checked (OptionError: one line)."""
+    parsed, d = environment.parsed_options, DEFAULTS
     check_values(parsed)
+    settings = _settings(environment)
     try:
         opts = RunOptions(
-            base_url=api_base_url(environment.host or _get(parsed, "host", "")),
-            api_key=_api_key(parsed),
-            model=str(_get(parsed, "model", "llmload-sim")),
-            max_tokens=int(_get(parsed, "max_tokens", 128)),
-            prompt_tokens=int(_get(parsed, "prompt_tokens", 128)),
-            transport=str(_get(parsed, "transport", "fast")),
-            endpoint=str(_get(parsed, "endpoint", "chat")),
-            retries=int(_get(parsed, "retries", 0)),
+            **{**settings, **read_knobs(parsed)},
+            base_url=api_base_url(settings["host"]),
+            max_tokens=int(_get(parsed, "max_tokens", d.max_tokens)),
+            prompt_tokens=int(_get(parsed, "prompt_tokens", d.prompt_tokens)),
+            endpoint=str(_get(parsed, "endpoint", d.endpoint)),
             timeouts=Timeouts(
-                connect_timeout_s=float(_get(parsed, "connect_timeout_s", 10.0)),
-                first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", 60.0)),
-                request_timeout_s=float(_get(parsed, "request_timeout_s", 300.0)),
+                connect_timeout_s=float(_get(parsed, "connect_timeout_s", d.timeouts.connect_timeout_s)),
+                first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", d.timeouts.first_token_timeout_s)),
+                request_timeout_s=float(_get(parsed, "request_timeout_s", d.timeouts.request_timeout_s)),
             ),
-            insecure=bool(_get(parsed, "insecure", False)),
             retry_policy=RetryPolicy(
-                retries=int(_get(parsed, "retries", 0)), on_429=str(_get(parsed, "on_429", "wait")),
-                max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", DEFAULT_MAX_RETRY_WAIT_S)),
+                retries=int(_get(parsed, "retries", d.retry_policy.retries)),
+                on_429=str(_get(parsed, "on_429", d.retry_policy.on_429)),
+                max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", d.retry_policy.max_retry_wait_s)),
             ),
             failure_backoff=str(_get(parsed, "failure_backoff", "on")).lower() not in ("off", "false", "0"),
-            **read_knobs(parsed),
         )
     except OptionError:
         raise
@@ -256,7 +266,18 @@ def read_options(environment) -> RunOptions:
     return opts
 
 
-def redacted(parsed) -> dict:
+def warmup_seconds(parsed: Any) -> float | None:
+    """--warmup-seconds as a number, None when not given (the web UI form sends text; ValueError if bad)."""
+    value = getattr(parsed, "warmup_seconds", None) if parsed is not None else None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    seconds = float(value) if isinstance(value, (int, float)) else parse_span_s(value)
+    if seconds < 0:
+        raise ValueError(f"--warmup-seconds must be >= 0, got {value!r}")
+    return seconds
+
+
+def redacted(parsed: Any) -> dict:
     """All parsed options as a JSON-able dict, secrets replaced by '***'."""
     out = {}
     for key, value in sorted(vars(parsed).items() if parsed is not None else []):

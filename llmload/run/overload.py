@@ -8,7 +8,7 @@ Overload, judged per generating process (`OverloadWatch`, fed every second by he
     meanwhile is stamped that much late;
   * an episode starts when either limit is passed and ends once a whole window is back under both
     (so at least WINDOW_S after the last late wake-up): the log warns once at its start and says
-    once that it ended; the text goes to the web UI's banner (`board`) while the episode lasts, a
+    once that it ended; the text goes to the web UI's banner (`post`) while the episode lasts, a
     worker's by a `llmload_overload` message to the master;
   * processes needed = ceil(CPU share / TARGET_CPU_SHARE), TARGET_CPU_SHARE = 0.6 of a core: a
     gevent process far from saturation keeps its loop lag near zero (a lean reader at 256 streams
@@ -31,6 +31,8 @@ from collections import deque
 from typing import Any
 
 from llmload.client.timing import percentile
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
 
 WINDOW_S = 5.0
 LAG_P99_LIMIT_MS = 10.0
@@ -99,20 +101,12 @@ class OverloadWatch:
         return self.text
 
 
-def board(environment: Any) -> dict[str, str]:
-    """The live warnings the web UI shows (key -> sentence), on the process with the UI."""
-    warnings = getattr(environment, "llmload_warnings", None)
-    if warnings is None:
-        warnings = environment.llmload_warnings = {}
-    return warnings
-
-
 def post(environment: Any, key: str, text: str) -> None:
-    """Show `text` under `key` ('' takes it down)."""
+    """Show `text` under `key` on the web UI's board of live warnings (RunState.warnings; '' takes it down)."""
     if text:
-        board(environment)[key] = text
+        run_state(environment).warnings[key] = text
     else:
-        board(environment).pop(key, None)
+        run_state(environment).warnings.pop(key, None)
 
 
 def announce(environment: Any, worker: str, text: str) -> None:
@@ -153,8 +147,8 @@ def openai_ceiling(transport: str, streams: int, processes: int) -> str:
 
 def planned_streams(environment: Any) -> int:
     """Streams the run plans at most: a closed-loop shape's largest tier, else the target user count."""
-    info = getattr(environment, "llmload_shape_info", None)
-    if getattr(environment, "shape_class", None) is not None and isinstance(info, dict):
+    info = run_state(environment).shape_info  # filled by the shape at its first tick
+    if getattr(environment, "shape_class", None) is not None and info:
         tiers = [t for t in info.get("tiers") or [] if t]
         return 0 if info.get("open_loop") or not tiers else int(max(tiers))
     return int(getattr(environment.runner, "target_user_count", 0) or 0)
@@ -165,11 +159,10 @@ def check_ceiling(environment: Any) -> None:
     from locust.runners import MasterRunner
 
     runner = environment.runner
-    if runner is None or "openai" in board(environment):
+    if runner is None or "openai" in run_state(environment).warnings:
         return
     processes = runner.worker_count if isinstance(runner, MasterRunner) else 1
-    text = openai_ceiling(str(getattr(environment.parsed_options, "transport", "") or ""),
-                          planned_streams(environment), processes)
+    text = openai_ceiling(settings_of(environment).transport, planned_streams(environment), processes)
     if text:
         logger.warning("llmload: %s", text)
         post(environment, "openai", text)

@@ -31,8 +31,9 @@ import gevent
 
 from llmload.contract import SERVER_METRICS_COLUMNS
 from llmload.run import prometheus
-from llmload.run.csvlog import CsvLog
 from llmload.run.files import without_userinfo
+from llmload.run.options import settings_of
+from llmload.sink.csvlog import CsvLog
 
 logger = logging.getLogger("llmload")
 
@@ -145,13 +146,12 @@ class Scraper:
 
 def start(environment: Any, run_dir: Path) -> Scraper | None:
     """test_start on the process that writes files: start scraping per --server-metrics (or not)."""
-    parsed = environment.parsed_options
-    url, auto = metrics_url(getattr(parsed, "server_metrics", "auto"), environment.host or "")
+    settings = settings_of(environment)
+    url, auto = metrics_url(settings.server_metrics, environment.host or "")
     if url is None:
         return None
-    api_key = str(getattr(parsed, "api_key", "") or "")
-    key_header = str(getattr(parsed, "api_key_header", "") or "")  # Azure-style `api-key: KEY`, else Bearer
+    api_key, key_header = settings.api_key, settings.api_key_header  # Azure-style `api-key: KEY`, else Bearer
     auth = {key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"}
     headers = auth if auto and api_key else {}
-    fetch = url_fetch(headers, insecure=bool(getattr(parsed, "insecure", False)))
+    fetch = url_fetch(headers, insecure=settings.insecure)
     return Scraper(url, run_dir, fetch, auto).start()

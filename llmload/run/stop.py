@@ -13,6 +13,9 @@ from typing import Any
 import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
+
 STOP_MESSAGE = "llmload_stop"
 logger = logging.getLogger("llmload")
 
@@ -26,9 +29,9 @@ def stop_run(environment: Any, reason: str) -> None:
         runner.send_message(STOP_MESSAGE, reason)  # type: ignore[arg-type]
         return
     logger.error(reason)
-    environment.llmload_stop_reason = reason  # run.json's end (run/ending.py)
+    run_state(environment).stop_reason = reason  # run.json's end (run/ending.py)
     environment.process_exit_code = 2
-    headless = bool(getattr(environment.parsed_options, "headless", False))
+    headless = settings_of(environment).headless
     gevent.spawn(runner.quit if headless else runner.stop)
 
 

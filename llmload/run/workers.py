@@ -10,14 +10,15 @@ How it works (master; a local run only samples its user count):
     is counted in `rejoined` (and left_unix is kept: its users were gone meanwhile).
     `last_seen_unix` is the last heartbeat or row shipment: a lost worker died between it and
     about one second after it.
-  * Each poll also samples the users and workers running (applied.py): tiers.csv's applied load.
+  * Each poll also samples the users and workers running (applied.py): tiers.csv's applied load, and
+    every FEED_EVERY_S (1 s) the connected workers get the tier timeline (sink/tierfeed.py).
   * Clock offset: after a worker joins the master sends it `llmload_clock` with its time
     (`PROBES` times, `PROBE_GAP_S` apart, retried until answered: the worker may register its
-    handler after its first heartbeat); the worker answers with its own time; per probe
+    handler after its first heartbeat); the worker answers with its own time (worker_side.py); per probe
     offset = worker - (master_send + rtt/2), and the probe with the smallest round trip is
     kept (its error is at most rtt/2). |offset| > `SKEW_WARN_MS` is a warning, and the master
     moves that worker's `ts_start_s` (and health `ts_s`) onto its own clock before stamping
-    the tier (sink.py), noted as `ts_corrected` in run.json.
+    the tier (sink/rows.py), noted as `ts_corrected` in run.json.
   * Tier delivery: a worker stamps every `spawn` message (closed loop: Locust's) and open-loop
     target (`llmload_openloop`) as it takes it off the socket and tells the master
     (`llmload_seen`); the master stores, per tier and worker, `reach_ms` = that stamp on the
@@ -41,7 +42,8 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.run import locust_compat
 from llmload.run.applied import AppliedLoad
-from llmload.run.timeline import timeline_for
+from llmload.run.state import run_state
+from llmload.sink.tierfeed import send_timeline
 
 CLOCK_MESSAGE = "llmload_clock"
 SEEN_MESSAGE = "llmload_seen"
@@ -51,6 +53,7 @@ PROBES = 5
 PROBE_GAP_S = 0.2
 SKEW_WARN_MS = 50.0
 REACH_WARN_MS = 100.0
+FEED_EVERY_S = 1.0
 logger = logging.getLogger("llmload")
 
 
@@ -75,9 +78,7 @@ class WorkerEntry:
 
     def to_json(self) -> dict:
         out = asdict(self)
-        for key in ("joined_unix", "left_unix", "last_seen_unix"):
-            out[key] = round(out[key], 3) if out[key] is not None else None
-        for key in ("clock_offset_ms", "clock_rtt_ms"):
+        for key in ("joined_unix", "left_unix", "last_seen_unix", "clock_offset_ms", "clock_rtt_ms"):
             out[key] = round(out[key], 3) if out[key] is not None else None
         return out
 
@@ -112,7 +113,7 @@ class WorkerBook:
         """Test start: a new run's series (workers still connected stay)."""
         self.applied.reset()
         # the shape's first tick (and its tier 1) comes before test_start: keep what this run's tiers have
-        starts = {(t.tier, t.start_s) for t in timeline_for(self.environment).tiers()}
+        starts = {(t.tier, t.start_s) for t in run_state(self.environment).timeline.tiers()}
         self.reach = {k: v for k, v in self.reach.items() if k[:2] in starts}
         self.entries = {k: e for k, e in self.entries.items() if e.left_unix is None}
         self.start()
@@ -123,12 +124,24 @@ class WorkerBook:
             self._greenlet = None
 
     def _poll_loop(self) -> None:
+        fed_s = 0.0
         while True:
             try:
                 self.poll()
+                if time.monotonic() - fed_s >= FEED_EVERY_S:
+                    fed_s = time.monotonic()
+                    self.send_tiers()
             except Exception:  # the bookkeeping must never end the run
                 logger.exception("llmload: worker bookkeeping failed")
             gevent.sleep(self.poll_s)
+
+    def send_tiers(self) -> None:
+        """Master: every connected worker gets the tier timeline, on its clock (sink/tierfeed.py)."""
+        runner = self.environment.runner
+        if isinstance(runner, MasterRunner):
+            workers = [(c, self.offset_s(self.entries[c].worker) if c in self.entries else 0.0)
+                       for c in locust_compat.connected_workers(runner)]
+            send_timeline(runner, run_state(self.environment).timeline, workers)
 
     def poll(self) -> None:
         runner = self.environment.runner
@@ -166,7 +179,7 @@ class WorkerBook:
 
     def _lost(self, entry: WorkerEntry, now: float) -> None:
         entry.left_unix, entry.how_left = now, "missing"
-        tier, _phase = timeline_for(self.environment).tier_at(now)
+        tier, _phase = run_state(self.environment).timeline.tier_at(now)
         seen = f"{now - entry.last_seen_unix:.1f} s ago" if entry.last_seen_unix else "never"
         logger.warning("llmload: worker %s lost (no heartbeat; last seen %s)%s: its users are not replaced",
                        entry.worker, seen, f" during tier {tier.tier}" if tier.tier else "")
@@ -178,7 +191,7 @@ class WorkerBook:
             entry.last_seen_unix = timestamp
 
     def seen(self, client_id: str) -> None:
-        """A row shipment from the worker arrived (sink.py)."""
+        """A row shipment from the worker arrived (sink/rows.py)."""
         entry = self.entries.get(client_id)
         if entry is not None:
             entry.last_seen_unix = self.wall()
@@ -218,7 +231,7 @@ class WorkerBook:
         entry.last_seen_unix = self.wall()
         offset_s = (entry.clock_offset_ms or 0.0) / 1000.0
         worker_unix = float(msg.data["worker_unix"]) - offset_s
-        timeline = timeline_for(self.environment)
+        timeline = run_state(self.environment).timeline
         anchor = msg.data.get("sent_unix")
         tier = msg.data.get("tier") or timeline.tier_at(float(anchor) if anchor else worker_unix)[0].tier
         start_s = next((t.start_s for t in timeline.tiers() if t.tier == tier), None)
@@ -254,34 +267,18 @@ def clock_offset_ms(master_send_unix: float, worker_unix: float, master_receive_
     return (worker_unix - (master_send_unix + rtt_s / 2.0)) * 1000.0, rtt_s * 1000.0
 
 
-# --- the worker's side ----------------------------------------------------------------------
-def attach_worker(runner: Any) -> None:
-    """Worker: answer clock probes, and tell the master when each tier change arrived."""
-
-    def answer(environment: Any, msg: Any, **_kw: Any) -> None:
-        runner.send_message(CLOCK_MESSAGE, {"master_unix": msg.data["master_unix"], "worker_unix": time.time()})
-
-    def seen(msg: Any, unix_s: float) -> None:
-        if msg.type == "spawn" and isinstance(msg.data, dict):
-            runner.send_message(SEEN_MESSAGE, {"kind": "spawn", "worker_unix": unix_s,
-                                               "sent_unix": msg.data.get("timestamp")})
-        elif msg.type == OPENLOOP_MESSAGE and isinstance(msg.data, dict):
-            runner.send_message(SEEN_MESSAGE, {"kind": "target", "worker_unix": unix_s, "tier": msg.data["tier"]})
-
-    runner.register_message(CLOCK_MESSAGE, answer)
-    locust_compat.observe_worker_messages(runner, seen)
-
-
 def book_for(environment: Any) -> WorkerBook | None:
-    """The environment's WorkerBook (created on first use on a local runner or master; None on a
-    worker or without a runner)."""
+    """The run's WorkerBook (created on first use on a local runner or master, and given to the sink and
+    the ramp watch for the workers' clocks; None on a worker or without a runner)."""
     runner = environment.runner
     if runner is None or isinstance(runner, WorkerRunner):
         return None
-    book = getattr(environment, "llmload_workers", None)
-    if book is None:
-        book = environment.llmload_workers = WorkerBook(environment)
-    return book
+    state = run_state(environment)
+    if state.workers is None:
+        state.workers = book = WorkerBook(environment)
+        state.sink.worker_offset_s = state.ramps.worker_offset_s = book.offset_s
+        state.sink.on_shipment = book.seen
+    return state.workers
 
 
 def applied_load(runner: Any) -> Callable[[float, float], dict] | None:

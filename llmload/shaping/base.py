@@ -11,13 +11,13 @@ then Locust calls `tick()` on the master or local runner about once a second:
     not call `tick()` while a ramp is in progress, so a late tick ends the tier late and the
     next one starts then: no tier is skipped or shortened. When a boundary (warm-up end or tier
     end) falls before the next tick, `tick()` sleeps until it, so boundaries are ~ms exact.
-  * Beginning a tier: `Timeline.begin_tier` (on the environment), a tiers.csv row, a stats
+  * Beginning a tier: `Timeline.begin_tier` (the run state's), a tiers.csv row, a stats
     snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change /
     spawn rate), whichever is longer, so rows sent while users are still spawning never count.
   * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
     `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
     shaping/early_stop.py; then the next tier, or `None` (Locust stops the run).
-  * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp.
+  * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp (state.py).
   * The run ends (tiers.csv row closed, `Timeline.end_run`, so later rows are phase "after")
     when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
     tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
@@ -43,14 +43,16 @@ from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
 from llmload.run import files, locust_compat, workers
-from llmload.run.timeline import Tier, Timeline, timeline_for
-from llmload.run.window import StatsSnapshot, diff, snapshot
+from llmload.run.options import RunSettings, settings_of
+from llmload.run.state import run_state
 from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
-from llmload.shaping.state import ShapeRun, progress_of, shape_info, spawn_rate_for
+from llmload.shaping.state import ShapeRun, progress_loop, progress_of, shape_info, spawn_rate_for
 from llmload.shaping.tiers_csv import TiersCsv
+from llmload.sink.timeline import Tier, Timeline
+from llmload.sink.window import StatsSnapshot, diff, snapshot
 
 logger = logging.getLogger("llmload.shape")
 TICK_S = 1.0
@@ -103,7 +105,7 @@ class PlanShape(LoadTestShape):
             return
         environment = runner.environment
         options = environment.parsed_options
-        self._cli_spawn_rate = getattr(options, "spawn_rate", None)
+        self._cli_spawn_rate = settings_of(environment).spawn_rate
         if self._hooked_events is not environment.events:
             self._hooked_events = environment.events
             # test_stopping: close the tier when the load stops, before in-flight requests drain
@@ -118,7 +120,7 @@ class PlanShape(LoadTestShape):
             self.build_plan(options_with_defaults(options))
         except ShapeOptionError as e:
             self._report_bad_flags(e)
-            if getattr(options, "headless", False) and isinstance(runner, LocalRunner):
+            if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):
                 raise SystemExit(2) from None
 
     def _report_bad_flags(self, error: Exception) -> None:
@@ -127,7 +129,7 @@ class PlanShape(LoadTestShape):
             self._reported_error = str(error)
             logger.error("load shape: %s", error)
         environment = self.runner.environment if self.runner is not None else None
-        if environment is not None and getattr(environment.parsed_options, "headless", False):
+        if environment is not None and settings_of(environment).headless:
             environment.process_exit_code = 2
 
     # --- Locust entry point -------------------------------------------------------------------
@@ -167,9 +169,9 @@ class PlanShape(LoadTestShape):
                 run.record.at_warm, run.record.warm_s = run.at_warm, run.unix_offset_s + now
 
     def timeline(self) -> Timeline:
-        """The run's tier timeline (on the environment; the shape's own one without a runner)."""
+        """The run's tier timeline (the run state's; the shape's own one without a runner)."""
         if self.runner is not None:
-            return timeline_for(self.runner.environment)
+            return run_state(self.runner.environment).timeline
         if self._own_timeline is None:
             self._own_timeline = Timeline()
         return self._own_timeline
@@ -182,27 +184,27 @@ class PlanShape(LoadTestShape):
         return files.claim_run_dir(self.runner.environment)
 
     def _start_run(self, now: float) -> ShapeRun:
-        parsed = self.runner.environment.parsed_options if self.runner else None
-        options = options_with_defaults(parsed)
+        environment = self.runner.environment if self.runner else None
+        options = options_with_defaults(environment.parsed_options if environment else None)
         plan = self.build_plan(options)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
         run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - now)
-        run_time_s = getattr(parsed, "run_time", None)
-        if run_time_s:
-            run.run_time_s, run.deadline = float(run_time_s), now + float(run_time_s)
+        settings = settings_of(environment) if environment else RunSettings()
+        if settings.run_time_s:
+            run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s
         run.first = self._snapshot()
         run.info = shape_info(self, run)
-        if self.runner is not None:
-            self.runner.environment.llmload_shape_info = run.info
+        if environment is not None:
+            run_state(environment).shape_info = run.info  # run.json's shape, the end reason (run/state.py)
         self._run = run
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
                     len(plan), total_s, path)
         if self.progress_every_s:
-            run.progress = gevent.spawn(self._progress_loop, run)
-        if getattr(parsed, "headless", False):
+            run.progress = gevent.spawn(progress_loop, run, self.progress_every_s, self._now, self._snapshot)
+        if settings.headless:
             self._hook_sigterm()
         return run
 
@@ -296,14 +298,3 @@ class PlanShape(LoadTestShape):
     def _snapshot(self) -> StatsSnapshot:
         runner = self.runner
         return snapshot(runner.environment.stats) if runner is not None else StatsSnapshot()
-
-    def _progress_loop(self, run: ShapeRun) -> None:
-        last_s, last = self._now(), self._snapshot()
-        while not run.finished:
-            gevent.sleep(self.progress_every_s)
-            if run.finished or run.index < 0:
-                return
-            now, current = self._now(), self._snapshot()
-            tokens = diff(last, current).output_tokens / max(now - last_s, 1e-9)
-            last_s, last = now, current
-            logger.info("%s", format_line(progress_of(run, now, current, tokens)))

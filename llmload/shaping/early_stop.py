@@ -9,7 +9,7 @@ Both are judged on the whole tier's measure window (run/window.py), never on a f
 
 from __future__ import annotations
 
-from llmload.run.window import TierWindow
+from llmload.sink.window import TierWindow
 
 
 def knee_reason(

@@ -15,7 +15,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from llmload.run.warmup import SHAPE_WARMUP_S, add_warmup_option, parse_span_s, warmup_seconds
+from llmload.run.flags import add_warmup_option
+from llmload.run.options import warmup_seconds
+from llmload.sink.warmup import parse_span_s
+
+SHAPE_WARMUP_S = 10.0
+"""a load shape's warm-up per tier when --warmup-seconds is not given"""
 
 
 class ShapeOptionError(ValueError):

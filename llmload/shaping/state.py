@@ -1,19 +1,24 @@
 """The state of one shape run (`ShapeRun`) and the figures derived from it: run.json's
-`shape` entry and the progress line."""
+`shape` entry and the progress line (logged every few seconds by `progress_loop`)."""
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmload.run.timeline import TierRecord
-from llmload.run.window import StatsSnapshot, diff
+import gevent
+
 from llmload.shaping.plans import PlannedTier
-from llmload.shaping.progress import Progress
+from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
+from llmload.sink.timeline import TierRecord
+from llmload.sink.window import StatsSnapshot, diff
 
 MAX_AUTO_SPAWN_PER_WORKER = 100.0
+logger = logging.getLogger("llmload.shape")
 
 
 @dataclass
@@ -43,7 +48,7 @@ class ShapeRun:
     record: TierRecord | None = None
     """the current tier's entry in the timeline (the web UI reads its snapshots)"""
     info: dict[str, Any] = field(default_factory=dict)
-    """run.json's `shape` (files.run_info reads environment.llmload_shape_info)"""
+    """run.json's `shape` (the run state's shape_info: run/state.py)"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
@@ -74,6 +79,21 @@ def progress_of(run: ShapeRun, now: float, current: StatsSnapshot, tokens_per_s:
         tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
         phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
     )
+
+
+def progress_loop(run: ShapeRun, every_s: float, now: Callable[[], float],
+                  stats: Callable[[], StatsSnapshot]) -> None:
+    """The progress greenlet: one line every `every_s` until the run finishes (also while a ramp holds the
+    tick); `now` is the shape's perf_counter clock, `stats` its snapshot of Locust's stats."""
+    last_s, last = now(), stats()
+    while not run.finished:
+        gevent.sleep(every_s)
+        if run.finished or run.index < 0:
+            return
+        now_s, current = now(), stats()
+        tokens = diff(last, current).output_tokens / max(now_s - last_s, 1e-9)
+        last_s, last = now_s, current
+        logger.info("%s", format_line(progress_of(run, now_s, current, tokens)))
 
 
 def spawn_rate_for(options: Any, cli_rate_given: bool, users_before: int, users: int, workers: int) -> float:

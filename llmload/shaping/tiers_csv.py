@@ -18,7 +18,7 @@ from pathlib import Path
 
 from llmload.contract import TIERS_APPLIED_COLUMNS
 from llmload.contract import TIERS_COLUMNS as COLUMNS
-from llmload.run.timeline import Tier
+from llmload.sink.timeline import Tier
 
 _INSTANTS = ("start_s", "end_s")
 """unix times, written to the µs: at ms precision a request sent within 0.5 ms of a tier's edge read as on the

@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from llmload.run.once import first_time
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
 from llmload.webui import form, pages
 from llmload.webui.rows import COLUMNS, run_rows, window_row
 from llmload.webui.secrets import Secrets
@@ -72,8 +74,8 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
     from flask import before_render_template
 
     prefix = base_path(web_ui)
-    tab = environment.llmload_webui = LLMTab(environment, script_url=f"{prefix}/llmload/static/inject.js")
-    secrets = Secrets(environment.host or getattr(environment.parsed_options, "host", ""))
+    tab = run_state(environment).webui = LLMTab(environment, script_url=f"{prefix}/llmload/static/inject.js")
+    secrets = Secrets(settings_of(environment).host)
     _add_tab(web_ui.template_args)
     keep_key_order(web_ui.app)
     web_ui.app.after_request(tab.after_request)

@@ -10,7 +10,7 @@ only when a given shape is picked in the class picker. So, at render time:
     locustfile, or every shape the class picker offers; all of them when a shape is not one of
     ours); without any shape they are left out. Picking another shape in the class picker does
     not change the list (Locust's form has no hook for that);
-  * `--warmup-seconds` is always kept: a run without a shape reads it too (run/warmup.py), so it
+  * `--warmup-seconds` is always kept: a run without a shape reads it too (sink/warmup.py), so it
     sits under Run there.
 """
 

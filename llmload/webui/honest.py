@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from llmload.contract import METRIC_TYPES
-from llmload.run.window import percentile_ms
+from llmload.sink.window import percentile_ms
 
 AGGREGATED_NAME = "Aggregated LLM (e2e; header and Charts)"
 PERCENTILE_PREFIX = "response_time_percentile_"

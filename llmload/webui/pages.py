@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmload.run import overload
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
 from llmload.webui.health import generator_health, read_health, tier_health
 from llmload.webui.rows import target_text, tier_load
 from llmload.webui.series import ACTIVE_STATES
@@ -84,7 +85,7 @@ def warmup_text(tab: Any) -> str:
 
 def ship_mode(tab: Any) -> str:
     """--ship of the current run: 'rows', 'histograms' or 'both'."""
-    return str(getattr(getattr(tab.environment, "parsed_options", None), "ship", None) or "rows")
+    return settings_of(tab.environment).ship
 
 
 def histograms_only(tab: Any, run_dir: Path | None) -> bool:
@@ -116,7 +117,7 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
         "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
         "health": current_health(health_rows, now_s, runner), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
-        "warnings": [text for _, text in sorted(overload.board(tab.environment).items())],
+        "warnings": [text for _, text in sorted(run_state(tab.environment).warnings.items())],
         "warmup": warmup_text(tab),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
         "ship": ship_mode(tab), "note": HISTOGRAMS_ONLY if histograms_only(tab, run_dir) else "",

@@ -4,7 +4,7 @@ A tier's row is the difference between the stats snapshots the shape took at the
 warm-up (or its start, while it warms up) and at its end (or now): the windows the shape's knee
 rule judges (`run.timeline.TierRecord`). Without a shape, one row per scenario, plus "all" when
 there are several, over what was measured: the stretches between the run's warm-up windows
-(run/warmup.py: each ramp and every user's first request), from the per-scenario snapshots taken
+(sink/warmup.py: each ramp and every user's first request), from the per-scenario snapshots taken
 when each window opened and closed; while the first warm-up still goes on, its figures so far,
 labelled "warm-up". Percentiles are `window.percentile_ms` over Locust's 1 ms buckets; output
 tokens/s is output tokens (the LLM events' response_length) over the window's wall-clock seconds.
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmload.contract import METRIC_TYPES, TTFT_TYPE
-from llmload.run.timeline import Tier, TierRecord
-from llmload.run.warmup import RampWarmup
-from llmload.run.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms, scenario_snapshots
+from llmload.sink.timeline import Tier, TierRecord
+from llmload.sink.warmup import RampWarmup
+from llmload.sink.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms, scenario_snapshots
 
 MISSING = "-"
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmload.contract import METRIC_TYPES
-from llmload.run.timeline import timeline_for
-from llmload.run.window import StatsSnapshot, diff, error_text, percentile_ms, snapshot
+from llmload.run.state import run_state
+from llmload.sink.window import StatsSnapshot, diff, error_text, percentile_ms, snapshot
 
 logger = logging.getLogger(__name__)
 ACTIVE_STATES = ("spawning", "running")
@@ -137,7 +137,7 @@ class Sampler:
         grown = counts - self._errors
         self._errors = counts
         if grown:
-            tier = timeline_for(self.environment).tier_at(now_s)[0].tier
+            tier = run_state(self.environment).timeline.tier_at(now_s)[0].tier
             self.tier_errors.setdefault(tier, Counter()).update(grown)
 
     def _point(self, reading: Reading, before: Reading | None) -> dict:
@@ -148,7 +148,7 @@ class Sampler:
         if before is not None and sum(before.e2e.values()) <= sum(e2e.values()):
             e2e = e2e - before.e2e
         runner = self.environment.runner
-        tier, _phase = timeline_for(self.environment).tier_at(reading.t_s)
+        tier, _phase = run_state(self.environment).timeline.tier_at(reading.t_s)
         per_s = (lambda n: round(n / seconds, 2)) if seconds > 0 else (lambda n: None)
         return {
             "t": round(reading.t_s, 3), "users": runner.user_count if runner is not None else 0,

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmload.run.timeline import timeline_for
-from llmload.run.warmup import RampWarmup
-from llmload.run.window import snapshot
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
+from llmload.sink.warmup import RampWarmup
+from llmload.sink.window import snapshot
 from llmload.webui import honest
 from llmload.webui.health import read_health, tier_health
 from llmload.webui.rows import TierFigures, figures_row, measured_rows, run_rows, tier_figures
@@ -51,17 +52,17 @@ class LLMTab:
 
     # --- figures -----------------------------------------------------------------------------
     def run_dir(self) -> Path | None:
-        current = getattr(self.environment, "llmload_run_dir", None)
+        current = run_state(self.environment).run_dir
         if current is not None:
             self.last_run_dir = Path(current)
         return self.last_run_dir
 
     def slo_profile(self) -> str:
-        return slo_profile_name(getattr(getattr(self.environment, "parsed_options", None), "slo_profile", None))
+        return slo_profile_name(settings_of(self.environment).slo_profile)
 
     def tier_figures(self, now_s: float | None = None) -> list[TierFigures]:
         now_s = time.time() if now_s is None else now_s
-        records = timeline_for(self.environment).records
+        records = run_state(self.environment).timeline.records
         current = snapshot(self.environment.stats) if records else None
         return [tier_figures(record, current, now_s) for record in records] if current is not None else []
 
@@ -92,10 +93,9 @@ class LLMTab:
         return [{**row, "phase": f"warm-up ({waiting})"} for row in rows] if waiting else rows
 
     def warmup(self) -> RampWarmup | None:
-        """The warm-up windows of a run without a shape (run/ramps.py), None before any such run."""
-        ctx = getattr(self.environment, "llmload_run", None)
-        warmup = ctx.ramps.warmup if ctx is not None else None
-        return warmup if warmup is not None and warmup.windows else None
+        """The warm-up windows of a run without a shape (sink/ramps.py), None before any such run."""
+        warmup = run_state(self.environment).ramps.warmup
+        return warmup if warmup.windows else None
 
     # --- Locust listeners --------------------------------------------------------------------
     def on_test_start(self, **_kw: Any) -> None:

@@ -1,14 +1,16 @@
 """The workload options of a run (`WorkloadSpec`), read once from the parsed command line.
 
-`parse_spec(parsed)` turns `--dataset`, `--dataset-sample`, `--seed`, `--tokenizer`,
+`parse_spec(values)` turns `--dataset`, `--dataset-sample`, `--seed`, `--tokenizer`,
 `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns` and `--max-context` into a
-frozen spec, or raises `WorkloadError` with one line naming the flag. A spec with none of them
+frozen spec, or raises `WorkloadError` with one line naming the flag (`values`: the parsed options
+by name, which run/options.py reads). A spec with none of them
 set is inactive: users then keep their class attributes and `--prompt-tokens` word prompts.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,13 +49,14 @@ class WorkloadSpec:
         return self.input_tokens is not None and not self.dataset
 
 
-def _value(parsed: Any, name: str) -> Any:
-    value = getattr(parsed, name, None) if parsed is not None else None
+def _value(values: Mapping[str, Any], name: str) -> Any:
+    value = values.get(name)
     return None if value is None or value == "" else value
 
 
-def _number(parsed: Any, name: str, flag: str, kind: type, low: float, high: float | None = None) -> Any:
-    value = _value(parsed, name)
+def _number(values: Mapping[str, Any], name: str, flag: str, kind: type, low: float,
+            high: float | None = None) -> Any:
+    value = _value(values, name)
     if value is None:
         return None
     try:
@@ -66,8 +69,8 @@ def _number(parsed: Any, name: str, flag: str, kind: type, low: float, high: flo
     return number
 
 
-def _lengths(parsed: Any, name: str, flag: str) -> Lengths | None:
-    value = _value(parsed, name)
+def _lengths(values: Mapping[str, Any], name: str, flag: str) -> Lengths | None:
+    value = _value(values, name)
     if value is None:
         return None
     try:
@@ -76,28 +79,28 @@ def _lengths(parsed: Any, name: str, flag: str) -> Lengths | None:
         raise WorkloadError(str(exc)) from None
 
 
-def parse_spec(parsed: Any) -> WorkloadSpec:
-    """The run's WorkloadSpec (WorkloadError: one line naming the flag)."""
-    sample = str(_value(parsed, "dataset_sample") or "random")
+def parse_spec(values: Mapping[str, Any]) -> WorkloadSpec:
+    """The run's WorkloadSpec from the parsed options by name (WorkloadError: one line naming the flag)."""
+    sample = str(_value(values, "dataset_sample") or "random")
     if sample not in SAMPLE_MODES:
         raise WorkloadError(f"--dataset-sample must be one of {', '.join(SAMPLE_MODES)}, got {sample!r}")
-    seed = _number(parsed, "seed", "--seed", int, 0)
-    turns = _number(parsed, "turns", "--turns", int, 1) or 1
-    repeat = _number(parsed, "repeat_ratio", "--repeat-ratio", float, 0.0, 1.0) or 0.0
+    seed = _number(values, "seed", "--seed", int, 0)
+    turns = _number(values, "turns", "--turns", int, 1) or 1
+    repeat = _number(values, "repeat_ratio", "--repeat-ratio", float, 0.0, 1.0) or 0.0
     if turns > 1 and repeat:
         raise WorkloadError("--repeat-ratio and --turns do not mix (a session never repeats a turn)")
     return WorkloadSpec(
-        dataset=str(_value(parsed, "dataset") or ""), dataset_sample=sample,
+        dataset=str(_value(values, "dataset") or ""), dataset_sample=sample,
         seed=seed if seed is not None else random.SystemRandom().randrange(2**31), seed_given=seed is not None,
-        tokenizer=str(_value(parsed, "tokenizer") or ""),
-        input_tokens=_lengths(parsed, "input_tokens", "--input-tokens"),
-        output_tokens=_lengths(parsed, "output_tokens", "--output-tokens"),
-        repeat_ratio=repeat, turns=turns, max_context=_number(parsed, "max_context", "--max-context", int, 2),
+        tokenizer=str(_value(values, "tokenizer") or ""),
+        input_tokens=_lengths(values, "input_tokens", "--input-tokens"),
+        output_tokens=_lengths(values, "output_tokens", "--output-tokens"),
+        repeat_ratio=repeat, turns=turns, max_context=_number(values, "max_context", "--max-context", int, 2),
     )
 
 
 def add_workload_options(parser: Any) -> None:
-    """The workload flags (registered by run/options.add_options; shown in the web UI form)."""
+    """The workload flags (registered by run/flags.add_options; shown in the web UI form)."""
     add = parser.add_argument
     add("--dataset", default="", include_in_web_ui=True,
         help="requests from a file: JSONL ({\"prompt\"} or {\"messages\"}, optional \"output_tokens\", \"id\") "

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import flask
 
-from llmload.run.timeline import Tier, Timeline, timeline_for
-from llmload.run.window import StatsSnapshot
+from llmload.run.state import run_state
+from llmload.sink.timeline import Tier, Timeline
+from llmload.sink.window import StatsSnapshot
 from llmload.webui import TAB_KEY, LLMTab, _add_tab, run_rows, window_row
 from llmload.webui.secrets import Secrets
 
@@ -51,11 +52,12 @@ def test_warm_up_row_and_stats_reset_since_the_tier_began():
 
 
 def test_tab_rows_follow_the_environments_timeline():
-    env = SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}, start_time=0.0), runner=None)
-    record = timeline_for(env).begin_tier(Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=2), snap())
+    env = SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}, start_time=0.0), runner=None, host=None,
+                          parsed_options=None)
+    record = run_state(env).timeline.begin_tier(Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=2), snap())
     record.at_warm, record.warm_s = snap(), 10.0
     assert [r["tier"] for r in LLMTab(env).rows(now_s=20.0)] == ["1"]
-    timeline_for(env).reset()  # a new run from the web UI: rows start over
+    run_state(env).timeline.reset()  # a new run from the web UI: rows start over
     assert LLMTab(env).rows(now_s=20.0) == []  # no tiers, no requests yet
 
 

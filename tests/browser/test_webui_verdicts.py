@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import flask
 
-from llmload.run.timeline import Tier, TierRecord, Timeline
-from llmload.run.window import StatsSnapshot
+from llmload.run.state import run_state
+from llmload.sink.timeline import Tier, TierRecord
+from llmload.sink.window import StatsSnapshot
 from llmload.webui import base_path, form, health, honest, verdicts
 from llmload.webui.rows import tier_figures
 from llmload.webui.secrets import Secrets, same_host
@@ -177,7 +178,7 @@ def test_sampler_points_and_errors_by_tier():
     errors = {}
     stats = SimpleNamespace(entries={}, errors=errors)
     env = SimpleNamespace(stats=stats, runner=SimpleNamespace(user_count=2, state="running"))
-    timeline = env.llmload_timeline = Timeline()
+    timeline = run_state(env).timeline
     timeline.begin_tier(Tier(tier=1, start_s=0.0, warmup_s=0.0, target_users=2))
     sampler = Sampler(env, window_s=5.0)
     llm = entry("LLM", 0)

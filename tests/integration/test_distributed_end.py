@@ -14,7 +14,7 @@ from locust.event import Events
 
 from llmload.contract import SAMPLE_COLUMNS
 from llmload.run import locust_compat
-from llmload.run.sink import RowSink
+from llmload.sink.rows import RowSink
 from tests.helpers import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]

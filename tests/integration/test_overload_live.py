@@ -48,14 +48,14 @@ def block_the_loop(for_s: float) -> None:
 
 def watch(env, seen: dict) -> None:
     """Until the board shows a warning (or 9 s): keep it and the charts data the banner reads."""
-    from llmload.run import overload
+    from llmload.run.state import run_state
     from llmload.webui.pages import data
     from llmload.webui.tab import LLMTab
 
     deadline = time.monotonic() + 9.0
-    while time.monotonic() < deadline and not overload.board(env):
+    while time.monotonic() < deadline and not run_state(env).warnings:
         gevent.sleep(0.2)
-    seen["board"] = dict(overload.board(env))
+    seen["board"] = dict(run_state(env).warnings)
     seen["data"] = data(LLMTab(env), since_s=1e12)["warnings"]
 
 

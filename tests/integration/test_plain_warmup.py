@@ -10,6 +10,7 @@ import time
 import gevent
 import pytest
 
+from llmload.run.state import run_state
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 from tests.helpers import read_csv
@@ -50,7 +51,7 @@ def start_run(server_url, run_dir, args=(), distributed=None):
 def finish(env, runner):
     runner.quit()
     env.events.quitting.fire(environment=env, reason="test")
-    return sorted(read_csv(env.llmload_run.sink.run_dir / "samples.csv"), key=lambda r: float(r["ts_start_s"]))
+    return sorted(read_csv(run_state(env).sink.run_dir / "samples.csv"), key=lambda r: float(r["ts_start_s"]))
 
 
 def first_rows(rows):
@@ -133,5 +134,5 @@ def test_distributed_workers_stamp_their_rows_and_the_master_hears_when_it_is_ov
     assert len(firsts) == 3 and all(r["phase"] == "warmup" and r["worker"] == "w0" for r in firsts.values())
     boundary_s = min(float(r["ts_start_s"]) for r in rows if r["phase"] == "measure")
     assert all((r["phase"] == "measure") == (float(r["ts_start_s"]) >= boundary_s) for r in rows)
-    assert master_env.llmload_run.ramps.warmup.windows[0].end_s is not None  # the worker told the master
+    assert run_state(master_env).ramps.warmup.windows[0].end_s is not None  # the worker told the master
     assert sum("warm-up over" in m and "workers reported" in m for m in caplog.messages) == 1

@@ -16,8 +16,8 @@ from locust.env import Environment
 from locust.event import Events
 
 from llmload.openloop.user import OpenLoopUser
+from llmload.run.flags import add_options
 from llmload.run.listeners import install
-from llmload.run.options import add_options
 from llmload.shapes import OpenLoopShape, StepShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser

@@ -7,25 +7,30 @@ Layers, lowest first; a module may import its own package and lower layers only:
   server          the embedded simulated server (contract at most)
   client          one request on the wire (no Locust)
   workload        prompt sources: datasets, lengths, tokenizer-exact prompts, sessions (no Locust)
-  run             per-process plumbing (client, server.launch)
-  openloop        arrivals and the open-loop user (run, client)
+  sink            the samples pipeline: rows, tier stamping, histograms, shipping, CSV files (client)
+  run             per-process lifecycle: state, options, health, guards, stop, ending, compat (sink, client,
+                  server.launch)
+  openloop        arrivals and the open-loop user (run, sink, client)
   shaping         load shapes (openloop, run, client)
   public          scenario, users, prompts, shapes, webui, demo (anything above)
 The analysis (llmload/analysis/, fronted by analysis/) imports no locust or gevent, and of llmload only the
 contract, the rule book and itself; its packages are the pipeline and import downward only:
   text < read/ < tables/ < verdicts/ < analyze < report/ < cli   (synthetic: a leaf)
+Importing the run's state or the web UI imports no Locust (sink/roles.py).
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "run", "openloop", "shaping", "public"]
+LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "sink", "run", "openloop", "shaping",
+          "public"]
 PUBLIC = {"scenario", "users", "prompts", "shapes", "webui", "demo", "__init__"}
 MAX_MODULE_LINES = 310
 MAX_FUNCTION_LINES = 60
@@ -167,3 +172,48 @@ def test_no_module_level_registries_of_event_ids():
     for path in llmload_files():
         if path.name != "once.py":
             assert "id(events)" not in path.read_text(), f"{path.name}: mark the Events object (run/once.py)"
+
+
+def test_the_run_state_and_the_web_ui_import_no_locust():
+    """Locust's import gevent-patches the process: the web UI (and the run state it reads) must stay importable
+    without it (its unit tests share a process with the browser tests' Playwright)."""
+    code = ("import sys, llmload.run.state, llmload.webui\n"
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'locust')))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"imported: {result.stdout.strip()}"
+
+
+LOCUST_ENVIRONMENT = {"host", "process_exit_code"}
+"""Locust's own Environment attributes llmload sets (--host embedded, exit codes); anything else is run state"""
+
+
+def _names_the_environment(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id in ("environment", "env")) or (
+        isinstance(node, ast.Attribute) and node.attr == "environment")
+
+
+@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_nothing_hangs_attributes_on_the_environment(path):
+    """Run state has one home (run/state.py): the environment gets Locust's own attributes only."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and _names_the_environment(target.value):
+                assert target.attr in LOCUST_ENVIRONMENT, f"{path.name}:{node.lineno} sets environment.{target.attr}"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
+                and len(node.args) > 1 and _names_the_environment(node.args[0]) and path.name != "state.py"):
+            name = node.args[1].value if isinstance(node.args[1], ast.Constant) else ""
+            assert not str(name).startswith("llmload"), f"{path.name}:{node.lineno} reads environment.{name}"
+
+
+def test_every_field_of_the_run_state_is_declared_with_a_docstring():
+    tree = ast.parse((ROOT / "llmload" / "run" / "state.py").read_text())
+    init = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    for statement, after in zip(init.body, [*init.body[1:], None]):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+            if isinstance(target, ast.Attribute) and not target.attr.startswith("_"):
+                documented = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                              and isinstance(after.value.value, str))
+                assert documented, f"RunState.{target.attr} has no docstring on the line under it"

@@ -18,7 +18,7 @@ from llmload.contract import (
     hist_upper,
     hist_value,
 )
-from llmload.run.histograms import HistogramBook, add_sorted, delta_rows
+from llmload.sink.histograms import HistogramBook, add_sorted, delta_rows
 
 
 def known_gaps(seed: int = 11, n: int = 20_000) -> np.ndarray:

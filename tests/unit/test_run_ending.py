@@ -7,17 +7,19 @@ import types
 import pytest
 
 from llmload.run import ending
+from llmload.run.state import run_state
 
 
 def env(headless=True, run_time=None, shape=None, stopped=None, fatal=None, signal_name=None, code=None):
-    e = types.SimpleNamespace(parsed_options=argparse.Namespace(headless=headless, run_time=run_time),
+    e = types.SimpleNamespace(parsed_options=argparse.Namespace(headless=headless, run_time=run_time), host=None,
                               shape_class=shape, process_exit_code=code)
+    state = run_state(e)
     if stopped is not None:
-        e.llmload_shape_info = {"stopped": stopped}
+        state.shape_info = {"stopped": stopped}
     if fatal:
-        e.llmload_stop_reason = fatal
+        state.stop_reason = fatal
     if signal_name:
-        e.llmload_signal = signal_name
+        state.signal = signal_name
     return e
 
 

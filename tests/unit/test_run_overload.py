@@ -6,7 +6,8 @@ import gc
 from types import SimpleNamespace
 
 from llmload.run.health import HealthMonitor
-from llmload.run.overload import OverloadWatch, board, check_ceiling, openai_ceiling, processes_needed
+from llmload.run.overload import OverloadWatch, check_ceiling, openai_ceiling, processes_needed
+from llmload.run.state import run_state
 
 CALM = [0.2] * 98
 LATE = [25.0] * 40
@@ -63,14 +64,15 @@ def test_health_monitor_calls_back_once_per_episode():
 
 
 def test_ceiling_checked_on_the_plan_once_per_run(caplog):
-    plain = SimpleNamespace(runner=SimpleNamespace(target_user_count=100), shape_class=None,
+    plain = SimpleNamespace(runner=SimpleNamespace(target_user_count=100), shape_class=None, host=None,
                             parsed_options=SimpleNamespace(transport="openai"))
     check_ceiling(plain)
     check_ceiling(plain)  # spawning_complete: already said
-    assert list(board(plain)) == ["openai"] and "with 100 streams per generator process" in board(plain)["openai"]
+    board = run_state(plain).warnings
+    assert list(board) == ["openai"] and "with 100 streams per generator process" in board["openai"]
     assert sum("above its ceiling" in r.getMessage() for r in caplog.records) == 1
-    shaped = SimpleNamespace(runner=SimpleNamespace(target_user_count=1), shape_class=object,
-                             llmload_shape_info={"open_loop": False, "tiers": [8, 16, 80]},
+    shaped = SimpleNamespace(runner=SimpleNamespace(target_user_count=1), shape_class=object, host=None,
                              parsed_options=SimpleNamespace(transport="openai"))
+    run_state(shaped).shape_info = {"open_loop": False, "tiers": [8, 16, 80]}
     check_ceiling(shaped)
-    assert "with 80 streams" in board(shaped)["openai"]  # the largest tier, from the start
+    assert "with 80 streams" in run_state(shaped).warnings["openai"]  # the largest tier, from the start

@@ -13,8 +13,9 @@ from locust.runners import MasterRunner, WorkerNode, WorkerNodes
 
 from llmload.run import workers
 from llmload.run.applied import AppliedLoad
-from llmload.run.sink import _to_master_clock
-from llmload.run.timeline import Tier, timeline_for
+from llmload.run.state import run_state
+from llmload.sink.rows import _to_master_clock
+from llmload.sink.timeline import Tier
 
 
 class StandInMaster(MasterRunner):
@@ -52,7 +53,7 @@ def test_join_loss_rejoin_and_quit_are_recorded(book, caplog):
     runner, clock = book.environment.runner, book.clock
     changes = []
     book.on_change = lambda: changes.append(clock.now)
-    timeline_for(book.environment).begin_tier(Tier(tier=2, start_s=990.0, warmup_s=1.0, target_users=4))
+    run_state(book.environment).timeline.begin_tier(Tier(tier=2, start_s=990.0, warmup_s=1.0, target_users=4))
     runner.clients["a"], runner.clients["b"] = node("a"), node("b")
     book.poll()
     clock.now = 1005.0
@@ -104,7 +105,7 @@ def test_the_fastest_probe_wins_and_a_skew_moves_the_rows(book, caplog):
     book._probe_clock(runner, entry)  # all answered: no more probes, the verdict
     assert entry.ts_corrected and "clock is +200 ms off" in caplog.text
     rows = [{"worker": "w0", "ts_start_s": 1000.2}, {"worker": "w9", "ts_start_s": 5.0}]
-    _to_master_clock(rows, "ts_start_s", book)
+    _to_master_clock(rows, "ts_start_s", book.offset_s)
     assert rows[0]["ts_start_s"] == pytest.approx(1000.0) and rows[1]["ts_start_s"] == 5.0
 
 
@@ -113,7 +114,7 @@ def test_tier_delivery_is_measured_on_the_masters_clock(book, caplog):
     runner.clients["a"] = node("a")
     book.poll()
     book.entries["a"].clock_offset_ms = 50.0  # the worker's clock is 50 ms ahead
-    timeline = timeline_for(book.environment)
+    timeline = run_state(book.environment).timeline
     timeline.begin_tier(Tier(tier=1, start_s=1000.0, warmup_s=0.0))
     timeline.begin_tier(Tier(tier=2, start_s=1010.0, warmup_s=0.0))
     seen = [{"kind": "spawn", "sent_unix": 1010.01, "worker_unix": 1010.08},

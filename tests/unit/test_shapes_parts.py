@@ -1,15 +1,15 @@
-"""Stats windows (run/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
+"""Stats windows (sink/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
 
 import csv
 
 import pytest
 from locust.stats import RequestStats
 
-from llmload.run.timeline import Tier
-from llmload.run.window import StatsSnapshot, TierWindow, diff, percentile_ms, snapshot
 from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
+from llmload.sink.timeline import Tier
+from llmload.sink.window import StatsSnapshot, TierWindow, diff, percentile_ms, snapshot
 
 
 class RateLimited(Exception):

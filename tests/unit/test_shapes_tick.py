@@ -10,6 +10,7 @@ from locust.event import Events
 from llmload.client.errors import RateLimited
 from llmload.openloop import user as openloop_user
 from llmload.run import files
+from llmload.run.state import run_state
 from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
 from llmload.shaping.flags import options_with_defaults
 
@@ -204,7 +205,7 @@ def test_run_time_caps_the_run_and_closes_the_tier_row(tmp_path, caplog):
     assert clock.now == 4.0
     (row,) = rows(tmp_path)
     assert float(row["end_s"]) - WALL0 == 4.0
-    assert env.llmload_shape_info["stopped"] == "-t/--run-time 4s reached"
+    assert run_state(env).shape_info["stopped"] == "-t/--run-time 4s reached"
     assert shape.timeline().tier_at(WALL0 + 4.5)[1] == "after"
 
 
@@ -257,16 +258,16 @@ def test_run_dir_is_claimed_for_the_sample_writer_and_shape_info_published(tmp_p
     monkeypatch.chdir(tmp_path)
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2", run_dir="", stop_at_knee=True)
     tick_at(shape, clock, 0.0)
-    claimed = env.llmload_run_dir
+    claimed = run_state(env).run_dir
     assert files.claim_run_dir(env) == claimed  # what the sample sink gets at test_start, after this tick
     assert str(claimed).startswith("reports/") and (tmp_path / claimed / "tiers.csv").exists()
-    assert env.llmload_shape_info["tiers"] == [1, 2] and env.llmload_shape_info["stop_at_knee"] is True
+    assert run_state(env).shape_info["tiers"] == [1, 2] and run_state(env).shape_info["stop_at_knee"] is True
     tick_at(shape, clock, 10.0)
     assert tick_at(shape, clock, 20.0) is None
-    assert env.llmload_shape_info["stopped"] == "last tier done"
+    assert run_state(env).shape_info["stopped"] == "last tier done"
     shape2, clock2, env2 = make(StepShape, tmp_path / "given", tiers="1")
     tick_at(shape2, clock2, 0.0)
-    assert env2.llmload_run_dir == tmp_path / "given"
+    assert run_state(env2).run_dir == tmp_path / "given"
     assert (tmp_path / "given" / "tiers.csv").exists()
 
 
@@ -277,6 +278,6 @@ def test_a_second_run_never_mixes_into_the_first_runs_folder(tmp_path, caplog):
     files.release_run_dir(env)  # test_stop
     with caplog.at_level(logging.WARNING, logger="llmload"):
         tick_at(shape, clock, 100.0)  # Start again from the web UI
-    assert env.llmload_run_dir == tmp_path / "run-2"
+    assert run_state(env).run_dir == tmp_path / "run-2"
     assert len(rows(tmp_path / "run")) == 1 and len(rows(tmp_path / "run-2")) == 1
     assert "already holds a run; this run writes to" in caplog.text

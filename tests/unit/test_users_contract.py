@@ -10,12 +10,13 @@ from llmload import contract
 from llmload.client.errors import HTTP4xx, HTTP5xx, RateLimited, error_for_status
 from llmload.client.request import StreamResult
 from llmload.client.timing import TimingFigures
-from llmload.run import locust_compat, samples
-from llmload.run.csvlog import CsvLog
+from llmload.run import locust_compat
 from llmload.run.events import fire_events
 from llmload.run.health import LagWindow
 from llmload.run.options import OptionError, api_base_url, redacted
 from llmload.run.retry import backoff_s, is_retryable
+from llmload.sink import samples
+from llmload.sink.csvlog import CsvLog
 
 
 class RecordingEvent:

@@ -1,13 +1,13 @@
 """Following the ramps of a run without a load shape (the warm-up rule itself is in warmup.py).
 
 How it works, on every process of a run whose locustfile has no shape:
-  * test_start (`start`): `RampWarmup.begin`, with --warmup-seconds when given, and a greenlet that
-    every POLL_S (0.2 s) compares the runner's target user count with the one it saw last: a
+  * test_start (`start`, given --warmup-seconds by run/listeners.py): `RampWarmup.begin`, and a
+    greenlet that every POLL_S (0.2 s) compares the runner's target user count with the one it saw last: a
     growth opens a window from that previous poll (so no attempt sent after the change is missed),
     and a window whose time has come closes (--warmup-seconds, or nothing to wait for);
   * spawning_complete (`on_spawned`): a generating process now waits for the users the ramp added;
     a master for its workers;
-  * every attempt's row passes `stamp(row)` on the process that made it (context.RunSink), before it
+  * every attempt's row passes `stamp(row)` on the process that made it (rows.RowSink), before it
     is written or shipped: it counts for the window and gets tier 0 and its phase;
   * a worker tells the master (`llmload_warm`, its time moved onto the master's clock there) when
     its window closed, or at once when the ramp gave it no users; the master closes its own window
@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
-from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run.stop import stop_run
-from llmload.run.warmup import RampWarmup, warmup_seconds
-from llmload.run.window import scenario_snapshots
+from llmload.sink.roles import is_master, is_worker
+from llmload.sink.warmup import RampWarmup
+from llmload.sink.window import scenario_snapshots
 
 WARM_MESSAGE = "llmload_warm"
 POLL_S = 0.2
@@ -38,6 +38,8 @@ class RampWatch:
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         self.warmup = RampWarmup()
+        self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
+        """master: seconds to subtract from a worker's unix times (its clock offset; run/workers.py sets it)"""
         self._greenlet: Any = None
         self._checked_s = 0.0
         self._began_s = 0.0
@@ -49,32 +51,28 @@ class RampWatch:
     def listen(self) -> None:
         """init: the spawning_complete listener, and on a master the workers' reports."""
         self.environment.events.spawning_complete.add_listener(self.on_spawned)
-        if isinstance(self.runner, MasterRunner):
+        if is_master(self.runner):
             self.runner.register_message(WARM_MESSAGE, self.on_report)
 
-    def start(self) -> None:
-        """test_start: begin the run's first window (a plain run only)."""
+    def start(self, fixed_s: float | None) -> None:
+        """test_start of a run without a shape: begin its first window (`fixed_s`: --warmup-seconds)."""
         self.stop()
-        if getattr(self.environment, "shape_class", None) is not None:
-            self.warmup.end()
-            return
-        try:
-            fixed_s = warmup_seconds(self.environment.parsed_options)
-        except ValueError as exc:
-            self.warmup.end()
-            stop_run(self.environment, f"llmload: {exc}")
-            return
         stats = self.environment.stats
-        snapshot = dict if isinstance(self.runner, WorkerRunner) else (lambda: scenario_snapshots(stats))
+        snapshot = dict if is_worker(self.runner) else (lambda: scenario_snapshots(stats))
         now_s = time.time()
         self._checked_s = self._began_s = now_s
-        self.warmup.begin(now_s, fixed_s, new_only=not isinstance(self.runner, MasterRunner), snapshot=snapshot)
+        self.warmup.begin(now_s, fixed_s, new_only=not is_master(self.runner), snapshot=snapshot)
         self._greenlet = gevent.spawn(self._poll)
 
     def stop(self) -> None:
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
+
+    def end(self) -> None:
+        """test_start of a run with a shape (its tiers decide the phase), or of one that cannot start."""
+        self.stop()
+        self.warmup.end()
 
     def _target(self) -> int:
         return int(getattr(self.runner, "target_user_count", 0) or 0)
@@ -98,7 +96,7 @@ class RampWatch:
         now_s = time.time()
         self._sync(now_s)
         had_window = self.warmup.current is not None
-        workers = self.runner.worker_count if isinstance(self.runner, MasterRunner) else None
+        workers = self.runner.worker_count if is_master(self.runner) else None
         if self.warmup.spawned(now_s, workers):
             self._closed()
         elif not had_window:
@@ -117,26 +115,25 @@ class RampWatch:
     def on_report(self, environment: Any, msg: Any, **_kw: Any) -> None:
         """Master: a worker's warm-up is over."""
         data = msg.data if isinstance(msg.data, dict) else {}
-        book = getattr(environment, "llmload_workers", None)  # run/workers.py
-        offset_s = book.offset_s(str(data.get("worker", ""))) if book is not None else 0.0
+        offset_s = self.worker_offset_s(str(data.get("worker", "")))
         now_s = time.time()
         if self.warmup.saw(msg.node_id, float(data.get("end_s", now_s)) - offset_s, now_s):
             self._closed()
 
     def _report(self, end_s: float) -> None:
-        if isinstance(self.runner, WorkerRunner):
+        if is_worker(self.runner):
             worker = f"w{self.runner.worker_index}"
             self.runner.send_message(WARM_MESSAGE, {"worker": worker, "end_s": end_s})
 
     def _closed(self) -> None:
         window = self.warmup.windows[-1]
-        if isinstance(self.runner, WorkerRunner):
+        if is_worker(self.runner):
             self._report(window.end_s or time.time())
             return
         after_s = (window.end_s or 0.0) - self._began_s
         if self.warmup.fixed_s is not None:
             why = f"--warmup-seconds {self.warmup.fixed_s:g} after the ramp began, and every user spawned"
-        elif isinstance(self.runner, MasterRunner):
+        elif is_master(self.runner):
             why = f"each of the {window.counted} workers reported its users' first requests done"
         else:
             why = f"each of the {window.counted} users the ramp added has completed a request after the last spawn"

@@ -1,9 +1,9 @@
-"""The workers' replica of the master's tier timeline (run/tierfeed.py)."""
+"""The workers' replica of the master's tier timeline (sink/tierfeed.py)."""
 
 from __future__ import annotations
 
-from llmload.run.tierfeed import TierReplica, feed_payload
-from llmload.run.timeline import Tier, Timeline
+from llmload.sink.tierfeed import TierReplica, feed_payload
+from llmload.sink.timeline import Tier, Timeline
 
 
 def test_the_replica_stamps_what_it_covers_and_holds_the_rest():

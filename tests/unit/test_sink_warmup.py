@@ -1,4 +1,4 @@
-"""The warm-up windows of a run without a shape (run/warmup.py): pure, with the clock passed in."""
+"""The warm-up windows of a run without a shape (sink/warmup.py): pure, with the clock passed in."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import argparse
 
 import pytest
 
-from llmload.run.warmup import RampWarmup, add_warmup_option, parse_span_s, warmup_seconds
+from llmload.run.flags import add_warmup_option
+from llmload.run.options import warmup_seconds
 from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
+from llmload.sink.warmup import RampWarmup, parse_span_s
 
 
 def test_first_ramp_waits_for_every_user_after_the_last_spawn():

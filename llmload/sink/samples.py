@@ -3,7 +3,7 @@
 Numbers are rounded to the microsecond; unknown numbers are empty strings; booleans 0/1.
 `tier` and `phase` are left to the sink, which stamps them where the load shape runs.
 The attempt's inter-token gaps ride along under GAPS_KEY (not a column): the sink takes them off
-for the run's pooled ITL histogram (run/histograms.py) before the row is written or shipped.
+for the run's pooled ITL histogram (histograms.py) before the row is written or shipped.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The run's tier timeline, owned by the load shape, kept on the Locust environment.
+"""The run's tier timeline, owned by the load shape, kept in the run's state (RunState.timeline).
 
 How it works: the load shape runs where the run is steered (the local process or the
 master). At every tier change it calls `begin_tier(...)`; the sample sink, which runs in the
 same process (samples are written on the master in distributed runs), calls
 `tier_at(ts_start_s)` to stamp each row with its tier and phase. Without a shape (plain
 `locust -u N`) rows come stamped already: tier 0, and warmup or measure by the ramp rule of
-run/warmup.py (the timeline answers tier 0, "measure" for any other). `timeline_for(environment)` gives the
-environment's timeline (created on first use), so two environments in one process (tests,
-a second run) never share tiers.
+warmup.py (the timeline answers tier 0, "measure" for any other). Each environment's state has
+its own timeline, so two environments in one process (tests) never share tiers.
 
 Phases: "warmup" (the first `warmup_s` of a tier), "measure" (the rest of it) and "after":
 once the shape has finished it calls `end_run(end_s)`, and a request sent at or after the
@@ -25,9 +24,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any
 
-from llmload.run.window import StatsSnapshot
+from llmload.sink.window import StatsSnapshot
 
 
 @dataclass(frozen=True)
@@ -97,11 +95,3 @@ class Timeline:
 
     def tiers(self) -> list[Tier]:
         return [r.tier for r in self.records]
-
-
-def timeline_for(environment: Any) -> Timeline:
-    """The environment's tier timeline (created on first use)."""
-    timeline = getattr(environment, "llmload_timeline", None)
-    if timeline is None:
-        timeline = environment.llmload_timeline = Timeline()
-    return timeline

@@ -9,13 +9,13 @@ How it works: a `RowSink` exists in every process.
 - Worker: Locust workers send aggregated stats every 3 s and reset them; raw rows never reach
   the master on their own. Rows wait in an outbox that a greenlet ships every
   `ship_interval_s` (1 s) as a `llmload_rows` message; the master's handler writes them. The
-  outbox is also shipped at test stop and at the drain (drain.py), so ramp-down rows arrive.
+  outbox is also shipped at test stop and at the drain (run/drain.py), so ramp-down rows arrive.
 So one samples.csv exists per run however many workers there are, flushed at least every
 `ship_interval_s` + 1 s. A worker whose clock is more than 50 ms off the master's (run/workers.py)
 has its rows' times moved onto the master's clock here, before the tier is stamped.
-Histograms (run/histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
+Histograms (histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
 every latency figure and the attempt counts, are summed per (tier, phase) where the attempt ended:
-locally stamped from the timeline, on a worker from its replica of the master's (run/tierfeed.py),
+locally stamped from the timeline, on a worker from its replica of the master's (tierfeed.py),
 shipped in the same message as the rows and added up on the master; the writing process writes
 what was added each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no rows:
 no samples.csv, and a worker ships only counts, whatever its request rate.
@@ -24,20 +24,20 @@ no samples.csv, and a worker ships only counts, whatever its request rate.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gevent
-from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.contract import ATTEMPT_COLUMNS, HEALTH_COLUMNS, HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, SHIP_MODES
-from llmload.run.csvlog import CsvLog
-from llmload.run.drain import Drain
-from llmload.run.histograms import HistogramBook, delta_rows
-from llmload.run.locust_compat import kill_csv_writer_greenlet
-from llmload.run.samples import GAPS_KEY
-from llmload.run.tierfeed import FEED_MESSAGE, TierReplica, send_timeline
-from llmload.run.timeline import timeline_for
+from llmload.sink import roles
+from llmload.sink.csvlog import CsvLog
+from llmload.sink.histograms import HistogramBook, delta_rows
+from llmload.sink.ramps import RampWatch
+from llmload.sink.samples import GAPS_KEY
+from llmload.sink.tierfeed import FEED_MESSAGE, TierReplica
+from llmload.sink.timeline import Timeline
 
 ROWS_MESSAGE = "llmload_rows"
 COLUMNS = {"samples": SAMPLE_COLUMNS, "health": HEALTH_COLUMNS, "histograms": HISTOGRAM_COLUMNS,
@@ -46,10 +46,14 @@ logger = logging.getLogger("llmload")
 
 
 class RowSink:
-    def __init__(self, environment: Any, ship_interval_s: float = 1.0) -> None:
+    def __init__(self, environment: Any, timeline: Timeline | None = None, ramps: RampWatch | None = None,
+                 ship_interval_s: float = 1.0) -> None:
         self.environment = environment
+        self.timeline = timeline if timeline is not None else Timeline()
+        """the tier timeline rows are stamped from (the run's: RunState.timeline)"""
+        self.ramps = ramps
+        """a run without a shape: sees every attempt's row first and stamps its phase (ramps.py)"""
         self.ship_interval_s = ship_interval_s
-        self.is_worker = isinstance(environment.runner, WorkerRunner)
         self.run_dir: Path | None = None
         self.logs: dict[str, CsvLog] = {}
         self.outbox: dict[str, list[dict]] = {"samples": [], "health": []}
@@ -65,17 +69,26 @@ class RowSink:
         """histogram counts not yet shipped (worker) or written (local/master)"""
         self.replica = TierReplica()
         """worker: the master's tier timeline (tierfeed.py)"""
-        self.drain = Drain(environment, lambda: self.ship(final=True), before=send_timeline)
-        runner = environment.runner
-        if isinstance(runner, MasterRunner):
+        self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
+        """master: seconds to subtract from a worker's (w0, w1, ...) unix times to put them on the master's
+        clock; run/workers.py's book sets its own"""
+        self.on_shipment: Callable[[str], None] = lambda client_id: None
+        """master: a worker's (client id) shipment arrived; run/workers.py's book notes it as seen"""
+
+    def listen(self) -> None:
+        """init: the master's handler of the workers' rows, or the worker's of the master's tier timeline."""
+        environment, runner = self.environment, self.environment.runner
+        if roles.is_master(runner):
             runner.register_message(ROWS_MESSAGE, self._receive)
             environment.events.worker_report.add_listener(lambda **_kw: self.note_workers())
             environment.events.test_stopping.add_listener(lambda **_kw: self.note_workers())
-        elif isinstance(runner, WorkerRunner):
+        elif roles.is_worker(runner):
             runner.register_message(FEED_MESSAGE, self._on_feed)
             environment.events.test_stop.add_listener(lambda **_kw: self.ship(final=True))
-        if self.writes_files:
-            environment.events.quit.add_listener(kill_csv_writer_greenlet)
+
+    @property
+    def is_worker(self) -> bool:
+        return roles.is_worker(self.environment.runner)
 
     @property
     def writes_files(self) -> bool:
@@ -86,23 +99,18 @@ class RowSink:
         """samples.csv rows are kept (--ship rows or both)"""
         return self.ship_mode != "histograms"
 
-    def read_mode(self) -> None:
+    def read_mode(self, ship_mode: str) -> None:
         """--ship of this run (a worker has the master's options by test start)."""
-        mode = getattr(self.environment.parsed_options, "ship", "rows") or "rows"
-        self.ship_mode = mode if mode in SHIP_MODES else "rows"
+        self.ship_mode = ship_mode if ship_mode in SHIP_MODES else "rows"
         self.book.full = self.ship_mode != "rows"
 
-    @property
-    def samples(self) -> CsvLog | None:
-        return self.logs.get("samples")
-
-    def open(self, run_dir: Path) -> None:
-        """Open (or keep appending to) the run's CSV files (local / master only); rows that
-        waited for the folder are written now."""
+    def open(self, run_dir: Path, ship_mode: str = "rows") -> None:
+        """Open (or keep appending to) the run's CSV files (local / master only) for `--ship ship_mode`;
+        rows that waited for the folder are written now."""
         if self.logs and self.run_dir == run_dir:
             return
         self.close_files()
-        self.read_mode()
+        self.read_mode(ship_mode)
         self.run_dir = run_dir
         kinds = [k for k in COLUMNS if (k != "samples" or self.keeps_rows) and (k != "attempts" or self.book.full)]
         self.logs = {kind: CsvLog(run_dir / f"{kind}.csv", COLUMNS[kind]) for kind in kinds}
@@ -111,21 +119,21 @@ class RowSink:
             for row in rows:
                 self._write(kind, row)
 
-    def start(self) -> None:
+    def start(self, ship_mode: str = "rows") -> None:
         if self.is_worker:
-            self.read_mode()
+            self.read_mode(ship_mode)
         self.note_workers()
         if self._greenlet is None or self._greenlet.dead:
             self._greenlet = gevent.spawn(self._periodic)
 
     def note_workers(self) -> None:
         runner = self.environment.runner
-        if isinstance(runner, MasterRunner):
+        if roles.is_master(runner):
             self.max_workers = max(self.max_workers, runner.worker_count)
 
     def stamp_tier(self, row: dict) -> dict:
         if row.get("tier") in (None, ""):
-            tier, phase = timeline_for(self.environment).tier_at(float(row["ts_start_s"]))
+            tier, phase = self.timeline.tier_at(float(row["ts_start_s"]))
             row["tier"] = tier.tier
             row["phase"] = phase
         return row
@@ -141,6 +149,8 @@ class RowSink:
 
     def add_sample(self, row: dict) -> None:
         """One attempt's row (sample_row: its inter-token gaps ride along under GAPS_KEY)."""
+        if self.ramps is not None:
+            self.ramps.stamp(row)
         gaps = row.pop(GAPS_KEY, None) or []
         if self.is_worker:
             if gaps or self.book.full:
@@ -149,7 +159,7 @@ class RowSink:
                 self.outbox["samples"].append(row)
             return
         if row.get("tier") in (None, ""):
-            tier, phase = timeline_for(self.environment).tier_at(float(row["ts_start_s"]))
+            tier, phase = self.timeline.tier_at(float(row["ts_start_s"]))
             self.book.record(row, gaps, tier.tier, phase)
         else:
             self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
@@ -252,7 +262,6 @@ class RowSink:
         while True:
             gevent.sleep(self.ship_interval_s)
             try:
-                send_timeline(self.environment)  # master: the workers' tier replicas
                 self.flush()
             except Exception:  # a full disk or a lost master must not kill the loop
                 logger.exception("llmload: could not flush samples")
@@ -266,11 +275,9 @@ class RowSink:
         for row in samples:
             row.setdefault("worker", msg.node_id)
         health = list(msg.data.get("health", ()))
-        book = getattr(environment, "llmload_workers", None)  # run/workers.py
-        if book is not None:
-            book.seen(msg.node_id)
-            _to_master_clock(samples, "ts_start_s", book)
-            _to_master_clock(health, "ts_s", book)
+        self.on_shipment(msg.node_id)
+        _to_master_clock(samples, "ts_start_s", self.worker_offset_s)
+        _to_master_clock(health, "ts_s", self.worker_offset_s)
         if msg.data.get("hist"):
             self.book.merge(msg.data["hist"])
         if not self.logs and self.run_dir is not None:
@@ -284,9 +291,9 @@ class RowSink:
             self.add_health(row)
 
 
-def _to_master_clock(rows: list[dict], column: str, book: Any) -> None:
+def _to_master_clock(rows: list[dict], column: str, offset_of: Callable[[str], float]) -> None:
     """Move a skewed worker's times onto the master's clock (run/workers.py: only beyond 50 ms)."""
     for row in rows:
-        offset_s = book.offset_s(str(row.get("worker", "")))
+        offset_s = offset_of(str(row.get("worker", "")))
         if offset_s and row.get(column) not in (None, ""):
             row[column] = round(float(row[column]) - offset_s, 6)

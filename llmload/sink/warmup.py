@@ -21,53 +21,21 @@ web UI can show the figures between windows. Pure logic: clock values are passed
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
-SHAPE_WARMUP_S = 10.0
-"""a load shape's warm-up per tier when --warmup-seconds is not given"""
-WARMUP_HELP = ("seconds flagged phase=warmup. With a load shape: the first seconds of each tier (default 10; "
-               "the ramp is added). Without one: from each ramp's start (the ramp is added; default: until every "
-               "user has completed a request after the last one was spawned)")
 _SPAN = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
 
 def parse_span_s(text: str) -> float:
-    """"90", "90s", "2m", "1h30m" -> seconds (ValueError naming the text otherwise)."""
+    """"90", "90s", "2m", "1h30m" -> seconds (ValueError naming the text otherwise): --warmup-seconds."""
     text = str(text).strip()
     span = _SPAN.match(text)
     if not text or not span:
         raise ValueError(f"bad duration {text!r}: use 90, 90s, 2m or 1h30m")
     h, m, s = (float(g) if g else 0.0 for g in span.groups())
     return h * 3600 + m * 60 + s
-
-
-def _span_arg(text: str) -> float:
-    try:
-        return parse_span_s(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_warmup_option(parser: Any) -> None:
-    """Register --warmup-seconds once (the run's listeners and the shape flags both call this)."""
-    if any("--warmup-seconds" in action.option_strings for action in parser._actions):
-        return
-    parser.add_argument("--warmup-seconds", type=_span_arg, default=None, help=WARMUP_HELP)
-
-
-def warmup_seconds(parsed: Any) -> float | None:
-    """--warmup-seconds as a number, None when not given (the web UI form sends text; ValueError if bad)."""
-    value = getattr(parsed, "warmup_seconds", None) if parsed is not None else None
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    seconds = float(value) if isinstance(value, (int, float)) else parse_span_s(value)
-    if seconds < 0:
-        raise ValueError(f"--warmup-seconds must be >= 0, got {value!r}")
-    return seconds
 
 
 @dataclass

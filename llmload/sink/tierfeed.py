@@ -1,8 +1,8 @@
 """The master's tier timeline, replicated on every worker, so workers sum histograms into the right tier.
 
-How it works: sample rows get their tier and phase where the load shape runs (the master, sink.py), but
-histograms are summed on the workers (run/histograms.py), which must know the tiers themselves. Every
-second, and once more right before the end-of-run drain (drain.py), the master sends each connected
+How it works: sample rows get their tier and phase where the load shape runs (the master, rows.py), but
+histograms are summed on the workers (histograms.py), which must know the tiers themselves. Every
+second, and once more right before the end-of-run drain (run/drain.py), the master sends each connected
 worker `llmload_tiers`: the tiers so far (tier, start_s, warmup_s), the run's end when the shape has
 finished, and `valid_until_s`, the master's time of sending. Times are moved onto that worker's clock by
 the offset the master measured, and only when it is over 50 ms, exactly as the master moves the
@@ -18,10 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from locust.runners import MasterRunner
-
-from llmload.run.locust_compat import connected_workers
-from llmload.run.timeline import Tier, Timeline, timeline_for
+from llmload.sink.timeline import Tier, Timeline
 
 FEED_MESSAGE = "llmload_tiers"
 MAX_HELD = 20_000
@@ -34,16 +31,11 @@ def feed_payload(timeline: Timeline, now_s: float, offset_s: float = 0.0) -> dic
             "end_s": end_s + offset_s if end_s is not None else None, "valid_until_s": now_s + offset_s}
 
 
-def send_timeline(environment: Any) -> None:
-    """Master: send every connected worker the timeline (module docstring)."""
-    runner = environment.runner
-    if not isinstance(runner, MasterRunner):
-        return
-    book = getattr(environment, "llmload_workers", None)  # run/workers.py
-    timeline, now_s = timeline_for(environment), time.time()
-    for client_id in connected_workers(runner):
-        entry = book.entries.get(client_id) if book is not None else None
-        offset_s = book.offset_s(entry.worker) if book is not None and entry is not None else 0.0
+def send_timeline(runner: Any, timeline: Timeline, workers: list[tuple[str, float]]) -> None:
+    """Master: send each worker, given as (client id, its clock offset in s), the timeline on its clock
+    (run/workers.py lists the connected workers)."""
+    now_s = time.time()
+    for client_id, offset_s in workers:
         runner.send_message(FEED_MESSAGE, feed_payload(timeline, now_s, offset_s), client_id=client_id)
 
 

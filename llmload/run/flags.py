@@ -1,0 +1,116 @@
+"""The command-line / web-UI flags every llmload run has, registered with the defaults of run/options.py.
+
+How it works: `add_options` is an `events.init_command_line_parser` listener (installed by
+`llmload.run.listeners.install(events)`, which `llmload.scenario.install` calls; never at import). Options
+are added with `parser.add_argument(..., include_in_web_ui=True)` so they appear in the web UI's start
+form (the API key as a masked secret field); Locust copies the form values back into
+`environment.parsed_options` when a run starts, so they are read (run/options.py) at test start, never
+at import or init. `--stop-timeout` gets a default long enough for in-flight streams to finish and be
+recorded at ramp-down / test end (Locust's default 0 kills them). `--warmup-seconds` is shared with the
+shape flags (shaping/flags.py): whichever registers first, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from llmload.client.request import OUTPUT_LEN_MODES
+from llmload.contract import SHIP_MODES
+from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
+from llmload.run.retry import ON_429_MODES
+from llmload.sink.warmup import parse_span_s
+from llmload.workload.spec import add_workload_options
+
+DEFAULT_STOP_TIMEOUT_S = 60
+SLO_PROFILES = ("voice", "chat", "ide", "batch")
+"""the report's use-case profiles (analysis/capacity.py defines their thresholds)"""
+WARMUP_HELP = ("seconds flagged phase=warmup. With a load shape: the first seconds of each tier (default 10; "
+               "the ramp is added). Without one: from each ramp's start (the ramp is added; default: until every "
+               "user has completed a request after the last one was spawned)")
+
+
+def add_options(parser: Any) -> None:
+    """init_command_line_parser listener: register the llmload options."""
+    d, add = DEFAULTS, parser.add_argument
+    add("--model", default=d.model, include_in_web_ui=True,
+        help="model name sent in every request (compared with the answer's `model`)")
+    add("--max-tokens", type=int, default=d.max_tokens, include_in_web_ui=True, help="max_tokens of every request")
+    add("--prompt-tokens", type=int, default=d.prompt_tokens, include_in_web_ui=True,
+        help="approximate prompt length in tokens for the synthetic prompts")
+    add("--api-key", default=os.environ.get("OPENAI_API_KEY", d.api_key), include_in_web_ui=True, is_secret=True,
+        help="API key (default: $OPENAI_API_KEY); never written to files")
+    add("--transport", choices=TRANSPORTS, default=d.transport, include_in_web_ui=True,
+        help="fast: geventhttpclient timed at the socket read (default); openai: the official SDK as an app uses it")
+    add("--endpoint", choices=ENDPOINTS, default=d.endpoint, include_in_web_ui=True,
+        help="chat (/v1/chat/completions) or completions (/v1/completions)")
+    add("--connect-timeout-s", type=float, default=d.timeouts.connect_timeout_s, include_in_web_ui=True,
+        help="TCP (+TLS) connect cap")
+    add("--first-token-timeout-s", type=float, default=d.timeouts.first_token_timeout_s, include_in_web_ui=True,
+        help="cap from request sent to the first generated token")
+    add("--request-timeout-s", type=float, default=d.timeouts.request_timeout_s, include_in_web_ui=True,
+        help="wall-clock cap on a whole streamed request")
+    add("--retries", type=int, default=d.retry_policy.retries, include_in_web_ui=True,
+        help="retry 429/503 up to N times (Retry-After honoured, else backoff); every attempt is its own sample row")
+    add("--on-429", choices=ON_429_MODES, default=d.retry_policy.on_429, include_in_web_ui=True,
+        help="after a 429 that is not retried: wait the server's Retry-After (else a backoff) before the next "
+             "request (wait, default), send at once (retry), or neither retry nor wait (ignore)")
+    add("--max-retry-wait-s", type=float, default=d.retry_policy.max_retry_wait_s, include_in_web_ui=True,
+        help="longest Retry-After honoured; a 429 asking for more is a failure of kind retry_after_too_long, "
+             "not a sleep")
+    add("--failure-backoff", choices=("on", "off"), default="on" if d.failure_backoff else "off",
+        include_in_web_ui=True, help="after 3 consecutive failures (not connect/401/429) a user pauses 0.1 s "
+                                     "doubling to 5 s with jitter before its next request (on, default)")
+    add("--server-metrics", default=d.server_metrics, include_in_web_ui=True,
+        help="the target's Prometheus metrics, scraped every second into server_metrics.csv: auto (try "
+             "<host>/metrics once, off if it is not there), off, or a URL")
+    add("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
+        help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT includes the "
+             "handshake each time (the connection-reuse question; connect_ms per row)")
+    add("--insecure", action="store_true", default=d.insecure, include_in_web_ui=True,
+        help="DANGEROUS: do not verify the server's TLS certificate (the API key can then be sent to an "
+             "impostor); only for a self-signed lab endpoint you trust")
+    add("--run-dir", default=d.run_dir, include_in_web_ui=True,
+        help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
+    add("--ship", choices=SHIP_MODES, default=d.ship, include_in_web_ui=True,
+        help="rows: samples.csv, one row per attempt (default); histograms: per-tier histograms only (beyond "
+             "~10,000 req/s per master); both (docs/distributed.md)")
+    add("--slo-profile", choices=("", *SLO_PROFILES), default=d.slo_profile, include_in_web_ui=True,
+        help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, batch); "
+             "recorded in run.json, used by the report (default: chat)")
+    add_knob_options(parser)
+    add_workload_options(parser)
+    parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+
+
+def add_knob_options(parser: Any) -> None:
+    """The request knobs (parsed and masked by run/knobs.py)."""
+    d, add = DEFAULTS, parser.add_argument
+    add("--extra-body", default="", include_in_web_ui=True,
+        help='JSON object merged into every request body, e.g. \'{"temperature": 0, "ignore_eos": true}\'')
+    add("--header", action="append", default=None, include_in_web_ui=True,
+        help='extra request header "Name: value" (repeatable; credentials are masked in run.json)')
+    add("--api-key-header", default=d.api_key_header, include_in_web_ui=True,
+        help="send the API key in this header (e.g. api-key for Azure) instead of Authorization: Bearer")
+    add("--query", action="append", default=None, include_in_web_ui=True,
+        help="query parameter NAME=VALUE on every request, e.g. api-version=2024-10-21 (repeatable)")
+    add("--stream", action=argparse.BooleanOptionalAction, default=d.stream, include_in_web_ui=True,
+        help="stream answers (default); --no-stream: one JSON answer, its TTFT is the whole answer's time")
+    add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
+        help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
+             "min-tokens (+min_tokens = max_tokens)")
+
+
+def _span_arg(text: str) -> float:
+    try:
+        return parse_span_s(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_warmup_option(parser: Any) -> None:
+    """Register --warmup-seconds once (the run's listeners and the shape flags both call this)."""
+    if any("--warmup-seconds" in action.option_strings for action in parser._actions):
+        return
+    parser.add_argument("--warmup-seconds", type=_span_arg, default=None, help=WARMUP_HELP)

@@ -1,0 +1,179 @@
+"""`RunState`: everything one process keeps for its run, declared in one place.
+
+How it works: `run_state(environment)` gives the environment's state, created on first use (by
+the `init` listener, or a test) and kept under one attribute of the environment (`ATTRIBUTE`);
+nothing else is hung on Locust's environment. Every field is declared in `__init__` with its
+docstring on the line under it, as Locust's own `Environment` declares its attributes. Creating
+the state starts nothing: the message handlers and listeners of its parts are registered by the
+`init` listener (run/listeners.py).
+
+A field that a higher layer fills is declared here all the same, so the data contract lives with
+the readers: the load shape (shaping/) writes `shape_info`, which run.json (run/files.py), the end
+reason (run/ending.py) and the SDK's ceiling (run/overload.py) read; the web UI (webui/) puts its
+tab in `webui`.
+
+The state also builds, once per process, what the process's users share: the dataset
+(`dataset_items`) and the prompt sizer (`prompt_sizer`): a tokenizer, or one calibration probe
+sent by the first user that needs it (the others wait for it; the probe is not a sample). The
+sizing method lands in run.json as the option `prompt_token_sizing`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gevent.event
+
+from llmload.client.request import StreamRequest
+from llmload.run.drain import Drain
+from llmload.run.guard import RunGuard
+from llmload.run.options import RunOptions
+from llmload.sink.ramps import RampWatch
+from llmload.sink.roles import is_worker
+from llmload.sink.rows import RowSink
+from llmload.sink.timeline import Timeline
+from llmload.workload.dataset import DatasetItem, load_dataset
+from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
+
+if TYPE_CHECKING:
+    from llmload.run.health import HealthMonitor
+    from llmload.run.server_metrics import Scraper
+    from llmload.run.workers import WorkerBook
+    from llmload.server.launch import EmbeddedServer
+
+ATTRIBUTE = "llmload_state"
+"""the one attribute of Locust's environment that llmload sets: its RunState"""
+logger = logging.getLogger("llmload")
+
+
+class RunState:
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+        """the Locust environment this state belongs to"""
+        self.token = uuid.uuid4().hex[:6]
+        """short per-process prefix making request ids unique across workers and runs"""
+        self.opts: RunOptions | None = None
+        """the run's options, validated once at test start on a generating process (None: invalid, not read
+        yet, or the master, which sends no requests)"""
+        self.guard = RunGuard()
+        """fatal-condition detector of this run (reset at test start)"""
+        self.scenario = ""
+        """the run's user classes, comma-joined (run.json `scenario`)"""
+        self.run_dir: Path | None = None
+        """the folder the current run writes to (run/files.py claims it; None between runs)"""
+        self.started_unix: float | None = None
+        """when the run's files were opened (run.json `started_unix`; None before the first run)"""
+        self.end: dict | None = None
+        """how the run ended (run.json `end`, run/ending.py); None while it runs"""
+        self.stop_reason: str | None = None
+        """the line a fatal stop logged (run/stop.py; run.json `end`: `fatal: ...`)"""
+        self.signal: str | None = None
+        """SIGINT or SIGTERM when one interrupted the run (run/ending.py)"""
+        self.signals_watched = False
+        """run/ending.py's signal watchers are installed (once per process)"""
+        self.sigterm_watcher: Any = None
+        """the gevent SIGTERM watcher beside Locust's (kept so it is not collected)"""
+        self.shape_info: dict[str, Any] = {}
+        """run.json's `shape`: what the load shape planned and, once it ended, why (`stopped`); filled by the
+        shape (shaping/), {} without one"""
+        self.timeline = Timeline()
+        """the tier timeline: written by the shape, rows stamped from it, the web UI's per-tier snapshots"""
+        self.ramps = RampWatch(environment)
+        """the warm-up windows of a run without a shape (sink/ramps.py)"""
+        self.drain = Drain(environment, lambda: self.sink.ship(final=True), before=self._feed_workers)
+        """the end of a distributed run: workers finish and ship first (run/drain.py)"""
+        self.sink: RowSink = RowSink(environment, self.timeline, self.ramps)
+        """where sample, health and histogram rows go (sink/rows.py)"""
+        self.workers: WorkerBook | None = None
+        """the local runner's or master's worker book (run/workers.py; None on a worker)"""
+        self.health: HealthMonitor | None = None
+        """event-loop lag and CPU of this generating process (run/health.py; started at test start)"""
+        self.server_metrics: Scraper | None = None
+        """the scraper of the target's /metrics while a run goes (run/server_metrics.py)"""
+        self.inflight = 0
+        """requests of this process on the wire now (health.csv `inflight`)"""
+        self.model_mismatches = 0
+        """answers that named another model than requested (one warning at test stop)"""
+        self.warnings: dict[str, str] = {}
+        """the live warnings the web UI shows, key -> sentence (run/overload.py posts them)"""
+        self.gate_output = ""
+        """what --check-slo's check printed (run/gate.py), shown after Locust's summary"""
+        self.embedded_server: EmbeddedServer | None = None
+        """the embedded server started for `--host embedded` (run/embedded.py)"""
+        self.webui: Any = None
+        """the web UI's LLM tab on the process serving the UI (webui/tab.py); None elsewhere"""
+        self._user_ids = itertools.count(0)
+        self._dataset: tuple[str, list[DatasetItem]] | None = None
+        self._sizer: Any = None
+        self._sizing: gevent.event.Event | None = None
+
+    def _feed_workers(self, _environment: Any) -> None:
+        """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
+        if self.workers is not None:
+            self.workers.send_tiers()
+
+    @property
+    def worker_index(self) -> int:
+        runner = self.environment.runner
+        return runner.worker_index if is_worker(runner) else 0
+
+    @property
+    def worker(self) -> str:
+        """w0, w1, ... on a worker, else local: the `worker` of this process's rows."""
+        runner = self.environment.runner
+        if is_worker(runner):
+            return f"w{runner.worker_index}"
+        return "local"
+
+    def next_user_index(self) -> int:
+        return next(self._user_ids)
+
+    def users_now(self) -> int:
+        runner = self.environment.runner
+        return runner.user_count if runner is not None else 0
+
+    @property
+    def loop_lag_ms(self) -> float | None:
+        return self.health.loop_lag_ms if self.health is not None else None
+
+    def dataset_items(self, path: str) -> list[DatasetItem]:
+        """The --dataset's requests, read once per process (DatasetError: one line)."""
+        if self._dataset is None or self._dataset[0] != path:
+            self._dataset = (path, load_dataset(path))
+        return self._dataset[1]
+
+    def prompt_sizer(self, opts: RunOptions, transport: Any, endpoint: str) -> Any:
+        """The process's token sizer: the --tokenizer, else calibrated by one probe (SizingError: one line)."""
+        if self._sizing is not None:
+            self._sizing.wait()
+            if self._sizer is not None:
+                return self._sizer
+        self._sizing = gevent.event.Event()
+        try:
+            if opts.workload.tokenizer:
+                self._sizer = TokenizerSizer(opts.workload.tokenizer)
+            else:
+                probe = StreamRequest(endpoint=endpoint if endpoint != "embeddings" else "chat", model=opts.model,
+                                      prompt=probe_text(), max_tokens=1, request_id=f"{self.token}-calibrate",
+                                      stream=opts.stream)
+                result = transport.stream(probe)
+                self._sizer = CalibratedSizer.from_probe(PROBE_WORDS, result.input_tokens if result.ok else None)
+            logger.info("llmload: prompt token sizing %s", self._sizer.describe())
+            if self.environment.parsed_options is not None:
+                self.environment.parsed_options.prompt_token_sizing = self._sizer.describe()
+        finally:
+            self._sizing.set()
+        return self._sizer
+
+
+def run_state(environment: Any) -> RunState:
+    """The environment's RunState (created on first use; module docstring)."""
+    state = getattr(environment, ATTRIBUTE, None)
+    if state is None:
+        state = RunState(environment)
+        setattr(environment, ATTRIBUTE, state)
+    return state

@@ -1,0 +1,52 @@
+"""The typed views of the options (run/options.py): each default declared once, the flags registered with it,
+and the settings readable on any process at any time."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from types import SimpleNamespace
+
+import pytest
+
+from llmload.run.flags import add_options
+from llmload.run.options import DEFAULTS, OptionError, RunSettings, read_options, settings_of
+
+
+def parsed(*argv: str) -> argparse.Namespace:
+    from locust.argument_parser import get_empty_argument_parser  # Locust's parser takes include_in_web_ui
+
+    parser = get_empty_argument_parser()
+    add_options(parser)
+    return parser.parse_args(list(argv))
+
+
+def environment(options: argparse.Namespace | None, host: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(parsed_options=options, host=host)
+
+
+def test_the_flags_default_to_the_typed_defaults(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    options = parsed()
+    for name in ("model", "max_tokens", "prompt_tokens", "transport", "endpoint", "insecure", "run_dir", "ship",
+                 "slo_profile", "server_metrics", "api_key_header", "stream", "output_len_mode"):
+        assert getattr(options, name) == getattr(DEFAULTS, name), name
+    assert options.retries == DEFAULTS.retry_policy.retries and options.on_429 == DEFAULTS.retry_policy.on_429
+    assert options.request_timeout_s == DEFAULTS.timeouts.request_timeout_s
+    assert settings_of(environment(options)) == RunSettings()
+
+
+def test_settings_never_raise_and_the_host_of_the_environment_wins():
+    assert settings_of(environment(None)) == RunSettings(api_key=settings_of(environment(None)).api_key)
+    odd = argparse.Namespace(ship="everything", run_time="soon", headless=1, max_tokens="many", host="http://a:1")
+    settings = settings_of(environment(odd, host="http://b:2"))
+    assert (settings.ship, settings.run_time_s, settings.headless, settings.host) == ("rows", None, True, "http://b:2")
+    assert settings_of(environment(argparse.Namespace(run_time=30, spawn_rate="4"))).run_time_s == 30.0
+
+
+def test_read_options_checks_what_the_requests_carry():
+    opts = read_options(environment(parsed("--max-tokens", "7", "--ship", "both"), host="http://127.0.0.1:9"))
+    assert (opts.max_tokens, opts.ship, opts.base_url) == (7, "both", "http://127.0.0.1:9/v1")
+    assert [f.name for f in fields(RunSettings)] == [f.name for f in fields(opts)][:len(fields(RunSettings))]
+    with pytest.raises(OptionError, match="--max-tokens must be >= 1"):
+        read_options(environment(parsed("--max-tokens", "0"), host="http://127.0.0.1:9"))
