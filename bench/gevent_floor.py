@@ -1,9 +1,9 @@
 """The CPU floor of a gevent reader: N greenlets, each one keep-alive connection, POST, `recv_into` until the
 chunked body's end (`0\\r\\n\\r\\n`), again, until `--seconds` passed; no HTTP parsing, no JSON, no timing.
 
-Issue #12 sets llmload's CPU goal against it ("no more than a bare gevent raw-socket reader costs on its
-own"). It is not a load generator (it measures nothing): run it beside the embedded exact server and read
-its process CPU over the server's chunk rate, as for llmload:
+llmload's CPU goal is set against it ("no more than a bare gevent raw-socket reader costs on its own"). It
+is not a load generator (it measures nothing): run it beside the embedded exact server and read its process
+CPU over the server's chunk rate, as for llmload:
 
     python -m llmload.server --preset exact --prefill-base-ms 200 --decode-ms-per-token 10 \\
         --default-output-tokens 100 --port 8400 &

@@ -316,7 +316,7 @@ def _num(value) -> float | None:
 
 
 def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
-    """The analysis' verdicts and per-tier figures, and the checks issue 9 asks for."""
+    """The analysis' verdicts and per-tier figures, and the checks made on them."""
     from llmload.analysis.analyze import analyze, choose_profile
     from llmload.analysis.read.run import load_run
 

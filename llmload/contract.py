@@ -43,6 +43,14 @@ a second set it while most are on time)"""
 SERVER_METRICS_COLUMNS = ("ts_s", "name", "value")
 """server_metrics.csv: one row per kept sample of each scrape of the target's /metrics (ts_s unix,
 name with its labels as the server wrote them, value)"""
+SERVER_WAITING = ("vllm:num_requests_waiting", "llamacpp:requests_deferred", "llmload:num_requests_waiting")
+"""the target's queue length, by engine: the first name present is read (labels dropped, values of one scrape
+summed); the live verdicts and the report both judge waiting on it"""
+SERVER_RUNNING = ("vllm:num_requests_running", "llamacpp:requests_processing", "llmload:num_requests_running")
+SERVER_QUEUE_TIME = ("vllm:request_queue_time_seconds", "llmload:request_queue_time_seconds")
+SERVER_KV_CACHE = ("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc", "llmload:kv_cache_usage_perc")
+SERVER_MIN_SCRAPES = 2
+"""a tier with fewer scrapes in its measure window has no server figure"""
 
 TIERS_APPLIED_COLUMNS = ("users_min", "users_mean", "users_max", "workers_min", "workers_max")
 """tiers.csv: the load really applied over the tier's measure window (start_s + warmup_s .. end_s), sampled

@@ -19,6 +19,20 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def llmload_options(args: list[str]) -> Any:
+    """Locust's and llmload's options parsed from `args` (llmload.run.flags; the shape flags too)."""
+    from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+
+    from llmload.run.flags import add_options
+    from llmload.shaping.flags import add_shape_arguments
+
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    add_options(parser)
+    add_shape_arguments(parser)
+    return parser.parse_args(args)
+
+
 def run_locally(user_class: Any, server_url: str, run_dir: Path, args: list[str], users: int = 4,
                 seconds: float = 1.5) -> Any:
     """A LocalRunner run with llmload's listeners installed; `env.quit_s` is how long runner.quit() took."""

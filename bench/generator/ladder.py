@@ -2,7 +2,7 @@
 
     python -m bench generator --ladder [--streams 256] [--seconds 22] [--rounds 3]
 
-Issue #12's CPU yardstick is a bare gevent reader. This mode climbs from it to llmload one layer at a
+The CPU yardstick is a bare gevent reader. This mode climbs from it to llmload one layer at a
 time, each rung a client run alone against a fresh exact server (unpinned.SERVER_ARGS: TTFT 200 ms,
 then one token per chunk every 10 ms, 100 tokens), nothing pinned:
 

@@ -46,9 +46,47 @@ MATERIAL_LAG_SHARE = 0.2
 was pegged): 80 ms of lag cannot move a 1.5 s TTFT across a verdict, but it can a 50 ms one"""
 SHORT_TIER_S = 5.0
 """an incomplete tier (cut by a kill or a stop) with a measure window shorter than this is too short to judge"""
+MIN_PLANNED_SHARE = 0.2
+"""... or shorter than this share of its planned measure window"""
 PHASE_TOLERANCE = 0.25
 """spike, soak and schedule runs: a phase's p99 TTFT more than this share above the first phase's has degraded"""
 LATE_MS = 10.0
 """open-loop schedule lag p99 worth a warning (llmload's --late-ms default)"""
 DEFAULT_HEADROOM = 0.30
 """share of the SLO capacity kept free per replica in a replica plan"""
+
+# the report's other verdicts: generator health, header mode, scenarios, tokens, drift, prefill
+SPEEDUP_FACTOR = 2.0
+"""a scenario decoding this many times faster than another on the same model suggests speculative decoding"""
+MIN_REQUESTS = 10
+"""... between scenarios with at least this many successes each"""
+CLOCK_WARN_MS = 50.0
+"""a worker clock offset beyond this is warned (it moves samples into the wrong tier)"""
+BUSY_SHARE = 0.5
+"""lag cause: the CPU the process used during its worst wake-up, as a share of the lag, from which it was busy"""
+IDLE_SHARE = 0.2
+"""... below which it was starved (a busy machine) or blocked (an idle one)"""
+MACHINE_BUSY_PERCENT = 80.0
+"""... the machine's CPU from which it was starved"""
+MISMATCH_TOKENS = 2
+"""usage and the client's count differ when they differ by more than max(this, MISMATCH_SHARE)"""
+MISMATCH_SHARE = 0.05
+"""... (a share of the usage count)"""
+TOKS_DRIFT = 0.10
+"""spike, soak, schedule: output tok/s more than this share from the first window's has drifted"""
+NONLINEAR_EXCESS = 0.15
+"""prefill: a length's median TTFT this far above the short-length line counts as non-linear growth"""
+DRIFT_SHARE = 0.15
+"""decode speed at an equal load more than this share from the first tier's: a possible silent downgrade"""
+MIN_GROWTH_MS = 20.0
+"""header mode: TTFT must grow by at least max(this, MIN_GROWTH_SHARE x the lowest TTFT) to tell"""
+MIN_GROWTH_SHARE = 0.25
+"""... (a share of the lowest tier's TTFT)"""
+SERVICE_SHARE = 0.5
+"""... headers growing at least this share of the TTFT growth: sent on service"""
+ARRIVAL_SHARE = 0.1
+"""... at most this share: sent on arrival"""
+BUSY_CPU_PERCENT = 80.0
+"""a lagging generator with CPU p95 from this share of a core was busy"""
+STARVED_CPU_PERCENT = 50.0
+"""... below this, starved by other processes"""

@@ -59,6 +59,7 @@ class Tier:
     """open loop: arrivals not sent at the in-flight cap (the whole tier)"""
     drop_rate: float = 0.0
     """dropped / (dropped + attempts sent in the whole tier)"""
+    ttft_p50_ms: float = NAN
     ttft_p95_ms: float = NAN
     ttft_p99_ms: float = NAN
     ttft_mean_ms: float = NAN

@@ -18,14 +18,15 @@ from typing import Any
 
 from llmload.client.request import OUTPUT_LEN_MODES
 from llmload.contract import SHIP_MODES
+from llmload.rules.slo import DEFAULT_PROFILE, PROFILES, profiles_help
 from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
 from llmload.sink.warmup import parse_span_s
 from llmload.workload.spec import add_workload_options
 
 DEFAULT_STOP_TIMEOUT_S = 60
-SLO_PROFILES = ("voice", "chat", "ide", "batch")
-"""the report's use-case profiles (analysis/capacity.py defines their thresholds)"""
+SLO_PROFILES = tuple(PROFILES)
+"""the use-case profiles the run can be judged for (llmload.rules.slo defines them)"""
 WARMUP_HELP = ("seconds flagged phase=warmup. With a load shape: the first seconds of each tier (default 10; "
                "the ramp is added). Without one: from each ramp's start (the ramp is added; default: until every "
                "user has completed a request after the last one was spawned)")
@@ -77,8 +78,8 @@ def add_options(parser: Any) -> None:
         help="rows: samples.csv, one row per attempt (default); histograms: per-tier histograms only (beyond "
              "~10,000 req/s per master); both (docs/distributed.md)")
     add("--slo-profile", choices=("", *SLO_PROFILES), default=d.slo_profile, include_in_web_ui=True,
-        help="the use case the run is judged for (voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, batch); "
-             "recorded in run.json, used by the report (default: chat)")
+        help=f"the use case the run is judged for ({profiles_help()}); recorded in run.json, used by the live "
+             f"verdicts and the report (default: {DEFAULT_PROFILE})")
     add_knob_options(parser)
     add_workload_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)

@@ -57,7 +57,7 @@ class RunSettings:
     ship: str = "rows"
     """--ship (llmload.contract.SHIP_MODES): rows, histograms or both"""
     slo_profile: str = ""
-    """--slo-profile (run/flags.py's SLO_PROFILES; '' : the report's default, chat)"""
+    """--slo-profile (llmload.rules.slo.PROFILES; '' : the default profile, chat)"""
     check_slo: str = ""
     """--check-slo: the SLO gate of a headless run (run/gate.py; '' : none)"""
     server_metrics: str = "auto"

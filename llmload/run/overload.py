@@ -12,7 +12,7 @@ Overload, judged per generating process (`OverloadWatch`, fed every second by he
     worker's by a `llmload_overload` message to the master;
   * processes needed = ceil(CPU share / TARGET_CPU_SHARE), TARGET_CPU_SHARE = 0.6 of a core: a
     gevent process far from saturation keeps its loop lag near zero (a lean reader at 256 streams
-    held TTFT within +1 / +4 ms of the truth at ~65 % of a core, issue 12; at 85-100 % every
+    held TTFT within +1 / +4 ms of the truth at ~65 % of a core; at 85-100 % every
     wake-up queues behind the others), so each process is planned at 60 % of a core. 97 % of a
     core -> ceil(0.97 / 0.6) = 2 processes;
   * a lagging loop at low CPU is not too many streams, and more processes will not help: with

@@ -19,6 +19,7 @@ parsed; see prometheus.kept_samples).
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 import time
 import urllib.request
@@ -29,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import gevent
 
-from llmload.contract import SERVER_METRICS_COLUMNS
+from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
 from llmload.run import prometheus
 from llmload.run.files import without_userinfo
 from llmload.run.options import settings_of
@@ -86,7 +87,26 @@ class Scraper:
         self.rows = 0
         self.off = False
         self.log: CsvLog | None = None
+        self.waiting: list[tuple[float, float]] = []
+        """(unix second, requests waiting) per scrape: the target's queue (contract.SERVER_WAITING), for the live
+        verdicts"""
         self._greenlet: gevent.Greenlet | None = None
+
+    def waiting_mean(self, start_s: float, end_s: float) -> float:
+        """The target's mean queue over [start_s, end_s) (NaN: fewer than SERVER_MIN_SCRAPES scrapes there)."""
+        inside = [value for ts_s, value in self.waiting if start_s <= ts_s < end_s]
+        return sum(inside) / len(inside) if len(inside) >= SERVER_MIN_SCRAPES else math.nan
+
+    def _note_waiting(self, ts_s: float, samples: list[tuple[str, float]]) -> None:
+        """Keep the scrape's queue length: the first SERVER_WAITING name present, its labelled values summed."""
+        by_name: dict[str, float] = {}
+        for name, value in samples:
+            base = name.split("{", 1)[0].strip()
+            by_name[base] = by_name.get(base, 0.0) + value
+        for name in SERVER_WAITING:
+            if name in by_name:
+                self.waiting.append((ts_s, by_name[name]))
+                return
 
     def scrape_once(self) -> list[tuple[str, float]] | None:
         """One GET; the kept samples written, or None on an error (counted, never raised)."""
@@ -109,6 +129,7 @@ class Scraper:
             for name, value in samples:
                 self.log.write({"ts_s": now_s, "name": name, "value": repr(value)})
             self.rows += len(samples)
+            self._note_waiting(now_s, samples)
         return samples
 
     def _run(self) -> None:

@@ -14,14 +14,13 @@ then Locust calls `tick()` on the master or local runner about once a second:
   * Beginning a tier: `Timeline.begin_tier` (the run state's), a tiers.csv row, a stats
     snapshot, a progress line. Its warm-up is `--warmup-seconds` or the ramp time (user change /
     spawn rate), whichever is longer, so rows sent while users are still spawning never count.
-  * Ending a tier: end_s in tiers.csv, a warning if the measure window holds fewer than
-    `--min-tier-requests` requests (p99 needs ~100), and with `--stop-at-knee` the knee rule of
-    shaping/early_stop.py; then the next tier, or `None` (Locust stops the run).
+  * Ending a tier: end_s in tiers.csv, a warning under `--min-tier-requests` measured requests, and
+    with `--stop-at-knee` the rule book's stop rule (llmload.rules.stop) on the report's verdicts of
+    the tiers so far (run/verdicts.py); then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp (state.py).
-  * The run ends (tiers.csv row closed, `Timeline.end_run`, so later rows are phase "after")
-    when the plan is done, the knee rule fires, `-t/--run-time` has passed since the first
-    tick (Locust 2.47 only arms -t after a shape returns None, so the shape enforces it), or
-    the test stops (test_stopping / test_stop: web UI stop, SIGTERM, a fatal error).
+  * The run ends (tiers.csv row closed, `Timeline.end_run`: later rows are phase "after") when the
+    plan is done, the stop rule fires, `-t/--run-time` has passed since the first tick (Locust 2.47
+    arms -t only after a shape returns None), or the test stops (web UI stop, SIGTERM, a fatal error).
   * SIGTERM: Locust installs its SIGTERM handler only after a headless shape run returns, so a
     headless shape installs one at its first tick; it ends the shape and Locust's quit follows.
 Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
@@ -42,10 +41,11 @@ from locust import LoadTestShape
 from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
+from llmload.rules.stop import stop_reason
 from llmload.run import files, locust_compat, workers
 from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
-from llmload.shaping.early_stop import knee_reason
+from llmload.run.verdicts import live_verdicts
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
@@ -128,9 +128,8 @@ class PlanShape(LoadTestShape):
         if str(error) != self._reported_error:
             self._reported_error = str(error)
             logger.error("load shape: %s", error)
-        environment = self.runner.environment if self.runner is not None else None
-        if environment is not None and settings_of(environment).headless:
-            environment.process_exit_code = 2
+        if self.runner is not None and settings_of(self.runner.environment).headless:
+            self.runner.environment.process_exit_code = 2
 
     # --- Locust entry point -------------------------------------------------------------------
     def tick(self) -> tuple[int, float] | None:
@@ -202,6 +201,8 @@ class PlanShape(LoadTestShape):
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
                     len(plan), total_s, path)
+        if options.knee_factor is not None:
+            logger.warning("load shape: --knee-factor is ignored: --stop-at-knee stops on the report's knees")
         if self.progress_every_s:
             run.progress = gevent.spawn(progress_loop, run, self.progress_every_s, self._now, self._snapshot)
         if settings.headless:
@@ -267,12 +268,11 @@ class PlanShape(LoadTestShape):
         if measured.requests < run.options.min_tier_requests:
             logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
                            "lengthen --tier-seconds", tier_no, measured.requests, run.options.min_tier_requests)
-        baseline = run.baseline_p99_ms
-        if baseline is None and measured.ttft_p99_ms is not None:
-            run.baseline_p99_ms = measured.ttft_p99_ms
-        if not run.options.stop_at_knee:
+        if not run.options.stop_at_knee or self.runner is None:
             return None
-        return knee_reason(tier_no, measured, baseline, run.options.knee_factor, run.options.max_error_rate)
+        verdicts = live_verdicts(self.runner.environment)
+        last = next((t for t in verdicts.tiers if t.tier == tier_no), None)
+        return stop_reason(last, verdicts, run.options.max_error_rate) if last is not None else None
 
     def _finish(self, run: ShapeRun, reason: str) -> None:
         if run.finished:

@@ -135,8 +135,10 @@ def add_shape_arguments(parser: Any) -> None:
     add("--tier-seconds", type=_span_s, default=60.0, help="how long each tier is held (90, 90s, 2m, 1h30m)")
     add_warmup_option(parser)  # shared with runs without a shape: registered once
     add("--stop-at-knee", action="store_true", default=False,
-        help="stop after a tier whose p99 TTFT > --knee-factor x tier 1's, or error rate > --max-error-rate")
-    add("--knee-factor", type=float, default=3.0, help="early stop: p99 TTFT multiple of the tier-1 baseline")
+        help="stop once the report's verdicts see the knee passed (compute saturation reached and the highest tier "
+             "queues, sheds or fails), or a tier's error rate > --max-error-rate")
+    add("--knee-factor", type=float, default=None,
+        help="ignored, kept so older command lines run: --stop-at-knee follows the report's knees")
     add("--max-error-rate", type=float, default=0.05,
         help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
     add("--min-tier-requests", type=int, default=100,

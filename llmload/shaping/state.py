@@ -41,7 +41,6 @@ class ShapeRun:
     first: StatsSnapshot = field(default_factory=StatsSnapshot)
     at_start: StatsSnapshot = field(default_factory=StatsSnapshot)
     at_warm: StatsSnapshot | None = None
-    baseline_p99_ms: float | None = None
     last_tick: tuple[int, float] | None = None
     finished: bool = False
     progress: Any = None
@@ -58,7 +57,7 @@ def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
         "class": type(shape).__name__, "kind": shape.kind, "open_loop": shape.open_loop,
         "tiers": [t.target_rps if shape.open_loop else t.target_users for t in run.plan],
         "tier_seconds": [t.seconds for t in run.plan], "warmup_seconds": o.warmup_seconds,
-        "stop_at_knee": o.stop_at_knee, "knee_factor": o.knee_factor, "max_error_rate": o.max_error_rate,
+        "stop_at_knee": o.stop_at_knee, "max_error_rate": o.max_error_rate,
         "min_tier_requests": o.min_tier_requests, "stopped": "",
     }
     if shape.open_loop:

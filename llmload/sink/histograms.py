@@ -34,7 +34,7 @@ HistKey = tuple[int, str, str]
 AttemptKey = tuple[int, str, int, str]
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
     """A row's figure as a float; None for '' / None / NaN."""
     if value.__class__ is float:
         return value if value == value else None
@@ -71,7 +71,7 @@ def add_sorted(counts: dict[int, int], values: list[float]) -> None:
 
 def succeeded(row: dict) -> bool:
     """The analysis' success: no error and a first token."""
-    return not row.get("error") and _number(row.get("ttft_ms")) is not None
+    return not row.get("error") and number(row.get("ttft_ms")) is not None
 
 
 class HistogramBook:
@@ -99,21 +99,21 @@ class HistogramBook:
             add_sorted(self._hist(tier, phase, GAP_METRIC), gaps)
         if not self.full:
             return
-        key = (tier, phase, int(_number(row.get("status")) or 0), str(row.get("error") or ""))
+        key = (tier, phase, int(number(row.get("status")) or 0), str(row.get("error") or ""))
         counts = self.attempts.get(key)
         if counts is None:
             counts = self.attempts[key] = [0, 0, 0, 0, 0, 0]
         counts[0] += 1
         counts[2] += 1 if row.get("retry_of") else 0
-        counts[3] += 1 if _number(row.get("retry_after_s")) is not None else 0
+        counts[3] += 1 if number(row.get("retry_after_s")) is not None else 0
         if not ok:
             return
         counts[1] += 1
-        counts[4] += int(_number(row.get("output_tokens")) or 0)
-        counts[5] += int(_number(row.get("input_tokens")) or 0)
-        lag_ms = max(_number(row.get("schedule_lag_ms")) or 0.0, 0.0)
+        counts[4] += int(number(row.get("output_tokens")) or 0)
+        counts[5] += int(number(row.get("input_tokens")) or 0)
+        lag_ms = max(number(row.get("schedule_lag_ms")) or 0.0, 0.0)
         for metric in FULL_METRICS:
-            value = _number(row.get(metric))
+            value = number(row.get(metric))
             if value is None:
                 continue
             if metric in ("ttft_ms", "e2e_ms"):

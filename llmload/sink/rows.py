@@ -1,24 +1,20 @@
 """Where sample and health rows go: the run's CSV files, or (on a worker) the master.
 
 How it works: a `RowSink` exists in every process.
-- Local runner / master: rows are written to `samples.csv` / `health.csv` in the run folder
-  (opened at test start). Sample rows get their `tier` and `phase` here, from the tier
-  timeline, because the load shape runs in this process. Rows that arrive before the folder
-  is open wait in memory and are written when it opens; rows after the files were closed are
-  appended (the file reopened) and counted in a warning: never dropped silently.
-- Worker: Locust workers send aggregated stats every 3 s and reset them; raw rows never reach
-  the master on their own. Rows wait in an outbox that a greenlet ships every
-  `ship_interval_s` (1 s) as a `llmload_rows` message; the master's handler writes them. The
-  outbox is also shipped at test stop and at the drain (run/drain.py), so ramp-down rows arrive.
-So one samples.csv exists per run however many workers there are, flushed at least every
-`ship_interval_s` + 1 s. A worker whose clock is more than 50 ms off the master's (run/workers.py)
-has its rows' times moved onto the master's clock here, before the tier is stamped.
-Histograms (histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both`
-every latency figure and the attempt counts, are summed per (tier, phase) where the attempt ended:
-locally stamped from the timeline, on a worker from its replica of the master's (tierfeed.py),
-shipped in the same message as the rows and added up on the master; the writing process writes
-what was added each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no rows:
-no samples.csv, and a worker ships only counts, whatever its request rate.
+- Local runner / master: rows are written to `samples.csv` / `health.csv` in the run folder (opened at
+  test start), each sample row stamped with its `tier` and `phase` from the tier timeline (the load shape
+  runs in this process). Rows before the folder opens wait in memory; rows after the files were closed
+  are appended (the file reopened) and counted in a warning: never dropped silently. The live book
+  (live.py) counts every attempt and health row for the live verdicts.
+- Worker: raw rows never reach the master on their own (Locust ships aggregated stats only). They wait
+  in an outbox that a greenlet ships every `ship_interval_s` (1 s) as a `llmload_rows` message, and at
+  test stop and the drain (run/drain.py). A worker clock more than 50 ms off the master's
+  (run/workers.py) has its rows' times moved onto the master's here, before the tier is stamped.
+Histograms (histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both` every
+latency figure and the attempt counts, summed per (tier, phase) where the attempt ended (a worker
+stamps them from its replica of the master's timeline: tierfeed.py), shipped with the rows, added up on
+the master and written each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no
+rows: no samples.csv, and a worker ships only counts.
 """
 
 from __future__ import annotations
@@ -34,6 +30,7 @@ from llmload.contract import ATTEMPT_COLUMNS, HEALTH_COLUMNS, HISTOGRAM_COLUMNS,
 from llmload.sink import roles
 from llmload.sink.csvlog import CsvLog
 from llmload.sink.histograms import HistogramBook, delta_rows
+from llmload.sink.live import LiveBook
 from llmload.sink.ramps import RampWatch
 from llmload.sink.samples import GAPS_KEY
 from llmload.sink.tierfeed import FEED_MESSAGE, TierReplica
@@ -67,6 +64,8 @@ class RowSink:
         """--ship (llmload.contract.SHIP_MODES), read at test start"""
         self.book = HistogramBook()
         """histogram counts not yet shipped (worker) or written (local/master)"""
+        self.live = LiveBook()
+        """local/master: every attempt of the run so far, for the live verdicts (live.py)"""
         self.replica = TierReplica()
         """worker: the master's tier timeline (tierfeed.py)"""
         self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
@@ -120,8 +119,7 @@ class RowSink:
                 self._write(kind, row)
 
     def start(self, ship_mode: str = "rows") -> None:
-        if self.is_worker:
-            self.read_mode(ship_mode)
+        self.read_mode(ship_mode) if self.is_worker else self.live.reset()
         self.note_workers()
         if self._greenlet is None or self._greenlet.dead:
             self._greenlet = gevent.spawn(self._periodic)
@@ -158,11 +156,9 @@ class RowSink:
             if self.keeps_rows:
                 self.outbox["samples"].append(row)
             return
-        if row.get("tier") in (None, ""):
-            tier, phase = self.timeline.tier_at(float(row["ts_start_s"]))
-            self.book.record(row, gaps, tier.tier, phase)
-        else:
-            self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
+        self.stamp_tier(row)
+        self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
+        self.live.note(row, int(row["tier"]), str(row["phase"]))
         if self.keeps_rows:
             self._write("samples", row)
 
@@ -184,6 +180,8 @@ class RowSink:
             self.book.record(row, gaps, tier_no, phase)
 
     def add_health(self, row: dict) -> None:
+        if not self.is_worker:
+            self.live.note_health(row, *self.timeline.tier_at(float(row["ts_s"])))
         self._write("health", row)
 
     def _write_late(self, kind: str, rows: list[dict]) -> None:
@@ -280,6 +278,7 @@ class RowSink:
         _to_master_clock(health, "ts_s", self.worker_offset_s)
         if msg.data.get("hist"):
             self.book.merge(msg.data["hist"])
+        self.live.note_received([self.stamp_tier(row) for row in samples], msg.data.get("hist"), self.book.full)
         if not self.logs and self.run_dir is not None:
             self._write_late("samples", samples)
             self._write_late("health", health)

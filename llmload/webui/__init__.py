@@ -9,8 +9,8 @@ process with the web UI (local or master) it
     under Locust's base path and login (pages.py; the page itself is static/charts.html);
   * groups the start form's options and shows only the shape's flags (form.py);
   * keeps API keys out of the page and binds the startup key to the startup host (secrets.py).
-Verdicts (knee estimate, SLO per tier, queue or shed) are in verdicts.py, generator health in
-health.py. docs/webui.md is the user's guide.
+Verdicts (the two knees, saturation, capacity, the SLO per tier: the rule book's, on the tiers so far)
+are worded in verdicts.py, generator health in health.py. docs/webui.md is the user's guide.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 How it works: every load-generating process (the local runner, or each worker, whose rows the
 master writes) appends a row per second to `<run dir>/health.csv` (run/health.py). The page
 reads the file's last TAIL_BYTES (~15 min of one generator): per worker its newest row and a
-warning when, over the last RECENT_S, its loop lag or CPU passed the limits the report uses
-(analysis/tiers.py); per tier, the same check over the tier's rows. A flagged tier's
-timestamps, so its TTFT, cannot be trusted.
+warning when, over the last RECENT_S, its loop lag or CPU passed the rule book's limits
+(llmload.rules.limits). Which tiers the verdicts leave out is the rule book's (llmload.rules.trust,
+run/verdicts.py).
 The UI process's own loop lag (series.Sampler) is shown beside them.
 """
 
@@ -16,9 +16,8 @@ import io
 import time
 from pathlib import Path
 
-LOOP_LAG_LIMIT_MS = 50.0
-CPU_LIMIT_PERCENT = 90.0
-"""the report's limits (analysis/tiers.py LOOP_LAG_LIMIT_MS, CPU_LIMIT_PERCENT)"""
+from llmload.rules.limits import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS
+
 TAIL_BYTES = 64 * 1024
 STALE_S = 10.0
 """a worker whose newest row is older than this is shown as silent"""
@@ -88,15 +87,3 @@ def generator_health(rows: list[dict], now_s: float | None = None) -> list[dict]
         out.append({"worker": worker, "loop_lag_ms": _float(newest.get("loop_lag_ms_max")),
                     "cpu_percent": _float(newest.get("cpu_percent")), "warning": warning})
     return out
-
-
-def tier_health(rows: list[dict], start_s: float, end_s: float | None) -> str:
-    """'' or, per generator, what passed the limits between start_s and end_s (None: up to now)."""
-    by_worker: dict[str, list[dict]] = {}
-    for row in rows:
-        ts = _float(row.get("ts_s"))
-        if ts is not None and ts >= start_s and (end_s is None or ts <= end_s):
-            by_worker.setdefault(row.get("worker") or "?", []).append(row)
-    warnings = [f"{worker}: {text}" for worker, mine in sorted(by_worker.items())
-                if (text := limits_warning(*_worst(mine)))]
-    return "; ".join(warnings)

@@ -13,9 +13,9 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
                                  analysis never runs inside the Locust process), its report.html; a
                                  run recorded with --ship histograms gets the report from histograms
-With --ship histograms the run writes no samples.csv: the LLM tab, the charts and the verdicts come
-from Locust's stats as always; the files list and the report name the histogram files, and `note`
-says in one line what is not there.
+With --ship histograms the run writes no samples.csv: the live verdicts come from the workers'
+histograms; the files list and the report name the histogram files, and `note` says in one line what
+is not there.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any
 
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
-from llmload.webui.health import generator_health, read_health, tier_health
-from llmload.webui.rows import target_text, tier_load
+from llmload.webui import verdicts
+from llmload.webui.health import generator_health, read_health
+from llmload.webui.rows import figures_row, target_text, tier_load
 from llmload.webui.series import ACTIVE_STATES
-from llmload.webui.verdicts import SLO_TTFT_P95_MS, knee, saturation, slo_verdict
 
 STATIC = Path(__file__).with_name("static")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,22 +47,26 @@ def _r(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def tier_entries(tab: Any, now_s: float, health_rows: list[dict]) -> list[dict]:
-    figs, profile = tab.tier_figures(now_s), tab.slo_profile()
+def tier_entries(tab: Any, now_s: float, view: verdicts.LiveView) -> list[dict]:
     entries = []
-    for fig in figs:
-        rec, w = fig.record, fig.window
-        verdict = slo_verdict(fig, profile)
+    for fig in tab.tier_figures(now_s):
+        rec = fig.record
+        row = verdicts.tier_row(figures_row(fig), fig, view)
+        kind, _text = view.cells.get(rec.tier.tier, ("none", "-"))
         entries.append({
             "tier": rec.tier.tier, "target": target_text(rec.tier), "load": tier_load(rec.tier),
             "start_s": rec.tier.start_s, "warm_s": rec.warm_s, "end_s": rec.end_s, "done": fig.done,
-            "phase": fig.phase, "requests": w.requests, "rps": _r(fig.rps, 2), "out_tps": _r(fig.out_tps),
-            "ttft_p50": w.ttft_ms(0.5), "ttft_p95": w.ttft_ms(0.95), "ttft_p99": w.ttft_ms(0.99),
-            "slo": verdict.kind, "slo_text": verdict.text,
-            "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
-            "health": tier_health(health_rows, rec.warm_s or rec.tier.start_s, rec.end_s),
+            "phase": fig.phase, "requests": row["requests"], "rps": _number(row.pop("rps", _r(fig.rps, 2))),
+            "out_tps": _number(row["out_tps"]), "ttft_p50": _number(row["ttft_p50_ms"]),
+            "ttft_p95": _number(row["ttft_p95_ms"]), "ttft_p99": _number(row["ttft_p99_ms"]),
+            "slo": kind, "slo_text": row["slo"], "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
+            "health": row["generator"].removeprefix("UNTRUSTWORTHY: ") if row["generator"] != "ok" else "",
         })
     return entries
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) else None
 
 
 def current_health(rows: list[dict], now_s: float, runner: Any) -> list[dict]:
@@ -104,18 +108,16 @@ def reportable(run_dir: Path) -> bool:
 
 def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
     now_s = time.time() if now_s is None else now_s
-    figs = tab.tier_figures(now_s)
-    runner, profile, run_dir = tab.environment.runner, tab.slo_profile(), tab.run_dir()
-    estimate, sat, health_rows = knee(figs), saturation(figs), read_health(run_dir)
+    runner, run_dir = tab.environment.runner, tab.run_dir()
+    view, health_rows = verdicts.live_view(tab.environment, now_s), read_health(run_dir)
     return {
         "now_s": now_s, "state": runner.state if runner is not None else "missing",
         "run_dir": str(run_dir) if run_dir is not None else None,
-        "slo_profile": profile, "slo_ttft_p95_ms": SLO_TTFT_P95_MS[profile],
-        "generation": tab.sampler.generation,
+        "slo_profile": view.slo.name, "slo_text": verdicts.profile_text(view.slo),
+        "slo_ttft_p95_ms": view.slo.ttft_p95_ms, "generation": tab.sampler.generation,
         "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
-        "tiers": tier_entries(tab, now_s, health_rows),
-        "knee": {"kind": estimate.kind, "text": estimate.text, "tier": estimate.tier},
-        "saturation": {"kind": sat.kind, "text": sat.text, "tier": sat.tier},
+        "tiers": tier_entries(tab, now_s, view),
+        **{name: view.entry(name) for name in ("knee", "compute", "saturation", "capacity")},
         "health": current_health(health_rows, now_s, runner), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
         "warnings": [text for _, text in sorted(run_state(tab.environment).warnings.items())],
         "warmup": warmup_text(tab),

@@ -1,13 +1,14 @@
 """Rows of the LLM tab: one per tier (with a shape) or per scenario (without), from Locust's stats.
 
 A tier's row is the difference between the stats snapshots the shape took at the end of its
-warm-up (or its start, while it warms up) and at its end (or now): the windows the shape's knee
-rule judges (`run.timeline.TierRecord`). Without a shape, one row per scenario, plus "all" when
-there are several, over what was measured: the stretches between the run's warm-up windows
-(sink/warmup.py: each ramp and every user's first request), from the per-scenario snapshots taken
-when each window opened and closed; while the first warm-up still goes on, its figures so far,
-labelled "warm-up". Percentiles are `window.percentile_ms` over Locust's 1 ms buckets; output
-tokens/s is output tokens (the LLM events' response_length) over the window's wall-clock seconds.
+warm-up (or its start, while it warms up) and at its end (or now) (`sink.timeline.TierRecord`);
+once the tier measures, verdicts.tier_row puts the live verdicts' figures in it. Without a shape,
+one row per scenario, plus "all" when there are several, over what was measured: the stretches
+between the run's warm-up windows (sink/warmup.py: each ramp and every user's first request), from
+the per-scenario snapshots taken when each window opened and closed; while the first warm-up still
+goes on, its figures so far, labelled "warm-up". Percentiles are `window.percentile_ms` over
+Locust's 1 ms buckets; output tokens/s is output tokens (the LLM events' response_length) over the
+window's wall-clock seconds.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ COLUMNS = (
     ("rate_limited", "429s"),
     ("other_errors", "Other errors"),
     ("slo", "SLO (p95 TTFT)"),
-    ("verdict", "Knee"),
+    ("verdict", "Knees"),
     ("generator", "Generator"),
 )
 

@@ -20,15 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.sink.warmup import RampWarmup
 from llmload.sink.window import snapshot
-from llmload.webui import honest
-from llmload.webui.health import read_health, tier_health
+from llmload.webui import honest, verdicts
 from llmload.webui.rows import TierFigures, figures_row, measured_rows, run_rows, tier_figures
 from llmload.webui.series import ACTIVE_STATES, Sampler
-from llmload.webui.verdicts import knee, slo_profile_name, slo_verdict
 
 logger = logging.getLogger(__name__)
 TAB_KEY = "llm"
@@ -58,7 +55,7 @@ class LLMTab:
         return self.last_run_dir
 
     def slo_profile(self) -> str:
-        return slo_profile_name(settings_of(self.environment).slo_profile)
+        return verdicts.profile(self.environment).name
 
     def tier_figures(self, now_s: float | None = None) -> list[TierFigures]:
         now_s = time.time() if now_s is None else now_s
@@ -70,16 +67,8 @@ class LLMTab:
         now_s = time.time() if now_s is None else now_s
         figs = self.tier_figures(now_s)
         if figs:
-            profile, estimate, health_rows = self.slo_profile(), knee(figs), read_health(self.run_dir())
-            rows = []
-            for fig in figs:
-                row = figures_row(fig)
-                row["slo"] = slo_verdict(fig, profile).text
-                row["verdict"] = "knee" if estimate.tier == fig.record.tier.tier else ""
-                warning = tier_health(health_rows, fig.record.warm_s or fig.record.tier.start_s, fig.record.end_s)
-                row["generator"] = f"UNTRUSTWORTHY: {warning}" if warning else "ok"
-                rows.append(row)
-            return rows
+            view = verdicts.live_view(self.environment, now_s)
+            return [verdicts.tier_row(figures_row(fig), fig, view) for fig in figs]
         stats = self.environment.stats
         end_s = self.run_end_s if self.run_end_s is not None else now_s
         runner = self.environment.runner

@@ -1,130 +1,115 @@
-"""Live verdicts of the web UI, judged on the tiers' windows (`rows.TierFigures`) as they come.
+"""The web UI's verdicts: the report's, on the tiers measured so far (run/verdicts.py, the rule book).
 
-How it works (every sentence below comes from one function and its table; the report's
-`python -m analysis` verdicts are the authoritative ones, these are what can be said so far):
-
-* Knee estimate (`knee`): tiers that have ended, in load order; the baseline is the first one's
-  p99 TTFT. The knee is the tier *before* the first tier whose p99 TTFT exceeds
-  KNEE_LATENCY_FACTOR x the baseline AND whose throughput gain is below KNEE_GAIN_LIMIT of its
-  load gain (relative requests/s growth over relative load growth: 1 = linear scaling).
-* SLO (`slo_verdict`), per tier: the profile's p95 TTFT bound (voice 250, chat 500, ide 300 ms,
-  batch none; analysis/capacity.py), the 429 rate and the other-error rate (1 % each).
-* Queue or shed so far (`saturation`), on the highest-load tier that measured anything; first
-  match wins:
-
-  | # | condition                                              | verdict               |
-  |---|--------------------------------------------------------|-----------------------|
-  | 1 | no request measured                                    | cannot tell yet       |
-  | 2 | 429s > REJECT_LIMIT of its requests                    | sheds (+ queues if 3) |
-  | 3 | p50 TTFT > KNEE_LATENCY_FACTOR x the lowest tier's p50 | queues                |
-  | 4 | other errors > REJECT_LIMIT                            | fails                 |
-  | 5 | only one tier measured                                 | cannot tell yet       |
-  | 6 | otherwise                                              | not saturated so far  |
+How it works: `live_view(environment)` asks the run for its verdicts on the ended tiers whose generator
+kept up, and words them for the page: the queueing onset (the knee: where requests start to wait; the
+charts mark it), the compute saturation (where added load stops adding throughput), the saturation
+branch of the highest tier, the capacity under the run's SLO profile, and per tier its SLO cell (what it
+broke of the profile, as the capacity judges it). The sentences are the report's own for the same tiers;
+the report, which has every row, stays the reference.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from llmload.webui.rows import TierFigures, target_text, tier_load
+from llmload.rules import capacity, trust
+from llmload.rules.slo import SloProfile, slo_text
+from llmload.rules.verdicts import Verdicts
+from llmload.run.state import run_state
+from llmload.run.verdicts import live_verdicts, load_unit, profile, slo_cell
 
-KNEE_LATENCY_FACTOR = 1.25
-KNEE_GAIN_LIMIT = 0.5
-REJECT_LIMIT = 0.01
-SLO_TTFT_P95_MS = {"voice": 250.0, "chat": 500.0, "ide": 300.0, "batch": None}
-"""p95 TTFT bound per --slo-profile (the same numbers as analysis/capacity.py PROFILES)"""
-DEFAULT_SLO = "chat"
+NOTHING_YET = "no tier has ended yet"
 
 
 @dataclass(frozen=True)
-class Verdict:
-    kind: str
-    """machine-readable outcome (e.g. 'knee', 'no knee', 'pass', 'fail', 'queues')"""
-    text: str
-    tier: int | None = None
+class LiveView:
+    slo: SloProfile
+    verdicts: Verdicts | None = None
+    """None: no tier of a shape yet"""
+    cells: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """tier -> its SLO cell ('pass' | 'fail' | 'none', text)"""
+    unit: str = "users"
+    """the load's unit: 'users' or 'req/s' (open loop)"""
+    generator: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+    """tier -> the generator's lag in its window (sink/live.py LiveBook.generator: loop lag p99 of its attempts,
+    schedule lag p99, health.csv's loop lag p95, CPU p95)"""
+
+    def entry(self, name: str) -> dict:
+        """data.json's entry of one verdict: kind, text and tier (the web page's words)."""
+        v = self.verdicts
+        if v is None or not v.judged:
+            return {"kind": "none", "text": f"{LABELS[name]}: {NOTHING_YET}", "tier": None}
+        if name == "saturation":
+            return {"kind": v.saturation.kind, "text": f"Saturation: {v.saturation.sentence}",
+                    "tier": v.saturation.tier}
+        if name == "capacity":
+            return {"kind": v.capacity.status, "text": capacity.describe(v.capacity, self.unit), "tier": None}
+        point = v.onset if name == "knee" else v.compute
+        kind = ("knee" if point.reached else "no knee") if name == "knee" else point.status
+        return {"kind": kind, "text": f"{LABELS[name]}: {point.sentence}", "tier": point.tier}
+
+    def marks(self, tier_no: int) -> str:
+        """The LLM tab's verdict column of a tier: the knees it is."""
+        v = self.verdicts
+        if v is None:
+            return ""
+        names = [label for label, point in (("compute saturation", v.compute), ("queueing onset", v.onset))
+                 if point.reached and point.tier == tier_no]
+        return ", ".join(names)
 
 
-def _p(fig: TierFigures, q: float) -> float | None:
-    return fig.window.ttft_ms(q)
+LABELS = {"knee": "Queueing onset", "compute": "Compute saturation", "saturation": "Saturation",
+          "capacity": "Capacity"}
 
 
-def _judged(figs: list[TierFigures]) -> list[TierFigures]:
-    done = [f for f in figs if f.done and f.window.requests and tier_load(f.record.tier) and _p(f, 0.99)]
-    return sorted(done, key=lambda f: tier_load(f.record.tier) or 0.0)
+def live_view(environment: Any, now_s: float | None = None) -> LiveView:
+    slo = profile(environment)
+    records = run_state(environment).timeline.records
+    if not records:
+        return LiveView(slo)
+    v = live_verdicts(environment, now_s, slo)
+    done = {r.tier.tier: r.at_warm is not None for r in records}
+    cells = {t.tier: slo_cell(t, slo, done.get(t.tier, True)) for t in v.tiers}
+    book = run_state(environment).sink.live
+    ends = {r.tier.tier: r.end_s for r in records}
+    return LiveView(slo, v, cells, load_unit(records), {t.tier: book.generator(t.tier, ends.get(t.tier))
+                                                        for t in v.tiers})
 
 
-def knee(figs: list[TierFigures]) -> Verdict:
-    """The current knee estimate and its evidence (rule in the module docstring)."""
-    done = _judged(figs)
-    if len(done) < 2:
-        return Verdict("no knee", f"no knee yet: {len(done)} tier(s) ended, the rule needs two")
-    base = _p(done[0], 0.99) or 0.0
-    for before, fig in itertools.pairwise(done):
-        p99 = _p(fig, 0.99) or 0.0
-        load_gain = (tier_load(fig.record.tier) or 0) / (tier_load(before.record.tier) or 1) - 1
-        rps_gain = (fig.rps or 0) / (before.rps or 1) - 1
-        gain = rps_gain / load_gain if load_gain > 0 else 0.0
-        if p99 > KNEE_LATENCY_FACTOR * base and gain < KNEE_GAIN_LIMIT:
-            tier = before.record.tier
-            return Verdict("knee", f"knee at tier {tier.tier} ({target_text(tier)}): at tier {fig.record.tier.tier} "
-                           f"p99 TTFT {p99:.0f} ms = {p99 / base:.1f}x tier {done[0].record.tier.tier}'s {base:.0f} ms "
-                           f"and requests/s {rps_gain:+.0%} for {load_gain:+.0%} load", tier.tier)
-    return Verdict("no knee", f"no knee yet: over {len(done)} ended tiers p99 TTFT stayed within "
-                   f"{KNEE_LATENCY_FACTOR:g}x {base:.0f} ms or throughput kept growing")
+def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
+    """A tier's LLM-tab row: once the tier measures, its figures are the verdicts' (the live book), its SLO cell
+    and knees the verdicts', and its generator column the rule book's trust (llmload.rules.trust)."""
+    tier_no = fig.record.tier.tier
+    tier = next((t for t in view.verdicts.tiers if t.tier == tier_no), None) if view.verdicts else None
+    if tier is not None and fig.measuring:
+        row.update(requests=tier.sent, ttft_p50_ms=_ms(tier.ttft_p50_ms), ttft_p95_ms=_ms(tier.ttft_p95_ms),
+                   ttft_p99_ms=_ms(tier.ttft_p99_ms), rate_limited=tier.n_429,
+                   other_errors=tier.failed - tier.n_429,
+                   out_tps=round(tier.out_tok_s, 1) if tier.out_tok_s == tier.out_tok_s else "-")
+        row["rps"] = round(tier.rps, 2) if tier.rps == tier.rps else None
+    row["slo"] = view.cells.get(tier_no, ("none", "-"))[1]
+    row["verdict"] = view.marks(tier_no)
+    row["generator"] = _generator(view, tier) if tier is not None else "-"
+    return row
 
 
-def slo_profile_name(name: str | None) -> str:
-    return name if name in SLO_TTFT_P95_MS else DEFAULT_SLO
+def _ms(value: float) -> Any:
+    return round(value) if value == value else "-"
 
 
-def slo_verdict(fig: TierFigures, profile: str) -> Verdict:
-    """Pass or fail of one tier's window against the profile (which criterion failed)."""
-    w, tier = fig.window, fig.record.tier.tier
-    if not w.requests:
-        return Verdict("none", "-", tier)
-    limited, other = w.rate_limited / w.requests, max(0, w.failures - w.rate_limited) / w.requests
-    bound, p95 = SLO_TTFT_P95_MS[profile], _p(fig, 0.95)
-    fails = []
-    if bound is not None and p95 is not None and p95 > bound:
-        fails.append(f"p95 {p95:.0f} > {bound:.0f} ms")
-    if limited > REJECT_LIMIT:
-        fails.append(f"429s {limited:.1%} > {REJECT_LIMIT:.0%}")
-    if other > REJECT_LIMIT:
-        fails.append(f"errors {other:.1%} > {REJECT_LIMIT:.0%}")
-    prefix = "" if fig.measuring else "warm-up: "
-    if fails:
-        return Verdict("fail", prefix + "FAIL " + ", ".join(fails), tier)
-    if bound is None:
-        return Verdict("pass", prefix + "pass (no TTFT bound)", tier)
-    if p95 is None:
-        return Verdict("none", "-", tier)
-    return Verdict("pass", prefix + f"pass p95 {p95:.0f} <= {bound:.0f} ms", tier)
+def _generator(view: LiveView, tier: Any) -> str:
+    nan = float("nan")
+    loop_ms, schedule_ms, health_ms, cpu = view.generator.get(tier.tier, (nan, nan, nan, nan))
+    if not trust.lag_material(loop_ms, schedule_ms, health_ms, cpu, tier.ttft_p50_ms):
+        return "ok"
+    figures = [f"{label} {value:.0f}{unit}" for label, value, unit in (
+        ("loop lag p99", loop_ms, " ms"), ("schedule lag p99", schedule_ms, " ms"), ("loop lag (health) p95",
+                                                                                      health_ms, " ms"),
+        ("CPU p95", cpu, "%")) if value == value]
+    return "UNTRUSTWORTHY: " + ", ".join(figures) + " (left out of the verdicts)"
 
 
-def saturation(figs: list[TierFigures]) -> Verdict:
-    """Queue or shed so far (decision table in the module docstring)."""
-    measured = sorted((f for f in figs if f.window.requests and tier_load(f.record.tier)),
-                      key=lambda f: tier_load(f.record.tier) or 0.0)
-    if not measured:
-        return Verdict("cannot tell", "cannot tell yet: no request measured")
-    top, low = measured[-1], measured[0]
-    w, where = top.window, f"at tier {top.record.tier.tier} ({target_text(top.record.tier)})"
-    p50, base = _p(top, 0.5), _p(low, 0.5)
-    waits = len(measured) > 1 and p50 is not None and base and p50 > KNEE_LATENCY_FACTOR * base
-    wait_text = f"p50 TTFT {p50:.0f} ms vs {base:.0f} ms at tier {low.record.tier.tier}" if waits else ""
-    if w.rate_limited > REJECT_LIMIT * w.requests:
-        shed = f"{w.rate_limited} of {w.requests} requests refused with 429"
-        if waits:
-            return Verdict("queues and sheds", f"queues and sheds {where}: {shed}; {wait_text}", top.record.tier.tier)
-        return Verdict("sheds", f"sheds {where}: {shed}", top.record.tier.tier)
-    if waits:
-        return Verdict("queues", f"queues {where}: {wait_text}", top.record.tier.tier)
-    other = w.failures - w.rate_limited
-    if other > REJECT_LIMIT * w.requests:
-        return Verdict("fails", f"fails {where}: {other} of {w.requests} requests failed (not 429)",
-                       top.record.tier.tier)
-    if len(measured) == 1:
-        return Verdict("cannot tell", "cannot tell yet: one tier gives no low-load baseline")
-    upto = f"tier {top.record.tier.tier} ({target_text(top.record.tier)})"
-    return Verdict("not saturated", f"not saturated so far: no wait or refusal up to {upto}", top.record.tier.tier)
+def profile_text(slo: SloProfile) -> str:
+    """'chat (p95 TTFT <= 500 ms, errors <= 1%, 429s <= 1%)'."""
+    return f"{slo.name} ({slo_text(slo)})"

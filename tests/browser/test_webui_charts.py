@@ -148,15 +148,17 @@ def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     assert seen_before_end
     wait_for(lambda: charts.locator("#chart-knee g.knee-marker").count() == 1, 10, "the knee marker", ui)
     assert charts.locator("#chart-knee g.knee-marker").get_attribute("data-tier") == "3"
-    assert "knee at tier 3 (4 users)" in charts.locator("#knee-verdict").inner_text()
+    knee = charts.locator("#knee-verdict").inner_text()
+    assert knee.startswith("Queueing onset: at 4 users (tier 3): requests start to wait between 4 and 8"), knee
     wait_for(lambda: slo_cells(charts).get("4") == "slo fail", 10, "tier 4 failing the voice SLO", ui)
-    assert "FAIL p95" in charts.locator("#slo-table tr[data-tier='4'] td.slo").inner_text()
+    assert "FAIL p95 TTFT" in charts.locator("#slo-table tr[data-tier='4'] td.slo").inner_text()
     assert str(run_dir) in charts.locator("#run-dir").inner_text()
     screenshot(charts, tmp_path, "charts-done.png")
 
     page.get_by_role("tab", name="LLM").click()
     tab = page.locator("table").first
-    wait_for(lambda: "knee" in tab.inner_text() and "FAIL p95" in tab.inner_text(), 10, "knee, FAIL in the LLM tab", ui)
+    wait_for(lambda: "queueing onset" in tab.inner_text() and "FAIL p95" in tab.inner_text(), 10,
+             "the queueing onset and a FAIL in the LLM tab", ui)
     screenshot(page, tmp_path, "llm-tab.png")
 
     with charts.expect_popup(timeout=60_000) as popup:

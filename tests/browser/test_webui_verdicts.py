@@ -1,6 +1,6 @@
-"""Unit tests of the web UI's parts without a browser or sockets: live verdicts, LLM-only totals,
-the secret key bound to its host, the start form's grouping, generator health, the 1 s sampler.
-(Not marked `browser`: they run with the unit tests.)"""
+"""Unit tests of the web UI's parts without a browser or sockets: LLM-only totals, the secret key bound to its
+host, the start form's grouping, generator health, the 1 s sampler (the live verdicts:
+tests/unit/test_live_verdicts.py). (Not marked `browser`: they run with the unit tests.)"""
 
 from __future__ import annotations
 
@@ -10,72 +10,10 @@ from types import SimpleNamespace
 import flask
 
 from llmload.run.state import run_state
-from llmload.sink.timeline import Tier, TierRecord
-from llmload.sink.window import StatsSnapshot
-from llmload.webui import base_path, form, health, honest, verdicts
-from llmload.webui.rows import tier_figures
+from llmload.sink.timeline import Tier
+from llmload.webui import base_path, form, health, honest
 from llmload.webui.secrets import Secrets, same_host
 from llmload.webui.series import Sampler
-
-
-def snap(requests=0, failures=0, limited=0, tokens=0, ttft=None) -> StatsSnapshot:
-    return StatsSnapshot(ttft_counts=dict(ttft or {}), requests=requests, failures=failures, rate_limited=limited,
-                         output_tokens=tokens)
-
-
-def tier(n: int, users: int, requests: int, p_ms: float, seconds=10.0, done=True, limited=0, failures=0):
-    """A finished tier whose measure window has `requests` requests, all with TTFT `p_ms`."""
-    record = TierRecord(Tier(tier=n, start_s=0.0, warmup_s=0.0, target_users=users), at_start=snap())
-    record.at_warm, record.warm_s = snap(), 0.0
-    end = snap(requests, failures + limited, limited, requests * 10, {int(p_ms): requests})
-    if done:
-        record.at_end, record.end_s = end, seconds
-    return tier_figures(record, end, now_s=seconds)
-
-
-def test_knee_is_the_tier_before_latency_leaves_baseline_and_throughput_stops_growing():
-    figs = [tier(1, 1, 10, 50), tier(2, 2, 20, 52), tier(3, 4, 40, 55), tier(4, 8, 41, 500)]
-    estimate = verdicts.knee(figs)
-    assert (estimate.kind, estimate.tier) == ("knee", 3)
-    assert "at tier 4 p99 TTFT 500 ms = 10.0x tier 1's 50 ms" in estimate.text
-    assert verdicts.knee(figs[:3]).kind == "no knee"  # not before the tier after the knee ended
-    growing = [*figs[:3], tier(4, 8, 80, 500)]  # latency rose but throughput doubled: no knee
-    assert verdicts.knee(growing).kind == "no knee"
-    running = [*figs[:3], tier(4, 8, 41, 500, done=False)]
-    assert verdicts.knee(running).kind == "no knee"
-    assert "needs two" in verdicts.knee(figs[:1]).text
-
-
-def test_slo_verdict_per_profile_and_criterion():
-    assert verdicts.slo_verdict(tier(1, 1, 100, 240), "voice").kind == "pass"
-    failing = verdicts.slo_verdict(tier(1, 1, 100, 260), "voice")
-    assert (failing.kind, failing.text) == ("fail", "FAIL p95 260 > 250 ms")
-    assert verdicts.slo_verdict(tier(1, 1, 100, 260), "chat").kind == "pass"
-    assert verdicts.slo_verdict(tier(1, 1, 100, 9000), "batch").text == "pass (no TTFT bound)"
-    assert "429s 2.0% > 1%" in verdicts.slo_verdict(tier(1, 1, 100, 10, limited=2), "batch").text
-    assert verdicts.slo_verdict(tier(1, 1, 0, 10), "chat").kind == "none"
-    assert verdicts.slo_profile_name("") == "chat"
-
-
-def test_slo_bounds_are_the_reports():
-    from llmload.rules.slo import PROFILES
-
-    assert {name: p.ttft_p95_ms for name, p in PROFILES.items()} == verdicts.SLO_TTFT_P95_MS
-    from llmload.analysis.tables.tiers import CPU_LIMIT_PERCENT, LOOP_LAG_LIMIT_MS
-
-    assert (health.LOOP_LAG_LIMIT_MS, health.CPU_LIMIT_PERCENT) == (LOOP_LAG_LIMIT_MS, CPU_LIMIT_PERCENT)
-
-
-def test_queue_or_shed_decision_table():
-    base = tier(1, 1, 10, 50)
-    assert verdicts.saturation([]).kind == "cannot tell"
-    assert verdicts.saturation([base]).kind == "cannot tell"
-    assert verdicts.saturation([base, tier(2, 4, 40, 55)]).kind == "not saturated"
-    assert verdicts.saturation([base, tier(2, 4, 40, 200)]).kind == "queues"
-    assert verdicts.saturation([base, tier(2, 4, 100, 55, limited=5)]).kind == "sheds"
-    assert verdicts.saturation([base, tier(2, 4, 100, 200, limited=5)]).kind == "queues and sheds"
-    fails = verdicts.saturation([base, tier(2, 4, 100, 55, failures=5)])
-    assert (fails.kind, fails.text) == ("fails", "fails at tier 2 (4 users): 5 of 100 requests failed (not 429)")
 
 
 def entry(method, requests, failures=0, times=None, per_s=None):
@@ -161,9 +99,6 @@ def test_generator_health_from_the_tail_of_health_csv(tmp_path):
     later = {r["worker"]: r for r in health.generator_health(rows, now_s=116.0)}  # the lag spike left the window
     assert later["w1"]["warning"] == "CPU 95% > 90%"
     assert health.generator_health(rows, now_s=200.0)[1]["warning"] == "silent for 91 s"
-    assert health.tier_health(rows, 100.0, 105.0) == "w1: loop lag 80 ms > 50 ms"
-    assert health.tier_health(rows, 104.0, 108.0) == ""
-    assert health.tier_health(rows, 104.0, None) == "w1: CPU 95% > 90%"
     assert health.tail_rows(tmp_path / "health.csv", tail_bytes=40)[-1]["worker"] == "w2"
     assert health.read_health(None) == []
 

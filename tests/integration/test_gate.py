@@ -1,4 +1,4 @@
-"""`locust ... --check-slo chat[:at-load=N]`: one command runs and gates (issue 11).
+"""`locust ... --check-slo chat[:at-load=N]`: one command runs and gates.
 
 A real headless Locust subprocess against the embedded server (demo preset: 4 slots): 8 users
 queue and miss the chat objective's 500 ms p95 TTFT, 2 users meet it. The gate's lines come

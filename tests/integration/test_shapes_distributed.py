@@ -1,6 +1,7 @@
-"""StepShape on a real MasterRunner with two WorkerRunners in this process (zmq on 127.0.0.1,
-ephemeral port). The stand-in user queues on 2 shared "slots" (no HTTP), so TTFT grows once
-more than 2 users run: the master must see it through the workers' stats reports and stop."""
+"""StepShape on a real MasterRunner with two WorkerRunners in this process (zmq on 127.0.0.1, ephemeral
+port), real chat users against the embedded server with 2 slots: the workers ship their rows, the master's
+live verdicts see throughput stop growing past 2 users while requests wait, and --stop-at-knee ends the run
+before its last tier."""
 
 import csv
 import time
@@ -8,66 +9,65 @@ from unittest import mock
 
 import gevent
 import pytest
-from gevent.lock import BoundedSemaphore
-from locust import User, constant, task
-from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
+from llmload.run.listeners import install
+from llmload.server.launch import EmbeddedServer
 from llmload.shapes import StepShape
-from llmload.shaping.flags import add_shape_arguments
+from llmload.users import ChatUser
+from tests.helpers import llmload_options
 
 pytestmark = pytest.mark.integration
-SLOTS = BoundedSemaphore(2)
-SERVICE_S = 0.05
 
 
-class Queued(User):
-    wait_time = constant(0)
-
-    @task
-    def ask(self):
-        t0 = time.perf_counter()
-        with SLOTS:
-            ttft_ms = (time.perf_counter() - t0) * 1000 + 10
-            gevent.sleep(SERVICE_S)
-        fire = self.environment.events.request.fire
-        fire(request_type="TTFT", name="chat", response_time=ttft_ms, response_length=5, exception=None, context={})
-        fire(request_type="LLM", name="chat", response_time=ttft_ms + 40, response_length=8, exception=None,
-             context={})
+class Chat(ChatUser):
+    scenario = "knee"
+    prompt_tokens = 8
 
 
 class Shape(StepShape):
     progress_every_s = 1.0
 
 
+def make_env(url, run_dir, shape=None):
+    options = llmload_options(["--host", url, "--run-dir", str(run_dir), "--max-tokens", "16", "--tiers",
+                               "1,2,8,16", "--tier-seconds", "4", "--warmup-seconds", "1", "--stop-at-knee",
+                               "--min-tier-requests", "1"])
+    env = Environment(user_classes=[Chat], host=url, parsed_options=options, events=Events(), shape_class=shape,
+                      stop_timeout=5)
+    install(env.events)
+    return env
+
+
 def test_distributed_step_tiers_and_knee_stop(tmp_path, caplog):
-    parser = get_parser(default_config_files=[])
-    add_shape_arguments(parser)
-    options = parser.parse_args(["--tiers", "1,2,8,16", "--tier-seconds", "2.5", "--warmup-seconds", "0.5",
-                                 "--stop-at-knee", "--knee-factor", "3", "--min-tier-requests", "1"])
-    options.run_dir = str(tmp_path)
-    with mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3):
-        master_env = Environment(user_classes=[Queued], events=Events(), shape_class=Shape(), parsed_options=options)
+    with EmbeddedServer(["--preset", "demo", "--slots", "2"]) as server, \
+            mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3):
+        master_env = make_env(server.url, tmp_path / "run", Shape())
         master = master_env.create_master_runner("127.0.0.1", 0)
+        master_env.events.init.fire(environment=master_env, runner=master, web_ui=None)
         workers = []
-        for _ in range(2):
-            env = Environment(user_classes=[Queued], events=Events(), shape_class=Shape())
-            workers.append(env.create_worker_runner("127.0.0.1", master.server.port))
-        deadline = time.monotonic() + 10
-        while len(master.clients.ready) < 2 and time.monotonic() < deadline:
-            gevent.sleep(0.1)
-        assert len(master.clients.ready) == 2
-        caplog.set_level("INFO", logger="llmload.shape")
-        master.start_shape()
-        master.shape_greenlet.join(timeout=30)
-        master.quit()
-        for w in workers:
-            w.quit()
-    with open(tmp_path / "tiers.csv") as f:
+        for i in range(2):
+            env = make_env(server.url, tmp_path / f"worker-{i}", Shape())
+            worker = env.create_worker_runner("127.0.0.1", master.server.port)
+            env.events.init.fire(environment=env, runner=worker, web_ui=None)
+            workers.append((env, worker))
+        try:
+            deadline = time.monotonic() + 10
+            while master.worker_count < 2 and time.monotonic() < deadline:
+                gevent.sleep(0.1)
+            assert master.worker_count == 2
+            caplog.set_level("INFO", logger="llmload.shape")
+            master.start_shape()
+            master.shape_greenlet.join(timeout=40)
+        finally:
+            for env, worker in workers:
+                worker.quit()
+                env.events.quitting.fire(environment=env, reason="test")
+            master.quit()
+            master_env.events.quitting.fire(environment=master_env, reason="test")
+    with open(tmp_path / "run" / "tiers.csv") as f:
         rows = list(csv.DictReader(f))
-    users = [r["target_users"] for r in rows]
-    assert users[:2] == ["1", "2"] and "16" not in users  # stopped at the knee, before the last tier
+    assert [r["target_users"] for r in rows] == ["1", "2", "8"]  # stopped at the knee, before the last tier
     assert all(r["end_s"] for r in rows)
-    assert "knee passed" in caplog.text
-    assert any("tier" in r.getMessage() and "p99 TTFT" in r.getMessage() for r in caplog.records)
+    assert "tier 3: knee passed: compute saturation at 2 users (tier 2), and the server queues" in caplog.text

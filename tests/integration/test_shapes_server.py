@@ -104,7 +104,7 @@ def test_stop_at_knee_ends_a_saturated_run_early(tmp_path, embedded_server):
     server = embedded_server("--preset", "demo", "--slots", "1", truth_log=False)
     run_shape(Steps(), Chat, server.url, tmp_path, ["--tiers", "1,8,16,32", "--tier-seconds", "3",
                                                     "--warmup-seconds", "1", "--spawn-rate", "50",
-                                                    "--stop-at-knee", "--knee-factor", "3"])
+                                                    "--stop-at-knee"])
     tiers = read_csv(tmp_path / "tiers.csv")
     assert [t["target_users"] for t in tiers] == ["1", "8"]  # 8 users on 1 slot: ~7x the TTFT
     assert all(t["end_s"] for t in tiers)

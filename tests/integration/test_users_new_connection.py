@@ -1,4 +1,4 @@
-"""--new-connection-per-request: every request opens its own connection (the brief's connection-reuse
+"""--new-connection-per-request: every request opens its own connection (the connection-reuse
 question), on both transports; without it a user keeps its connection alive."""
 
 from __future__ import annotations

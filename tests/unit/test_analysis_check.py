@@ -1,4 +1,4 @@
-"""`python -m analysis check`: the SLO gate on fixture runs (issue 11): lines, exit codes, JUnit, TOML objectives."""
+"""`python -m analysis check`: the SLO gate on fixture runs: lines, exit codes, JUnit, TOML objectives."""
 
 from __future__ import annotations
 

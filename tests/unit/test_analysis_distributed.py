@@ -1,4 +1,4 @@
-"""Distributed runs (issue 14) on the `distributed` fixture: a lost worker, the load really applied, worker
+"""Distributed runs on the `distributed` fixture: a lost worker, the load really applied, worker
 clocks, and the cause of each worker's lag; older runs keep the CPU-p95 diagnosis."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The report's failures section quotes what the server said per failure kind: the most frequent message,
-at most 200 characters, key-like strings masked, escaped in the HTML (issue 15)."""
+at most 200 characters, key-like strings masked, escaped in the HTML."""
 
 from __future__ import annotations
 

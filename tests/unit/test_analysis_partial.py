@@ -1,4 +1,4 @@
-"""Issue 15, analysis side: killed runs, load not applied, and sentences that read true."""
+"""Killed runs, load not applied, and sentences that read true."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The report's splits (issue 11): retries, tokens, ITL/TPOT/stalls, connections, open loop, p99.9, downgrade."""
+"""The report's splits: retries, tokens, ITL/TPOT/stalls, connections, open loop, p99.9, downgrade."""
 
 from __future__ import annotations
 

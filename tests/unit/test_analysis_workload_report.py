@@ -1,4 +1,4 @@
-"""Workload sections of the report (issue 10) on the `prefill` and `workloads` fixtures, and their absence on
+"""Workload sections of the report on the `prefill` and `workloads` fixtures, and their absence on
 older runs."""
 
 from __future__ import annotations

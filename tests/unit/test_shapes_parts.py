@@ -1,15 +1,14 @@
-"""Stats windows (sink/window.py), the knee rule (shaping/early_stop.py), tiers.csv writer, progress line."""
+"""Stats windows (sink/window.py), tiers.csv writer, progress line (the stop rule: test_rules_verdicts.py)."""
 
 import csv
 
 import pytest
 from locust.stats import RequestStats
 
-from llmload.shaping.early_stop import knee_reason
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
 from llmload.sink.timeline import Tier
-from llmload.sink.window import StatsSnapshot, TierWindow, diff, percentile_ms, snapshot
+from llmload.sink.window import StatsSnapshot, diff, percentile_ms, snapshot
 
 
 class RateLimited(Exception):
@@ -47,19 +46,6 @@ def test_diff_after_locust_reset_uses_the_new_totals():
     new = StatsSnapshot(ttft_counts={200: 3}, requests=3, failures=1)
     w = diff(old, new)
     assert (w.requests, w.failures, w.ttft_p99_ms) == (3, 1, 200)
-
-
-def window(p99=None, requests=100, failures=0, limited=0):
-    return TierWindow(requests, failures, limited, 0, 0, {p99: requests} if p99 is not None else {})
-
-
-def test_knee_rule():
-    assert knee_reason(2, window(p99=290), 100, 3.0, 0.05) is None
-    assert "knee passed" in knee_reason(3, window(p99=310), 100, 3.0, 0.05)
-    assert knee_reason(1, window(p99=5000), None, 3.0, 0.05) is None  # no baseline yet
-    reason = knee_reason(1, window(p99=100, failures=6, limited=6), None, 3.0, 0.05)
-    assert "error rate 6.0%" in reason and "6 were 429" in reason
-    assert knee_reason(1, window(requests=0), None, 3.0, 0.05) is None
 
 
 def read_rows(path):

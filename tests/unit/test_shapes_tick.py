@@ -108,23 +108,45 @@ def test_ramp_longer_than_warmup_extends_the_warmup(tmp_path):
     assert [r["warmup_s"] for r in rows(tmp_path)] == ["2.000", "10.000"]  # 7 users at 0.5/s = 14 s > tier
 
 
-def test_knee_stop_after_a_whole_tier_over_k_times_baseline(tmp_path, caplog):
-    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, knee_factor=3.0,
-                             min_tier_requests=1)
+def sent(env, start, end, n, ttft_ms, e2e_ms=None, error="", status=200):
+    """`n` attempts sent between `start` and `end` (the fake clock's seconds) reaching the run's sink, as a
+    user's rows do (the live verdicts read them), and Locust's events (the progress line reads those)."""
+    sink = run_state(env).sink
+    for i in range(n):
+        row = {"ts_start_s": WALL0 + start + (end - start) * (i + 0.5) / n, "tier": "", "phase": "",
+               "status": status, "error": error, "ttft_ms": "" if error else ttft_ms,
+               "e2e_ms": e2e_ms or ttft_ms + 900.0, "tpot_ms": "" if error else 9.0,
+               "output_tokens": "" if error else 100, "retry_after_s": 1.0 if status == 429 else ""}
+        sink.add_sample(row)
+    fire(env, ttft_ms, n, exception=RateLimited(1.0) if status == 429 else None)
+
+
+def test_the_knee_stop_follows_the_reports_knees(tmp_path, caplog):
+    """Throughput stops growing from 2 to 4 users while requests wait at 4: compute saturation is reached and
+    the top tier queues, so the run stops after tier 3, before 8 users."""
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, min_tier_requests=1)
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)  # warm-up ends: measure window starts here
-    fire(env, 100, 50)
+    sent(env, 2.0, 10.0, 50, 100.0)
     assert tick_at(shape, clock, 10.0) == (2, 1.0)
-    fire(env, 150, 20)  # warm-up of tier 2: ignored
+    sent(env, 10.0, 12.0, 20, 100.0)  # warm-up of tier 2: not measured
     tick_at(shape, clock, 12.0)
-    fire(env, 250, 50)
-    assert tick_at(shape, clock, 20.0) == (4, 2.0)  # 250 < 3 x 100
+    sent(env, 12.0, 20.0, 100, 100.0)
+    assert tick_at(shape, clock, 20.0) == (4, 2.0)  # throughput doubled: no knee
     tick_at(shape, clock, 22.0)
-    fire(env, 400, 50)
+    sent(env, 22.0, 30.0, 105, 400.0, e2e_ms=1300.0)  # no more throughput, and 300 ms of waiting
     with caplog.at_level(logging.INFO, logger="llmload.shape"):
         assert tick_at(shape, clock, 30.0) is None
-    assert "knee passed" in caplog.text and "tier 3" in caplog.text
+    assert "tier 3: knee passed: compute saturation at 2 users (tier 2), and the server queues" in caplog.text
     assert [r["end_s"] != "" for r in rows(tmp_path)] == [True, True, True]
+    assert "knee_factor" not in run_state(env).shape_info
+
+
+def test_a_knee_factor_is_accepted_and_said_to_be_ignored(tmp_path, caplog):
+    shape, clock, _env = make(StepShape, tmp_path, tiers="1,2", stop_at_knee=True, knee_factor=3.0)
+    with caplog.at_level(logging.WARNING, logger="llmload.shape"):
+        tick_at(shape, clock, 0.0)
+    assert "--knee-factor is ignored" in caplog.text
 
 
 def test_without_stop_at_knee_the_run_goes_on(tmp_path):
@@ -140,15 +162,15 @@ def test_error_rate_stop_counts_429s(tmp_path, caplog):
                              min_tier_requests=1)
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)
-    fire(env, 100, 18)
-    fire(env, 100, 2, exception=RateLimited(1.0))
+    sent(env, 2.0, 10.0, 18, 100.0)
+    sent(env, 2.0, 10.0, 2, 100.0, error="rate_limited", status=429)
     assert tick_at(shape, clock, 10.0) == (2, 1.0)  # 10% is not above the bound
     tick_at(shape, clock, 12.0)
-    fire(env, 100, 10)
-    fire(env, 100, 5, exception=RateLimited(1.0))
+    sent(env, 12.0, 20.0, 10, 100.0)
+    sent(env, 12.0, 20.0, 5, 100.0, error="rate_limited", status=429)
     with caplog.at_level(logging.INFO, logger="llmload.shape"):
         assert tick_at(shape, clock, 20.0) is None
-    assert "error rate 33.3%" in caplog.text and "5 were 429" in caplog.text
+    assert "33.3% of requests failed > 10.0% (5 of 15, 5 were 429)" in caplog.text
 
 
 def test_too_few_requests_for_p99_warns(tmp_path, caplog):

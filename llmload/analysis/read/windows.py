@@ -8,7 +8,7 @@ How it works:
   really measured, not 2 ms.
 - The planned length of a tier is run.json's `shape.tier_seconds` for it, else the median
   length of the complete tiers. An incomplete tier is *short* when its measure window is
-  under MIN_WINDOW_S or under MIN_PLANNED_SHARE of the planned measure window: its figures
+  under SHORT_TIER_S or under MIN_PLANNED_SHARE of the planned measure window: its figures
   are shown but it is excluded from the knee, the capacity and the saturation verdict, and
   a note says so. Complete tiers keep the length the user chose.
 """
@@ -19,11 +19,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.files import section
-
-MIN_WINDOW_S = 5.0
-"""an incomplete tier measured for less than this is excluded from knee and capacity"""
-MIN_PLANNED_SHARE = 0.2
-"""...or for less than this share of its planned measure window"""
+from llmload.rules.limits import MIN_PLANNED_SHARE, SHORT_TIER_S
 
 
 def completions(samples: pd.DataFrame) -> np.ndarray:
@@ -71,10 +67,10 @@ def mark_short(tiers: pd.DataFrame, info: dict, notes: list[str]) -> None:
     """Add `planned_s` and `short` (an incomplete tier measured too briefly to judge)."""
     tiers["planned_s"] = planned_seconds(tiers, info)
     planned_measure = (tiers["planned_s"] - tiers["warmup_s"]).clip(lower=0.0)
-    too_brief = (tiers["measure_s"] < MIN_WINDOW_S) | (tiers["measure_s"] < MIN_PLANNED_SHARE * planned_measure)
+    too_brief = (tiers["measure_s"] < SHORT_TIER_S) | (tiers["measure_s"] < MIN_PLANNED_SHARE * planned_measure)
     tiers["short"] = ~tiers["complete"] & too_brief
     for row in tiers[tiers["short"]].itertuples():
         plan = f" of its planned {row.planned_s - row.warmup_s:.0f} s" if row.planned_s == row.planned_s else ""
         notes.append(f"tier {row.tier} was cut short: measured {row.measure_s:.1f} s{plan} (minimum "
-                     f"{MIN_WINDOW_S:g} s and {MIN_PLANNED_SHARE:.0%} of the plan); its figures are shown but it is "
+                     f"{SHORT_TIER_S:g} s and {MIN_PLANNED_SHARE:.0%} of the plan); its figures are shown but it is "
                      "excluded from the knee, the capacity and the saturation verdict.")

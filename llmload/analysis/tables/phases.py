@@ -23,10 +23,9 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.text import load_with_unit
-from llmload.rules.limits import PHASE_TOLERANCE
+from llmload.rules.limits import PHASE_TOLERANCE, TOKS_DRIFT
 
 P99_DRIFT = 0.25
-TOKS_DRIFT = 0.10
 SPIKE_LABELS = ("before (baseline)", "during the spike", "after")
 
 

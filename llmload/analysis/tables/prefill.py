@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-NONLINEAR_EXCESS = 0.15
-"""a length's median TTFT this far above the short-length line counts as non-linear growth"""
+from llmload.rules.limits import NONLINEAR_EXCESS
+
 MIN_LENGTHS = 3
 MAX_POINTS = 600
 """points used by the pairwise fit (an even subsample beyond it keeps the fit O(n^2) small)"""

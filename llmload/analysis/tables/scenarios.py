@@ -17,9 +17,8 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.tables.samples import measured
+from llmload.rules.limits import MIN_REQUESTS, SPEEDUP_FACTOR
 
-SPEEDUP_FACTOR = 2.0
-MIN_REQUESTS = 10
 COLUMNS = ["scenario", "tier", "n", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "out_tps_p50", "tpot_p50_ms",
            "itl_p50_ms"]
 

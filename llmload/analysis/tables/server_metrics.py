@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.run import Run
+from llmload.contract import SERVER_KV_CACHE as KV_CACHE
+from llmload.contract import SERVER_MIN_SCRAPES as MIN_SCRAPES
+from llmload.contract import SERVER_QUEUE_TIME as QUEUE_TIME
+from llmload.contract import SERVER_RUNNING as RUNNING
+from llmload.contract import SERVER_WAITING as WAITING
 
-WAITING = ("vllm:num_requests_waiting", "llamacpp:requests_deferred", "llmload:num_requests_waiting")
-RUNNING = ("vllm:num_requests_running", "llamacpp:requests_processing", "llmload:num_requests_running")
-QUEUE_TIME = ("vllm:request_queue_time_seconds", "llmload:request_queue_time_seconds")
-KV_CACHE = ("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc", "llmload:kv_cache_usage_perc")
-MIN_SCRAPES = 2
 COLUMNS = ("srv_waiting_mean", "srv_waiting_max", "srv_running_mean", "srv_queue_time_ms", "srv_kv_cache_pct")
 
 

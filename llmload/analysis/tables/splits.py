@@ -25,10 +25,9 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
+from llmload.rules.limits import MISMATCH_SHARE, MISMATCH_TOKENS
 
 HINT_SLACK_S = 0.05
-MISMATCH_TOKENS = 2
-MISMATCH_SHARE = 0.05
 
 
 def _roots(samples: pd.DataFrame) -> pd.Series:

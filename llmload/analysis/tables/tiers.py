@@ -31,15 +31,9 @@ import pandas as pd
 from llmload.analysis.read.run import Run
 from llmload.analysis.tables import concurrency, hist_figures, samples, server_metrics, workers
 from llmload.analysis.tables import judged as judging
-from llmload.rules.limits import (
-    CPU_LIMIT_PERCENT,
-    LOOP_LAG_LIMIT_MS,
-    MATERIAL_LAG_SHARE,
-    MIN_SAMPLES_P99,
-    SCHEDULE_LAG_LIMIT_MS,
-)
+from llmload.rules import trust
+from llmload.rules.limits import MIN_SAMPLES_P99
 
-PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 STALL_MS = 1000.0
 """a request whose longest inter-token gap (itl_max_ms) exceeds this stalled (`--stall-ms`)"""
 
@@ -58,28 +52,18 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
 
 
 def _add_flags(table: pd.DataFrame) -> None:
-    """too_few (p99 is noise), overloaded (the generator lagged), lag_material (overloaded, and the lag is more
-    than MATERIAL_LAG_SHARE of the tier's p50 TTFT, or its CPU was pegged), judged (counts for knee, capacity
-    and saturation: neither cut too short nor lag_material, unless every tier with requests was: then they
-    stay judged and `all_overloaded` makes every verdict unsafe)."""
+    """too_few (p99 is noise), and the rule book's trust flags (llmload.rules.trust): overloaded (the generator
+    lagged), lag_material (by enough to move the tier's verdicts), judged (counts for the knees, the capacity
+    and saturation) and all_overloaded (every tier was: every verdict is unsafe)."""
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
-    table["overloaded"] = (
-        (table["loop_lag_p99_ms"] > LOOP_LAG_LIMIT_MS)
-        | (table["schedule_lag_p99_ms"] > SCHEDULE_LAG_LIMIT_MS)
-        | (table["health_lag_ms"] > LOOP_LAG_LIMIT_MS)
-        | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
-    )
-    long_enough = ~table["short"].astype(bool)
-    # left out of the verdicts only when the lag is material to what the tier measured: 80 ms of lag
-    # cannot move a 1.5 s TTFT across a verdict, but it can a 50 ms one (a shared, busy machine often
-    # shows some lag; the flag and the warning stay either way)
-    lag_ms = table[["loop_lag_p99_ms", "schedule_lag_p99_ms", "health_lag_ms"]].max(axis=1)
-    material = ~(lag_ms <= MATERIAL_LAG_SHARE * table["ttft_p50_ms"]) | (table["cpu_p95"] > CPU_LIMIT_PERCENT)
-    table["lag_material"] = table["overloaded"] & material
-    trusted = long_enough & ~table["lag_material"]
-    table["all_overloaded"] = not bool((trusted & (table["sent"] > 0)).any()) and bool(
-        (long_enough & (table["sent"] > 0) & table["lag_material"]).any())
-    table["judged"] = long_enough if table["all_overloaded"].any() else trusted
+    figures = list(zip(table["loop_lag_p99_ms"], table["schedule_lag_p99_ms"], table["health_lag_ms"],
+                       table["cpu_p95"], table["ttft_p50_ms"]))
+    table["overloaded"] = [trust.overloaded(*f[:4]) for f in figures]
+    table["lag_material"] = [trust.lag_material(*f) for f in figures]
+    judged, all_overloaded = trust.judged(list(table["short"].astype(bool)), list(table["lag_material"]),
+                                          list(table["sent"]))
+    table["judged"] = judged
+    table["all_overloaded"] = all_overloaded
 
 
 def error_kinds(run: Run) -> pd.DataFrame:

@@ -22,11 +22,7 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.text import load_with_unit, utc
-
-CLOCK_WARN_MS = 50.0
-BUSY_SHARE = 0.5
-IDLE_SHARE = 0.2
-MACHINE_BUSY_PERCENT = 80.0
+from llmload.rules.limits import BUSY_SHARE, CLOCK_WARN_MS, IDLE_SHARE, MACHINE_BUSY_PERCENT
 
 
 def nodes(run: Run) -> list[dict]:

@@ -15,8 +15,7 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.text import utc
-
-DRIFT_SHARE = 0.15
+from llmload.rules.limits import DRIFT_SHARE
 
 
 def model_changes(run: Run) -> str:

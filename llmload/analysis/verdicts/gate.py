@@ -9,8 +9,8 @@ generator itself was overloaded (`tiers.py`) cannot be judged: its criteria say 
   tier that broke one (or at the capacity tier when none broke);
 - neither: the highest-load tier that has requests.
 Each criterion is PASS, FAIL or CANNOT JUDGE (too few successes for its percentile:
-`goodput.samples_needed`; a tier with no success at all fails its latency criteria once 20
-attempts were sent). Exit code: 0 every criterion passed, 1 one failed, 2 nothing failed but
+`llmload.rules.gate`, which decides every criterion: a tier with no success at all fails its latency
+criteria once 20 attempts were sent). Exit code: 0 every criterion passed, 1 one failed, 2 nothing failed but
 something could not be judged (or the folder is not a run). `--junit PATH` writes the
 verdicts as a JUnit XML test suite, one test case per criterion.
 """
@@ -28,10 +28,10 @@ from llmload.analysis.read.run import load_run
 from llmload.analysis.tables import samples, tiers
 from llmload.analysis.text import load_with_unit
 from llmload.analysis.verdicts import goodput
+from llmload.rules import gate
 from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
 
-PASS, FAIL, CANNOT = "PASS", "FAIL", "CANNOT JUDGE"
-EXIT = {PASS: 0, FAIL: 1, CANNOT: 2}
+PASS, FAIL, CANNOT, EXIT = gate.PASS, gate.FAIL, gate.CANNOT, gate.EXIT
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,6 @@ class Verdict:
         where = f"tier {self.tier} ({self.load})" if self.tier is not None else "no tier"
         tail = f"  [{self.why}]" if self.why else ""
         return f"{self.status:<12}  {c.label:<28} {shown:>12}  {rel} {c.unit_text(c.limit):<12} {where}{tail}"
-
-
-UNTIMED = ("error_rate", "rate_429")
-"""criteria a lagging generator cannot distort"""
 
 
 def measure(row: pd.Series, measured: pd.DataFrame | None, c: Criterion,
@@ -78,36 +74,19 @@ def measure(row: pd.Series, measured: pd.DataFrame | None, c: Criterion,
 
 def judge_tier(row: pd.Series, measured: pd.DataFrame | None, obj: Objective, unit: str,
                hists: Histograms | None = None) -> list[Verdict]:
+    """Every criterion of the objective on one tier (llmload.rules.gate decides each)."""
     out = []
     load = load_with_unit(row["load"], unit)
     for c in obj.criteria:
         value, have, what, missing = measure(row, measured, c, hists)
-        need = goodput.samples_needed(c)
-        timed = c.metric in LATENCY or c.metric in POOLED
-        if missing:
-            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, missing))
-        elif timed and row["ok"] == 0 and row["sent"] >= 20:
-            out.append(Verdict(c, FAIL, value, int(row["tier"]), load, "no request succeeded"))
-        elif (timed and have < need) or row["sent"] < 20:
-            have, what = (have, what) if timed else (int(row["sent"]), "requests")
-            out.append(Verdict(c, CANNOT, value, int(row["tier"]), load, f"{have} {what}, need {need}"))
-        else:
-            ok = value >= c.limit if c.at_least else value <= c.limit
-            out.append(Verdict(c, PASS if ok else FAIL, value, int(row["tier"]), load))
-        if bool(row.get("lag_material", False)) and out[-1].status == FAIL and c.metric not in UNTIMED \
-                and row["ok"] > 0:
-            # a lagging generator only adds latency (and lowers the rates it measures): a pass stands,
-            # a miss may be the generator's
-            out[-1] = Verdict(c, CANNOT, value, int(row["tier"]), load, "the load generator was overloaded")
-        elif bool(row.get("lag_material", False)) and out[-1].status == PASS and c.metric not in UNTIMED:
-            out[-1] = Verdict(c, PASS, value, int(row["tier"]), load,
-                              "the load generator lagged: the true figure is at least this good")
+        status, why = gate.criterion_status(c, value, have, what, missing, int(row["ok"]), int(row["sent"]),
+                                            bool(row.get("lag_material", False)))
+        out.append(Verdict(c, status, value, int(row["tier"]), load, why))
     return out
 
 
 def status_of(verdicts: list[Verdict]) -> str:
-    states = {v.status for v in verdicts}
-    return FAIL if FAIL in states else CANNOT if CANNOT in states else PASS
+    return gate.status_of([v.status for v in verdicts])
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,3 @@ def percentile_of(c: Criterion) -> float:
     if c.percentile is None:
         raise ValueError(f"{c.label} is not a latency criterion")
     return c.percentile / 100.0
-
-
-def samples_needed(c: Criterion) -> int:
-    """Successes needed to judge a percentile: at least one in its tail, and never fewer than 20."""
-    if c.percentile is None:
-        return 20
-    tail = min(c.percentile, 100.0 - c.percentile) / 100.0
-    return max(20, int(np.ceil(1.0 / tail - 1e-9)))

@@ -21,10 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-MIN_GROWTH_MS = 20.0
-MIN_GROWTH_SHARE = 0.25
-SERVICE_SHARE = 0.5
-ARRIVAL_SHARE = 0.1
+from llmload.rules.limits import ARRIVAL_SHARE, MIN_GROWTH_MS, MIN_GROWTH_SHARE, SERVICE_SHARE
 
 LABELS = {
     "service": ("gateway+queue", "after headers (prefill, first token)"),

@@ -20,8 +20,7 @@ every verdict is unsafe (`exclusion_sentence`).
 
 from __future__ import annotations
 
-BUSY_CPU_PERCENT = 80.0
-STARVED_CPU_PERCENT = 50.0
+from llmload.rules.limits import BUSY_CPU_PERCENT, STARVED_CPU_PERCENT
 
 
 def diagnosis(cpu_p95: float) -> str:

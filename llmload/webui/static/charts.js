@@ -98,7 +98,7 @@ function kneeChart(data) {
   if (data.knee.kind === "knee" && knee) {
     const g = el("g", {class: "knee-marker", "data-tier": knee.tier}, svg), x = f.sx(knee.load);
     el("line", {x1: x, x2: x, y1: M.t, y2: f.H - M.b}, g);
-    text(g, x + 4, M.t + 12, "knee: " + knee.target);
+    text(g, x + 4, M.t + 12, "queueing onset: " + knee.target);
   }
 }
 
@@ -136,9 +136,10 @@ function verdicts(data) {
   document.getElementById("link-samples").hidden = !!data.note;
   document.getElementById("link-histograms").hidden = !data.note;
   set("knee-verdict", `<span class="${data.knee.kind === "knee" ? "warn" : ""}">${esc(data.knee.text)}</span>`);
+  set("compute-verdict", esc(data.compute.text));
   set("saturation-verdict", esc(data.saturation.text));
-  set("slo-profile", esc(data.slo_profile) + (data.slo_ttft_p95_ms ? ` (p95 TTFT &le; ${data.slo_ttft_p95_ms} ms,` :
-    " (no TTFT bound,") + " 429s and errors &le; 1 %)");
+  set("capacity-verdict", esc(data.capacity.text));
+  set("slo-profile", esc(data.slo_text));
   const health = data.health.map(h => `${esc(h.worker)}: loop lag ${h.loop_lag_ms ?? "-"} ms, CPU ${h.cpu_percent ?? "-"}%` +
     (h.warning ? ` <span class="warn">last 10 s: ${esc(h.warning)}</span>` : ""));
   health.push(`UI process: loop lag ${data.ui_loop_lag_ms} ms`);

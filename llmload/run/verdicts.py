@@ -1,0 +1,69 @@
+"""The report's verdicts on the tiers measured so far, where the run is steered (local process or master).
+
+How it works: the tiers are the timeline's (the shape's), their figures the live book's (sink/live.py:
+every attempt the process writes or receives, open-loop drops from the shape's stats snapshots, the
+target's queue from the server-metrics scraper), and the verdicts the rule book's one call
+(`llmload.rules.verdicts.judge`) under the run's SLO profile, judging the tiers that ended and whose
+generator kept up (llmload.rules.trust): the two knees, the saturation branch and the capacity the web UI
+shows and `--stop-at-knee` stops on are the report's for the same tiers. The report stays the reference:
+it has every row (the live figures of a tier settle a request's length after it ends, and are
+percentiles of histograms, within 1 %).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from llmload.rules import capacity
+from llmload.rules.slo import SloProfile, profile_or_default
+from llmload.rules.tier import Tier
+from llmload.rules.verdicts import Verdicts, judge
+from llmload.run.options import settings_of
+from llmload.run.state import run_state
+from llmload.sink.window import diff, snapshot
+
+
+def profile(environment: Any) -> SloProfile:
+    """The run's SLO profile (--slo-profile; the report's default when none)."""
+    return profile_or_default(settings_of(environment).slo_profile)
+
+
+def load_unit(records: list[Any]) -> str:
+    return "req/s" if any(r.tier.target_rps is not None for r in records) else "users"
+
+
+def live_tiers(environment: Any, now_s: float | None = None) -> list[Tier]:
+    """One rule-book Tier per tier of the timeline so far (module docstring)."""
+    state = run_state(environment)
+    records = state.timeline.records
+    if not records:
+        return []
+    current = snapshot(environment.stats)
+    dropped = {r.tier.tier: diff(r.at_start, r.at_end or current).dropped for r in records}
+    scraper = state.server_metrics
+    return state.sink.live.tiers(records, time.time() if now_s is None else now_s, dropped,
+                                 scraper.waiting_mean if scraper is not None else None)
+
+
+def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile | None = None) -> Verdicts:
+    """The verdicts on the ended tiers whose generator kept up."""
+    state = run_state(environment)
+    records = state.timeline.records
+    tiers = live_tiers(environment, now_s)
+    ended = {r.tier.tier: r.end_s for r in records if r.end_s is not None}
+    kept = {t.tier for t in tiers if t.tier in ended and state.sink.live.trusted(t, ended[t.tier])}
+    return judge(tiers, load_unit(records), slo or profile(environment), lambda t: t.tier in kept)
+
+
+def slo_cell(tier: Tier, slo: SloProfile, measuring: bool = True) -> tuple[str, str]:
+    """One tier against the SLO profile, as the capacity judges it: ('pass' | 'fail' | 'none', its text)."""
+    if not tier.sent:
+        return "none", "-"
+    prefix = "" if measuring else "warm-up: "
+    broken = capacity.broken(tier, slo)
+    if broken:
+        return "fail", prefix + "FAIL " + "; ".join(" ".join(b.what.replace("{at}", "").split()) for b in broken)
+    if slo.ttft_p95_ms is None:
+        return "pass", prefix + "pass (no TTFT bound)"
+    return "pass", prefix + f"pass p95 {tier.ttft_p95_ms:.0f} <= {slo.ttft_p95_ms:g} ms"

@@ -1,0 +1,192 @@
+"""The tiers measured so far, as the rule book judges them: the live web UI's and --stop-at-knee's figures.
+
+How it works: the process that writes the run's files keeps a `LiveBook`, a cumulative histogram book
+(histograms.py, every figure and the attempt counts) of the whole run: every sample row it writes
+(local runs; a master with --ship rows), stamped with the tier and phase of samples.csv, or the
+workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it into one
+`llmload.rules.Tier` per tier of the timeline, with the figures the report computes from histograms
+(llmload/analysis/tables/hist_figures.py): attempts, successes and failures by kind (the rule book's
+outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
+means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, and the target's queue
+when its metrics are scraped. The rows of requests still in flight arrive when they end, so a tier's
+figures settle a request's length after the tier ends.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from llmload.contract import hist_upper, hist_value
+from llmload.rules.outcomes import is_429, kind
+from llmload.rules.tier import NAN, Tier
+from llmload.rules.trust import lag_material
+from llmload.sink.histograms import HistogramBook, number
+
+Waiting = Callable[[float, float], float]
+"""(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
+
+
+def percentile(counts: dict[int, int], q: float) -> float:
+    """q (0..1) over a histogram's bucket counts, as the analysis reads histograms.csv: linear between the two
+    order statistics around rank (n - 1) q, each the value its bucket stands for (NaN when empty)."""
+    items = sorted(counts.items())
+    total = sum(n for _, n in items)
+    if total == 0:
+        return NAN
+    pos = (total - 1) * q
+    lo = math.floor(pos)
+    ranks, seen = (lo, min(lo + 1, total - 1)), 0
+    values: list[float] = []
+    for bucket, n in items:
+        seen += n
+        while len(values) < 2 and ranks[len(values)] < seen:
+            values.append(hist_value(hist_upper(bucket)))
+    return values[0] + (values[1] - values[0]) * (pos - lo)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """q (0..1) of raw values, linear between order statistics (as pandas; NaN when empty)."""
+    if not values:
+        return NAN
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def mean(counts: dict[int, int]) -> float:
+    total = sum(counts.values())
+    return sum(hist_value(hist_upper(b)) * n for b, n in counts.items()) / total if total else NAN
+
+
+class LiveBook:
+    def __init__(self) -> None:
+        self.book = HistogramBook(full=True)
+        """every attempt of the run so far (never taken)"""
+        self.health: dict[int, tuple[list[float], list[float]]] = {}
+        """per tier, health.csv's loop_lag_ms_max and cpu_percent of the seconds in its measure window"""
+        self.lags: dict[int, tuple[array, array, array]] = {}
+        """per tier, of its measured attempts: when each ended (unix s), its loop_lag_ms, its schedule_lag_ms"""
+        self._generator: dict[int, tuple[tuple, tuple[float, float, float, float]]] = {}
+        """per tier, `generator`'s figures and what they were computed on (the web UI asks every second)"""
+
+    def reset(self) -> None:
+        """A new run starts."""
+        self.book = HistogramBook(full=True)
+        self.health, self.lags, self._generator = {}, {}, {}
+
+    def note_health(self, row: dict, tier: Any, phase: str) -> None:
+        """One health.csv row (a generator's second), stamped like a sample sent at its time."""
+        if phase == "measure" and tier.tier > 0:
+            lags, cpus = self.health.setdefault(tier.tier, ([], []))
+            for values, key in ((lags, "loop_lag_ms_max"), (cpus, "cpu_percent")):
+                value = row.get(key)
+                if value not in (None, ""):
+                    values.append(float(value))
+
+    def note(self, row: dict, tier: int, phase: str) -> None:
+        """One attempt's row, in its tier and phase."""
+        self.book.record(row, [], tier, phase)
+        if phase == "measure":
+            ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
+            took_ms = number(row.get("e2e_ms"))
+            took_ms = number(row.get("headers_ms")) if took_ms is None else took_ms
+            ended.append(float(row["ts_start_s"]) + max(took_ms or 0.0, 0.0) / 1000.0)
+            for values, key in ((lags, "loop_lag_ms"), (scheduled, "schedule_lag_ms")):
+                value = number(row.get(key))
+                values.append(NAN if value is None else value)
+
+    def note_received(self, rows: list[dict], taken: dict | None, full: bool) -> None:
+        """Master: a worker's shipment. `full` (--ship histograms|both): its book counted every figure and
+        attempt, else (--ship rows) its book holds gaps only and the rows (stamped) are counted here."""
+        if full:
+            if taken:
+                self.book.merge(taken)
+            return
+        for row in rows:
+            self.note(row, int(row["tier"]), str(row["phase"]))
+
+    def tiers(self, records: Iterable[Any], now_s: float, dropped: dict[int, int] | None = None,
+              waiting: Waiting | None = None) -> list[Tier]:
+        """One Tier per timeline record (sink/timeline.py TierRecord), its measure window up to its end or
+        `now_s`; `dropped`: open-loop arrivals dropped per tier (the whole tier)."""
+        return [self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting) for r in records]
+
+    def tier(self, record: Any, now_s: float, dropped: int, waiting: Waiting | None) -> Tier:
+        t = record.tier
+        start_s = t.start_s + t.warmup_s
+        end_s = record.end_s if record.end_s is not None else now_s
+        window_s = end_s - start_s if end_s > start_s else NAN
+        hist = {metric: self.book.hists.get((t.tier, "measure", metric), {})
+                for metric in ("ttft_ms", "tpot_ms", "e2e_ms")}
+        c = _counts(self.book.attempts, t.tier)
+        arrivals = c.pop("whole") + dropped
+        load = t.target_rps if t.target_rps is not None else t.target_users
+        return Tier(
+            tier=t.tier, load=float(load) if load is not None else NAN, sent=c["sent"], ok=c["ok"], n_429=c["n_429"],
+            n_503=c["n_503"], n_stream_error=c["n_stream_error"], n_shed=c["n_shed"], n_shed_hinted=c["n_shed_hinted"],
+            n_timeout=c["n_timeout"], n_other_fail=c["n_other_fail"], rate_window_s=window_s,
+            rps=c["sent"] / window_s, ok_rps=c["ok"] / window_s,
+            out_tok_s=_out_tokens(self.book.attempts, t.tier) / window_s,
+            dropped=dropped, drop_rate=dropped / arrivals if arrivals else 0.0,
+            ttft_p50_ms=percentile(hist["ttft_ms"], 0.5), ttft_p95_ms=percentile(hist["ttft_ms"], 0.95),
+            ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
+            ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
+            srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
+
+    def generator(self, tier_no: int, end_s: float | None = None) -> tuple[float, float, float, float]:
+        """The generator's lag in a tier as the report reads it: p99 of the loop lag of its attempts that ended
+        in it (by `end_s`), p99 of their schedule lag, p95 of health.csv's per-second loop lag maximum, and
+        its CPU p95."""
+        ended, lags, scheduled = self.lags.get(tier_no, ((), (), ()))
+        health_lags, cpus = self.health.get(tier_no, ([], []))
+        key = (len(ended), end_s, len(health_lags))
+        cached = self._generator.get(tier_no)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        inside = [i for i, t in enumerate(ended) if end_s is None or t <= end_s]
+        figures = (quantile([lags[i] for i in inside if lags[i] == lags[i]], 0.99),
+                   quantile([scheduled[i] for i in inside if scheduled[i] == scheduled[i]], 0.99),
+                   quantile(health_lags, 0.95), quantile(cpus, 0.95))
+        self._generator[tier_no] = (key, figures)
+        return figures
+
+    def trusted(self, tier: Tier, end_s: float | None = None) -> bool:
+        """The generator kept up in the tier (llmload.rules.trust)."""
+        return not lag_material(*self.generator(tier.tier, end_s), tier.ttft_p50_ms)
+
+
+def _counts(attempts: dict, tier_no: int) -> dict[str, int]:
+    """The tier's measured attempts by outcome (llmload.rules.outcomes), and `whole`: its attempts, warm-up
+    included (the denominator of the drop rate, as in the report)."""
+    out = dict.fromkeys(("sent", "ok", "n_429", "n_503", "n_stream_error", "n_shed", "n_shed_hinted", "n_timeout",
+                         "n_other_fail", "whole"), 0)
+    for (tier, phase, status, error), numbers in attempts.items():
+        if tier != tier_no or phase == "after":
+            continue
+        out["whole"] += numbers[0]
+        if phase != "measure":
+            continue
+        n, outcome = numbers[0], kind(status, error)
+        out["sent"] += n
+        out["ok"] += numbers[1]
+        out["n_429"] += n if is_429(status, error) else 0
+        out["n_503"] += n if status == 503 else 0
+        out["n_stream_error"] += n if error == "stream_error" else 0
+        if outcome == "shed":
+            out["n_shed"] += n
+            out["n_shed_hinted"] += numbers[3]
+        elif outcome == "timeout":
+            out["n_timeout"] += n
+        elif outcome == "other":
+            out["n_other_fail"] += n
+    return out
+
+
+def _out_tokens(attempts: dict, tier_no: int) -> int:
+    return sum(numbers[4] for (tier, phase, _s, _e), numbers in attempts.items()
+               if tier == tier_no and phase == "measure")
