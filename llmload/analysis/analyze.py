@@ -196,11 +196,13 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                        "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:
             out.append(health.warning(where, row))
-    if not run.per_request:
-        for tier_no, hinted in hist_figures.hinted_refusals_before(run).items():
-            out.append(f"Tier {tier_no}: {hinted} refused attempts of its warm-up carried a retry hint: users waiting "
-                       "it out may have sent nothing in its measure window, so the load applied may be below the "
-                       "load asked, and histograms cannot show it (record with --ship rows or both).")
+    hinted = hist_figures.hinted_refusals_before(run) if not run.per_request else {}
+    for row in table[table["parked_unknown"]].itertuples():
+        out.append(f"Tier {row.tier} ({load_with_unit(row.load, unit)}): {hinted.get(row.tier, 0)} refused attempts "
+                   f"of its warm-up carried a retry hint, and only {row.inflight:.1f} requests were in flight on "
+                   "average: users waiting out the hint may have sent nothing in its measure window, and histograms "
+                   "cannot tell how many, so it is left out of the knees, the capacity and the saturation verdict "
+                   "(record with --ship rows or both).")
     retries = int(table["retries"].sum())
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "

@@ -161,3 +161,20 @@ def test_histograms_give_the_verdicts_rows_give(tmp_path, name):
     assert (hists.saturation.kind, hists.saturation.rule) == (rows.saturation.kind, rows.saturation.rule)
     if rows.capacity.load == rows.capacity.load:
         assert hists.capacity.load == pytest.approx(rows.capacity.load, rel=0.02)
+
+
+def test_a_tier_whose_users_may_have_parked_on_a_retry_hint_is_not_judged_from_histograms(tmp_path):
+    """parked (2 slots, Retry-After 999999): at 4 users two users sleep through tier 3. Rows show who (the report
+    says it sheds); histograms cannot, so tier 3 is left out with a warning instead of read as 'not saturated at
+    4 users' with 'at least 4 users' of capacity."""
+    path = tmp_path / "parked"
+    shutil.copytree(FIXTURES / "runs" / "parked", path)
+    fixture_histograms.as_histograms(path)
+    a = analyze(run := load_run(path), choose_profile(run, None))
+    assert list(a.table["parked_unknown"]) == [False, False, True] and list(a.table["judged"]) == [True, True, False]
+    assert a.capacity.status == "beyond" and a.capacity.load == 2.0
+    assert "4 users" not in a.saturation.sentence
+    assert any(w.startswith("Tier 3 (4 users): 2 refused attempts of its warm-up carried a retry hint") and
+               "left out of the knees" in w for w in a.warnings)
+    rows = analyze(run := load_run(FIXTURES / "runs" / "parked"), choose_profile(run, None))
+    assert not rows.table["parked_unknown"].any() and rows.saturation.kind == "sheds"

@@ -16,7 +16,7 @@ import pandas as pd
 from llmload.analysis.read import histograms
 from llmload.analysis.read.histograms import Histograms
 from llmload.analysis.read.run import Run
-from llmload.rules.limits import MIN_SAMPLES_P999
+from llmload.rules.limits import MIN_SAMPLES_P999, REJECT_LIMIT, UNDER_APPLIED
 from llmload.rules.outcomes import SHED_ERRORS, SHED_STATUSES
 
 METRICS = {"ttft": "ttft_ms", "e2e": "e2e_ms", "tpot": "tpot_ms", "itl_mean": "itl_mean_ms"}
@@ -118,6 +118,16 @@ def hinted_refusals_before(run: Run) -> dict[int, int]:
     shed = (error != "") & (error.isin(SHED_ERRORS) | status.isin(SHED_STATUSES))
     warm = attempts[shed & (attempts["phase"] == "warmup") & (attempts["hinted"] > 0)]
     return {int(t): int(n) for t, n in warm.groupby("tier")["hinted"].sum().items() if n}
+
+
+def possibly_parked(table: pd.DataFrame, run: Run) -> pd.Series:
+    """Closed-loop tiers whose users may have slept through the window on a retry hint: its warm-up refused
+    attempts with a hint, it refused almost nothing in the window (so its users were not busy being refused),
+    and fewer requests were in flight than users asked (Little's law: ok req/s x mean e2e). From rows the report
+    counts the parked users (`concurrency.py`); from histograms it cannot, so such a tier is not judged."""
+    hinted = hinted_refusals_before(run)
+    idle = table["inflight"] < UNDER_APPLIED * table["load"]
+    return table["tier"].isin(list(hinted)) & (table["shed_rate"] <= REJECT_LIMIT) & idle
 
 
 def error_kinds(run: Run) -> pd.DataFrame:
