@@ -58,8 +58,9 @@ every 0.25 s on the master / local process: users running (a lost worker's users
 Locust marks it missing) and workers connected; empty when not sampled"""
 
 TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped",
-                 *TIERS_APPLIED_COLUMNS)
-"""tiers.csv: one row per tier of a load shape"""
+                 *TIERS_APPLIED_COLUMNS, "refined")
+"""tiers.csv: one row per tier of a load shape; `refined` 1 for a tier `--refine` added after the planned
+sweep (0 planned; files written before it have no such column: read as 0)"""
 
 PHASES = ("warmup", "measure", "after")
 

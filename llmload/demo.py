@@ -3,8 +3,10 @@
 What it does: runs `locust --headless` on `scenarios/step_load.py` with no --host, so
 the scenario starts the embedded server (`demo` preset: 4 slots, FIFO queue) on a free
 loopback port; tiers 1,2,4,8,16 users rise well past the 4 slots, each held
-`TIER_SECONDS`; then `python -m analysis report` writes `report.md` / `report.html` of
-that run and the path is printed. The queueing onset the report shows is the server's slot count.
+`TIER_SECONDS`; under the chat SLO (`--slo-profile chat`), so `--refine` then adds tiers between
+the last that met it and the first that missed it until they are one user apart (at most 4 more);
+then `python -m analysis report` writes `report.md` / `report.html` of that run and the path is
+printed. The queueing onset the report shows is the server's slot count, the capacity measured.
 Everything it starts stops with it (Locust stops the server when it quits).
 """
 
@@ -21,12 +23,15 @@ TIERS = "1,2,4,8,16"
 TIER_SECONDS = 24
 WARMUP_SECONDS = 4
 SLOTS = 4
+SLO = "chat"
+"""the SLO profile: with one, --refine measures the capacity inside the run"""
 
 
 def locust_command(run_dir: Path) -> list[str]:
     return [sys.executable, "-m", "locust", "-f", str(ROOT / "scenarios" / "step_load.py"), "--headless",
             "--embedded-server-args", f"--preset demo --slots {SLOTS}",
             "--tiers", TIERS, "--tier-seconds", str(TIER_SECONDS), "--warmup-seconds", str(WARMUP_SECONDS),
+            "--slo-profile", SLO,
             "--spawn-rate", "16", "--max-tokens", "32", "--prompt-tokens", "128",
             "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), "--csv-full-history",
             "--only-summary", "--loglevel", "INFO"]
@@ -38,7 +43,8 @@ def main() -> int:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     tiers = TIERS.split(",")
     print(f"llmload demo: embedded server with {SLOTS} slots, step load over {len(tiers)} tiers "
-          f"({TIERS} users) of {TIER_SECONDS} s; results in {run_dir.relative_to(ROOT)}", flush=True)
+          f"({TIERS} users) of {TIER_SECONDS} s, then up to 4 tiers that measure the {SLO} SLO's capacity; "
+          f"results in {run_dir.relative_to(ROOT)}", flush=True)
     load = subprocess.run(locust_command(run_dir), cwd=ROOT, env=env)
     if load.returncode not in (0, 1):  # 1: some requests failed, still a run worth reporting
         print(f"llmload demo: the load run failed (exit code {load.returncode})", file=sys.stderr)

@@ -36,10 +36,12 @@ from llmload.shaping.plans import (
 
 class StepShape(PlanShape):
     """Closed loop, concurrency tiers: --tiers 1,2,4,8 (or --start/--step/--max-users), each
-    held --tier-seconds; finds the knee, optionally stopping once it is passed (--stop-at-knee)."""
+    held --tier-seconds; finds the knee, optionally stopping once it is passed (--stop-at-knee);
+    with an SLO profile (or --refine) adds tiers until the capacity and the onset are measured."""
 
     abstract = True
     kind = "step"
+    refinable = True
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return step_plan(options)
@@ -48,11 +50,13 @@ class StepShape(PlanShape):
 class OpenLoopShape(PlanShape):
     """Open loop, arrival-rate tiers: --rate-tiers 1,2,4,8 requests/s over all workers,
     --arrival poisson|constant, --max-inflight per worker. Pair it with a user class that mixes
-    in `llmload.openloop.user.OpenLoopUser`; the shape runs one such user per worker."""
+    in `llmload.openloop.user.OpenLoopUser`; the shape runs one such user per worker. --refine
+    narrows the capacity's rate bracket to 5 %."""
 
     abstract = True
     kind = "rate"
     open_loop = True
+    refinable = True
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return rate_plan(options)

@@ -26,10 +26,10 @@ from llmload.analysis.tables import phases as phases_mod
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
 from llmload.analysis.verdicts import ending as ending_mod
-from llmload.analysis.verdicts import goodput, headers, health, queueing
+from llmload.analysis.verdicts import goodput, headers, health, model_check, queueing
 from llmload.analysis.verdicts.checklist import checklist
 from llmload.rules import capacity as cap_mod
-from llmload.rules import knees, saturation
+from llmload.rules import knees, replicas, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
 from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
 from llmload.rules.text import load_with_unit
@@ -55,7 +55,7 @@ class Analysis:
     capacity: cap_mod.Capacity
     all_capacities: tuple[cap_mod.Capacity, ...]
     saturation: saturation.Saturation
-    plan: cap_mod.ReplicaPlan | None
+    plan: replicas.ReplicaPlan | None
     checklist: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
     compute: knees.KneePoint
@@ -82,6 +82,8 @@ class Analysis:
     """does the fitted model agree with the queueing onset (knees.model_agreement)"""
     workload: WorkloadView | None = None
     """the workload tables and the prefill line (`workload_view.py`)"""
+    model_check: model_check.ModelCheck | None = None
+    """the fitted model's p95 TTFT against each tier's, and the capacity line's clause (None: no fit)"""
     planning_capacity: cap_mod.Capacity | None = None
     """what replicas are planned on: `capacity`, or, when throughput fell past a peak inside the SLO's range,
     that peak's load and throughput (saturation.peak_within_slo)"""
@@ -105,12 +107,11 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
     return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
-def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile, capacity: cap_mod.Capacity
-                ) -> tuple[cap_mod.Capacity, ...]:
-    """The capacity under every stock profile, each with its own goodput at the capacity (`capacity`: the
-    chosen profile's, from the verdicts)."""
+def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: SloProfile,
+                capacity: cap_mod.Capacity) -> tuple[cap_mod.Capacity, ...]:
+    """The capacity under every stock profile on the verdicts' tiers (`judged`), each with its own goodput at the
+    capacity (`capacity`: the chosen profile's, from the verdicts)."""
     rows = samples.verdict_rows(run) if run.per_request else None
-    judged = table[table["judged"]]
     tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
     caps = []
     for name in PROFILES:
@@ -119,7 +120,8 @@ def _capacities(run: Run, table: pd.DataFrame, profile: SloProfile, capacity: ca
             continue
         other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
         own = goodput.goodput_rps(table, rows, objective_for(other)) if rows is not None else table["goodput_rps"]
-        caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested))
+        caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested,
+                                               run.load_unit))
     return tuple(caps)
 
 
@@ -144,15 +146,16 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
     tested = int((table["sent"] > 0).sum())
     kept = set(judged["tier"])
     v = judge(tiers_of(table), run.load_unit, profile, lambda t: t.tier in kept, tested,
-                       totals.recorded(run, judged["tier"]))
+              totals.recorded(run, judged["tier"]), climbs(kind))
+    judged = judged[judged["tier"].isin({t.tier for t in v.judged})]  # the fit and every profile: the same tiers
     compute, onset, sat, capacity = v.compute, v.onset, v.saturation, v.capacity
-    all_caps = _capacities(run, table, profile, capacity)
+    all_caps = _capacities(run, table, judged, profile, capacity)
     _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
     planning = capacity if peak is None else dataclasses.replace(
         capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)
     plan = None
     if target is not None and climbs(kind):
-        plan = cap_mod.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
+        plan = replicas.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
     rows = run.per_request  # per-request tables and splits exist only with rows (hist_run.CANNOT_SHOW)
     breakdown = tiers.breakdown_table(run)
     fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
@@ -173,6 +176,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         ending=ending_mod.run_ending(run, table),
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
+        model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
     )
 
 

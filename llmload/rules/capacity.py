@@ -1,4 +1,4 @@
-"""Capacity under an SLO profile, the SLO verdict of one tier, and the replica plan.
+"""Capacity under an SLO profile: a bracket of two measured tiers, and the SLO verdict of one tier.
 
 How it works:
 - A tier meets a profile (`slo.py`) when its p95 TTFT, error rate and 429 rate are within the
@@ -6,16 +6,17 @@ How it works:
   error bound (a request never sent is a request not served), and users refused before the
   window (parked on a Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
   tier broke: the live SLO column and the capacity use the same list.
-- Tiers are ordered by load. The first tier that breaks any bound ends the search; the
-  capacity is interpolated linearly between the last passing tier and that tier, at the
-  load where the first broken figure crosses its bound (the smallest such load when
-  several break). Throughput and output tokens/s at the capacity are interpolated the same
-  way. If the lowest tier already fails, the capacity is below the tested range; if no
-  tier fails, it is at least the highest tested load.
-- Replica plan: replicas = ceil(target / (capacity x (1 - headroom))), for a target in
-  requests/s, concurrent users or output tokens/s, always on the SLO capacity (never on a
-  fitted queueing model). When the capacity is only a lower bound (nothing broke), the
-  replica count is an upper bound and says so ("at most").
+- Tiers are ordered by load. The first tier that breaks any bound ends the search: the capacity
+  is the bracket between the last tier that met the SLO (`met`, the capacity a plan uses) and that
+  tier (`missed`). It is *measured* when the two are one user apart (closed loop) or RESOLUTION of
+  the rate (open loop): refinement tiers (`--refine`, shaping/refine.py) narrow it inside the run.
+- A wider bracket is never a line drawn across a step: p95 jumps as soon as more than 5 % of the
+  requests wait, and a limit that starts refusing refuses at once. So it is interpolated (at the load
+  where the first broken figure crosses its bound) only when both tiers are on the same side of the
+  queueing onset (both waited, or neither) and the bound broken is p95 TTFT; else `why_not` says why
+  and the sentence says how to narrow the bracket. If the lowest tier already fails, the capacity is
+  below the tested range; if no tier fails, it is at least the highest tested load.
+The replica plan is replicas.py.
 """
 
 from __future__ import annotations
@@ -23,18 +24,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from llmload.rules.limits import DEFAULT_HEADROOM
 from llmload.rules.slo import SloProfile, slo_text
-from llmload.rules.text import load_with_unit
 from llmload.rules.tier import Tier, with_sent
+
+RESOLUTION = 0.05
+"""open loop: a bracket of rates within this share of the lower one is measured (closed loop: one user)"""
 
 
 @dataclass(frozen=True)
 class Capacity:
     profile: SloProfile
     status: str
-    """'within' (interpolated), 'beyond' (no tier failed), 'below' (the lowest tier failed), 'none'"""
+    """'within' (a bracket: `met` and `missed`), 'beyond' (no tier failed), 'below' (the lowest tier failed), 'none'"""
     load: float
+    """the capacity a plan uses: the load of the last tier that met the SLO (the highest tested when nothing broke)"""
     ok_rps: float
     out_tok_s: float
     limited_by: str
@@ -42,13 +45,28 @@ class Capacity:
     lowest_load: float = math.nan
     """status 'below': the lowest tested load, where the SLO already broke"""
     goodput_rps: float = math.nan
-    """requests/s meeting every per-request criterion of the profile's objective: at the highest tested load
-    when nothing broke, else at `goodput_load`, the last tier within the SLO (not interpolated: per-request
-    goodput falls off a cliff where p95 crosses the limit, so a value between the tiers would read as most
-    requests missing the SLO at the capacity); NaN when unknown"""
+    """requests/s meeting every per-request criterion of the profile's objective, at `goodput_load` (the last
+    tier within the SLO, or the highest tested when nothing broke); NaN when unknown"""
     goodput_load: float = math.nan
     tiers: int = 0
-    """tiers with requests that the search looked at (1: one load level, nothing to interpolate)"""
+    """tiers with requests that the search looked at (1: one load level)"""
+    met: Tier | None = None
+    """status 'within' / 'beyond': the last tier that met the SLO"""
+    missed: Tier | None = None
+    """status 'within' / 'below': the first tier that missed it"""
+    measured: bool = False
+    """the bracket is one user (closed loop) or RESOLUTION of the rate (open loop) wide"""
+    interpolated: float = math.nan
+    """status 'within', not measured: the load where the broken figure crosses its bound, when both tiers lie on
+    the same side of the queueing onset and the bound is p95 TTFT (NaN otherwise)"""
+    why_not: str = ""
+    """why a wide bracket is not interpolated: 'waiting starts in this interval', ..."""
+
+    @property
+    def high(self) -> float:
+        """The load the first tier that missed the SLO asked (NaN when none did): users refused before its
+        window are users a plan would send."""
+        return self.missed.target if self.missed is not None else math.nan
 
 
 @dataclass(frozen=True)
@@ -99,16 +117,28 @@ def _fraction(before: float, after: float, limit: float) -> float:
     return min(1.0, max(0.0, (limit - before) / (after - before)))
 
 
-def _between(prev: Tier, row: Tier, name: str, frac: float) -> float:
-    before, after = _figure(prev, name), _figure(row, name)
-    if math.isnan(after) and row.ok == 0:
-        after = 0.0  # a tier with no successful request served nothing (0 tok/s), not an unknown amount
-    return before if frac == 0.0 else before + frac * (after - before)
+def is_measured(met: Tier, missed: Tier, unit: str) -> bool:
+    """The bracket is as narrow as a load can be told apart: one user, or RESOLUTION of the rate."""
+    if unit == "users":
+        return missed.target - met.load <= 1.0 + 1e-9
+    return missed.target - met.load <= RESOLUTION * met.load + 1e-9
 
 
-def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | None = None) -> Capacity:
+def why_not_interpolated(met: Tier, missed: Tier, bounds: list[Broken]) -> str:
+    """'' when a line between the two tiers is honest, else why not (module docstring)."""
+    if missed.ok == 0:
+        return f"no request succeeded at {missed.target:g}, so what lies between is unknown"
+    if any(b.figure != "ttft_p95_ms" for b in bounds):
+        return "the server starts refusing or failing in this interval"
+    if met.waits != missed.waits:
+        return "waiting starts in this interval"
+    return ""
+
+
+def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | None = None,
+                       unit: str = "users") -> Capacity:
     """`tested`: tiers with requests in the whole run (judged or not; default: those of `tiers`), for the wording
-    of one load level."""
+    of one load level; `unit`: 'users' or 'req/s' (the bracket's resolution)."""
     rows = with_sent(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
@@ -118,16 +148,31 @@ def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | Non
         if not bounds:
             continue
         if i == 0:
-            return Capacity(profile, "below", 0.0, 0.0, 0.0, at_tier(bounds[0].what, row), row.load, tiers=tested)
-        prev = rows[i - 1]
-        frac, text = min((_fraction(_figure(prev, b.figure), _figure(row, b.figure), b.limit), at_tier(b.what, row))
+            return Capacity(profile, "below", 0.0, 0.0, 0.0, at_tier(bounds[0].what, row), row.load, tiers=tested,
+                            missed=row)
+        met = rows[i - 1]
+        frac, text = min((_fraction(_figure(met, b.figure), _figure(row, b.figure), b.limit), at_tier(b.what, row))
                          for b in bounds)
-        return Capacity(profile, "within", _between(prev, row, "load", frac), _between(prev, row, "ok_rps", frac),
-                        _between(prev, row, "out_tok_s", frac), text, goodput_rps=prev.goodput_rps,
-                        goodput_load=prev.load, tiers=tested)
+        measured = is_measured(met, row, unit)
+        why = "" if measured else why_not_interpolated(met, row, bounds)
+        line = met.load + frac * (row.load - met.load) if not measured and not why else math.nan
+        return Capacity(profile, "within", met.load, met.ok_rps, met.out_tok_s, text, goodput_rps=met.goodput_rps,
+                        goodput_load=met.load, tiers=tested, met=met, missed=row, measured=measured,
+                        interpolated=line, why_not=why)
     top = rows[-1]
     return Capacity(profile, "beyond", top.load, top.ok_rps, top.out_tok_s, nothing_broke(tested),
-                    goodput_rps=top.goodput_rps, tiers=tested)
+                    goodput_rps=top.goodput_rps, tiers=tested, met=top)
+
+
+def narrowing_loads(cap: Capacity, unit: str, most: int = 4) -> list[float]:
+    """Loads that would measure a wide bracket: the met tier and up to `most` - 1 steps towards the missed one."""
+    if cap.met is None or cap.missed is None:
+        return []
+    lo, hi = cap.met.load, cap.high
+    if unit == "users":
+        step = max(1.0, math.ceil((hi - lo) / most))
+        return [lo + k * step for k in range(most) if lo + k * step < hi]
+    return [float(f"{lo + k * (hi - lo) / most:.3g}") for k in range(most)]
 
 
 def nothing_broke(tiers: int) -> str:
@@ -145,68 +190,3 @@ def phase_verdict(tiers: list[Tier], profile: SloProfile) -> str:
     text += f"met in tier(s) {', '.join(held)}" if held else "met in no tier"
     text += f"; broken: {'; '.join(broke)}." if broke else "; broken in none."
     return text + " This shape does not measure a capacity: run step tiers for that."
-
-
-def describe(cap: Capacity, load_unit: str) -> str:
-    head = f"Capacity under the {cap.profile.name} SLO ({slo_text(cap.profile)}): "
-    if cap.status == "none":
-        return head + "unknown (no requests measured)."
-    if cap.status == "below":
-        lowest = f" of {load_with_unit(cap.lowest_load, load_unit)}" if cap.lowest_load == cap.lowest_load else ""
-        if cap.tiers == 1 and lowest:
-            return head + f"below {load_with_unit(cap.lowest_load, load_unit)}, the only load tested: {cap.limited_by}."
-        return head + f"below the lowest tested load{lowest}: {cap.limited_by}."
-    figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
-    if cap.goodput_rps == cap.goodput_rps:
-        figures += f", goodput {cap.goodput_rps:.1f} req/s"
-        if cap.goodput_load == cap.goodput_load:
-            figures += f" at {load_with_unit(cap.goodput_load, load_unit)}, the last tier within it"
-    unit = "req/s offered" if load_unit == "req/s" else load_unit
-    if cap.status == "beyond":
-        return head + f"at least {load_with_unit(cap.load, unit)} ({figures}); {nothing_broke(cap.tiers)}."
-    return head + f"{cap.load:.1f} {unit} ({figures}), interpolated; limited by {cap.limited_by}."
-
-
-@dataclass(frozen=True)
-class ReplicaPlan:
-    target: float
-    target_kind: str
-    per_replica: float
-    headroom: float
-    replicas: int | None
-
-
-TARGET_KINDS = {"rps": "req/s", "users": "users", "tok_s": "output tok/s"}
-
-
-def plan_replicas(cap: Capacity, target: float, target_kind: str, load_unit: str,
-                  headroom: float = DEFAULT_HEADROOM) -> ReplicaPlan:
-    """Replicas of the tested deployment needed for `target` under the capacity's SLO."""
-    if target_kind == "rps":
-        per = cap.ok_rps
-    elif target_kind == "tok_s":
-        per = cap.out_tok_s
-    elif target_kind == "users":
-        if load_unit != "users":
-            raise ValueError("a users target needs a closed-loop run (tiers in users); plan by --target-rps")
-        per = cap.load
-    else:
-        raise ValueError(f"unknown target kind {target_kind!r}")
-    usable = per * (1.0 - headroom)
-    replicas = math.ceil(target / usable - 1e-9) if usable > 0 and not math.isnan(usable) else None
-    return ReplicaPlan(target, target_kind, usable, headroom, replicas)
-
-
-def describe_plan(plan: ReplicaPlan, cap: Capacity, peak_load: str = "") -> str:
-    """`peak_load` (e.g. '8 users'): the plan is on the throughput peak within the SLO, not the capacity point."""
-    unit = TARGET_KINDS[plan.target_kind]
-    if plan.replicas is None:
-        return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
-    lower = cap.status == "beyond" and not peak_load
-    extra = f" (capacity is a lower bound: {nothing_broke(cap.tiers)})" if lower else ""
-    count = f"at most {plan.replicas}" if lower else str(plan.replicas)
-    each = "at least " if lower else ""
-    below = f"its throughput at the peak, {peak_load}, within the SLO" if peak_load else "its SLO capacity"
-    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {count} replicas "
-            f"of the tested deployment, each loaded to {each}{plan.per_replica:.1f} {unit} "
-            f"({plan.headroom:.0%} headroom below {below}){extra}.")

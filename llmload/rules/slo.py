@@ -229,3 +229,10 @@ def objective(name: str, slo_file: str | None = None) -> Objective:
     if name in STOCK:
         return STOCK[name]
     raise SloFileError(f"unknown SLO profile {name!r}; choose one of {', '.join([*STOCK, *custom])}")
+
+
+def gate_profile(check_slo: str) -> str:
+    """The stock profile a `--check-slo` spec names ('chat:at-load=8' -> 'chat'; '' for another objective): the run
+    is judged by it, so its live verdicts and `--refine` are too."""
+    name = check_slo.split(":", 1)[0]
+    return name if name in PROFILES else ""

@@ -161,6 +161,19 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Tier]:
     return [from_mapping(row) for row in rows]
 
 
+def one_per_load(tiers: Iterable[Tier]) -> list[Tier]:
+    """At a load asked more than once (a `--hold-at-capacity` tier), the tier with the most attempts sent: the
+    tightest figures; the others are left out. Order kept."""
+    tiers = list(tiers)
+    best: dict[float, Tier] = {}
+    for t in tiers:
+        key = round(t.target, 6)  # the load asked: users refused before the window do not make it another load
+        if key not in best or t.sent > best[key].sent:
+            best[key] = t
+    kept = {id(t) for t in best.values()}
+    return [t for t in tiers if id(t) in kept]
+
+
 def with_sent(tiers: Iterable[Tier]) -> list[Tier]:
     """Tiers with requests, in load order (stable: equal loads keep their order)."""
     return sorted((t for t in tiers if t.sent > 0), key=lambda t: (t.load != t.load, t.load))

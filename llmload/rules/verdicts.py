@@ -2,7 +2,8 @@
 
 How it works: `judge(tiers, ...)` takes every tier measured so far (the report: all of them), applies
 the waiting rule over all of them (the lowest load is the baseline), keeps the tiers that can be
-judged, and returns the two knees, the saturation verdict and the capacity under the SLO profile:
+judged (in a climbing run, at a load tested twice, the one with the most attempts: `tier.one_per_load`), and returns the
+two knees, the saturation verdict and the capacity under the SLO profile:
 the same functions on the same tiers, so a sentence the web UI shows for a set of tiers is the one
 the report prints for them. `stop_reason` is `--stop-at-knee`'s rule on those verdicts (`stop.py`).
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from llmload.rules import capacity, knees, saturation, waiting
 from llmload.rules.slo import SloProfile
-from llmload.rules.tier import Tier
+from llmload.rules.tier import Tier, one_per_load
 
 
 @dataclass(frozen=True)
@@ -30,15 +31,17 @@ class Verdicts:
 
 
 def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[Tier], bool] = lambda _t: True,
-          tested: int | None = None, recorded: str = "") -> Verdicts:
+          tested: int | None = None, recorded: str = "", climbing: bool = True) -> Verdicts:
     """`judged`: which tiers count (the report leaves out tiers cut too short or measured by an overloaded
     generator); `tested`: tiers with requests, judged or not (default: those of `tiers`); `recorded`: what
-    the run holds when no attempt was measured (for the saturation verdict's first row)."""
+    the run holds when no attempt was measured (for the saturation verdict's first row); `climbing`: a step or
+    rate run, where a load tested twice is judged once (spike, soak and schedule runs repeat loads on purpose)."""
     waited = waiting.estimate(tiers)
     kept = [t for t in waited if judged(t)]
+    kept = one_per_load(kept) if climbing else kept
     tested = sum(t.sent > 0 for t in tiers) if tested is None else tested
     compute = knees.compute_saturation(kept, unit, tested)
     onset = knees.queueing_onset(kept, unit, tested)
     return Verdicts(tuple(waited), tuple(kept), compute, onset,
                     saturation.classify(kept, onset, compute, unit, recorded, tested),
-                    capacity.capacity_under_slo(kept, profile, tested))
+                    capacity.capacity_under_slo(kept, profile, tested, unit))

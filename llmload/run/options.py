@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
+from llmload.rules.slo import gate_profile
 from llmload.run import knobs
 from llmload.run.retry import ON_429_MODES, RetryPolicy
 from llmload.sink.warmup import parse_span_s
@@ -57,7 +58,7 @@ class RunSettings:
     ship: str = "rows"
     """--ship (llmload.contract.SHIP_MODES): rows, histograms or both"""
     slo_profile: str = ""
-    """--slo-profile (llmload.rules.slo.PROFILES; '' : the default profile, chat)"""
+    """--slo-profile (llmload.rules.slo.PROFILES), else --check-slo's stock objective ('' : neither; chat)"""
     check_slo: str = ""
     """--check-slo: the SLO gate of a headless run (run/gate.py; '' : none)"""
     server_metrics: str = "auto"
@@ -149,8 +150,8 @@ def _settings(environment: Any) -> dict[str, Any]:
         "model": str(_get(parsed, "model", d.model)), "transport": str(_get(parsed, "transport", d.transport)),
         "api_key": _api_key(parsed), "api_key_header": str(_get(parsed, "api_key_header", d.api_key_header)),
         "insecure": bool(_get(parsed, "insecure", d.insecure)), "run_dir": str(_get(parsed, "run_dir", d.run_dir)),
-        "ship": ship if ship in SHIP_MODES else d.ship, "slo_profile": str(_get(parsed, "slo_profile", "")),
-        "check_slo": str(_get(parsed, "check_slo", "")),
+        "ship": ship if ship in SHIP_MODES else d.ship, "check_slo": str(_get(parsed, "check_slo", "")),
+        "slo_profile": str(_get(parsed, "slo_profile", "") or gate_profile(str(_get(parsed, "check_slo", "")))),
         "server_metrics": str(_get(parsed, "server_metrics", d.server_metrics)),
         "embedded_server_args": d.embedded_server_args if embedded_args is None else str(embedded_args),
         "headless": bool(_get(parsed, "headless", False)), "run_time_s": _seconds(_get(parsed, "run_time", None)),

@@ -23,6 +23,9 @@ from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.sink.window import diff, snapshot
 
+CLIMBING = ("step", "rate")
+"""shape kinds that raise the load tier by tier (the report's `read.shape.CLIMBING`)"""
+
 
 def profile(environment: Any) -> SloProfile:
     """The run's SLO profile (--slo-profile; the report's default when none)."""
@@ -56,7 +59,9 @@ def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile 
     material = [ends.get(t.tier) is not None and not state.sink.live.trusted(t, ends[t.tier]) for t in tiers]
     judged, _all = trust.judged([ends.get(t.tier) is None for t in tiers], material, [t.sent for t in tiers])
     kept = {t.tier for t, keep in zip(tiers, judged) if keep}
-    return judge(tiers, load_unit(records), slo or profile(environment), lambda t: t.tier in kept)
+    climbing = str((state.shape_info or {}).get("kind", "step")) in CLIMBING
+    return judge(tiers, load_unit(records), slo or profile(environment), lambda t: t.tier in kept,
+                 climbing=climbing)
 
 
 def slo_cell(tier: Tier, slo: SloProfile, measuring: bool = True) -> tuple[str, str]:

@@ -21,8 +21,9 @@ then Locust calls `tick()` on the master or local runner about once a second:
   * The run ends (tiers.csv row closed, `Timeline.end_run`: later rows are phase "after") when the
     plan is done, the stop rule fires, `-t/--run-time` has passed since the first tick (Locust 2.47
     arms -t only after a shape returns None), or the test stops (web UI stop, SIGTERM, a fatal error).
-  * SIGTERM: Locust installs its SIGTERM handler only after a headless shape run returns, so a
-    headless shape installs one at its first tick; it ends the shape and Locust's quit follows.
+  * SIGTERM, headless: the shape's own handler ends it (shaping/sigterm.py); Locust's quit follows.
+  * `--refine` (step and rate tiers): when the plan is done, tiers the rule book asks for are appended
+    to it (shaping/refine.py), each begun and ended like a planned one.
 Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
 is ignored); else each change is spawned in about one second.
 """
@@ -30,22 +31,21 @@ is ignored); else each change is spawned in about one second.
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import gevent
-import locust
 from locust import LoadTestShape
 from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
 from llmload.rules.stop import stop_reason
-from llmload.run import files, locust_compat, workers
+from llmload.run import files, workers
 from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
 from llmload.run.verdicts import live_verdicts
+from llmload.shaping import refine, sigterm
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
@@ -66,6 +66,8 @@ class PlanShape(LoadTestShape):
     """True: tiers are request rates sent by OpenLoopUser, users = one per worker"""
     kind = "step"
     """step | rate | spike | soak | schedule: written to run.json so the report asks the right questions"""
+    refinable = False
+    """True: --refine may add tiers after the plan (step and rate tiers: shaping/refine.py)"""
     progress_every_s: float | None = PROGRESS_EVERY_S
 
     _runner_ref: Any = None
@@ -117,7 +119,9 @@ class PlanShape(LoadTestShape):
     def _check_flags_early(self, runner: Any, options: Any) -> None:
         """Validate the flags before anything starts (see the module docstring)."""
         try:
-            self.build_plan(options_with_defaults(options))
+            options = options_with_defaults(options)
+            self.build_plan(options)
+            refine.refine_settings(options, "", self.refinable)
         except ShapeOptionError as e:
             self._report_bad_flags(e)
             if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):
@@ -156,7 +160,10 @@ class PlanShape(LoadTestShape):
             return run.last_tick
         reason = self._end_tier(run, now)
         if reason or run.index + 1 >= len(run.plan):
-            self._finish(run, reason or "last tier done")
+            run.info.setdefault("sweep_end", reason or "last tier done")
+            if refine.add_tier(self, run, now):  # --refine: a tier the rule book asks for (shaping/refine.py)
+                return self._begin(run, run.index + 1, now)
+            self._finish(run, run.info["sweep_end"] + refine.done_text(run))
             return None
         return self._begin(run, run.index + 1, now)
 
@@ -186,11 +193,13 @@ class PlanShape(LoadTestShape):
         environment = self.runner.environment if self.runner else None
         options = options_with_defaults(environment.parsed_options if environment else None)
         plan = self.build_plan(options)
+        settings = settings_of(environment) if environment else RunSettings()
+        refining = refine.refine_settings(options, settings.slo_profile, self.refinable)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
-        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - now)
-        settings = settings_of(environment) if environment else RunSettings()
+        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - now,
+                       planned=len(plan), refine=refining)
         if settings.run_time_s:
             run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s
         run.first = self._snapshot()
@@ -206,24 +215,13 @@ class PlanShape(LoadTestShape):
         if self.progress_every_s:
             run.progress = gevent.spawn(progress_loop, run, self.progress_every_s, self._now, self._snapshot)
         if settings.headless:
-            self._hook_sigterm()
+            sigterm.hook(self)
         return run
 
-    def _hook_sigterm(self) -> None:
-        # only in a `locust` process (main() runs on the global events), never inside a test process
-        if self._sigterm_hooked or self.runner is None or self.runner.environment.events is not locust.events:
-            return
-        self._sigterm_hooked = True
-        gevent.signal_handler(signal.SIGTERM, self._on_sigterm)
-
-    def _on_sigterm(self) -> None:
-        """End the shape; Locust then quits as after a finished shape (module docstring)."""
-        logger.info("got SIGTERM: stopping the run (in-flight requests finish, at most --stop-timeout)")
+    def end(self, reason: str) -> None:
+        """End the run now (SIGTERM: shaping/sigterm.py)."""
         if self._run is not None and not self._run.finished:
-            self._finish(self._run, "SIGTERM")
-        shape_greenlet = locust_compat.shape_greenlet(self.runner)
-        if shape_greenlet is not None and shape_greenlet is not gevent.getcurrent():
-            shape_greenlet.kill(block=False)
+            self._finish(self._run, reason)
 
     def _begin(self, run: ShapeRun, index: int, now: float) -> tuple[int, float]:
         planned = run.plan[index]
@@ -239,8 +237,9 @@ class PlanShape(LoadTestShape):
             spawn_rate = spawn_rate_for(run.options, self._cli_spawn_rate is not None, run.users, users, workers)
             ramp_s = abs(users - run.users) / spawn_rate
         warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
+        refined = run.refined[index - run.planned].kind if index >= run.planned else ""
         tier = Tier(tier=tier_no, start_s=run.unix_offset_s + now, warmup_s=round(warmup_s, 3),
-                              target_users=planned.target_users, target_rps=planned.target_rps)
+                    target_users=planned.target_users, target_rps=planned.target_rps, refined=refined)
         run.writer.begin(tier)
         run.index, run.users = index, users
         run.tier_start, run.tier_end, run.warm_end = now, now + planned.seconds, now + warmup_s
@@ -268,8 +267,8 @@ class PlanShape(LoadTestShape):
         if measured.requests < run.options.min_tier_requests:
             logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
                            "lengthen --tier-seconds", tier_no, measured.requests, run.options.min_tier_requests)
-        if not run.options.stop_at_knee or self.runner is None:
-            return None
+        if not run.options.stop_at_knee or self.runner is None or run.index >= run.planned:
+            return None  # --refine's tiers lie below the sweep's highest load: never a reason to stop
         verdicts = live_verdicts(self.runner.environment)
         last = next((t for t in verdicts.tiers if t.tier == tier_no), None)
         return stop_reason(last, verdicts, run.options.max_error_rate) if last is not None else None

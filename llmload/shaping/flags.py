@@ -15,10 +15,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from llmload.rules.refine import DEFAULT_MAX_TIERS
 from llmload.run.flags import add_warmup_option
 from llmload.run.options import warmup_seconds
 from llmload.sink.warmup import parse_span_s
 
+REFINE_CHOICES = ("auto", "on", "off")
 SHAPE_WARMUP_S = 10.0
 """a load shape's warm-up per tier when --warmup-seconds is not given"""
 
@@ -143,6 +145,16 @@ def add_shape_arguments(parser: Any) -> None:
         help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
     add("--min-tier-requests", type=int, default=100,
         help="warn when a tier measured fewer requests (p99 needs ~100)")
+    hidden = {"include_in_web_ui": False} if hasattr(parser, "args_included_in_web_ui") else {}
+    add("--refine", nargs="?", const="on", choices=REFINE_CHOICES, default="auto",
+        help="step and rate tiers: after the planned tiers, add tiers that bisect the SLO capacity's bracket and the "
+             "queueing onset until each is 1 user (5%% of the rate) wide; auto (default): on when --slo-profile is "
+             "set; --no-refine: off")
+    add("--no-refine", dest="refine", action="store_const", const="off", help="turn --refine off", **hidden)
+    add("--refine-max-tiers", type=int, default=DEFAULT_MAX_TIERS,
+        help="--refine: at most this many added tiers, each as long as the planned ones")
+    add("--hold-at-capacity", type=_span_s, default=0.0,
+        help="--refine: end with one tier this long (90, 2m) at the capacity found, for tight p95/p99 intervals")
     add("--rate-tiers", type=_checked(lambda s: parse_number_list(s, "--rate-tiers", integer=False)),
         default="1,2,4,8", help="open loop: requests/s per tier over all workers")
     add("--arrival", choices=["poisson", "constant"], default="poisson", help="open loop: inter-arrival law")

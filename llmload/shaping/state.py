@@ -48,6 +48,13 @@ class ShapeRun:
     """the current tier's entry in the timeline (the web UI reads its snapshots)"""
     info: dict[str, Any] = field(default_factory=dict)
     """run.json's `shape` (the run state's shape_info: run/state.py)"""
+    planned: int = 0
+    """tiers of the plan the flags built (once the sweep ends, those it ran); those after them were added by
+    --refine"""
+    refine: Any = None
+    """the run's RefineSettings (shaping/refine.py; None: refinement off)"""
+    refined: list[Any] = field(default_factory=list)
+    """the rule book's Steps (llmload.rules.refine) added so far, in order"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
@@ -60,6 +67,8 @@ def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
         "stop_at_knee": o.stop_at_knee, "max_error_rate": o.max_error_rate,
         "min_tier_requests": o.min_tier_requests, "stopped": "",
     }
+    if run.refine is not None:
+        info["refine"] = run.refine.info()
     if shape.open_loop:
         info.update(arrival=o.arrival, arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
     return info

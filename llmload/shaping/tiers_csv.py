@@ -6,7 +6,8 @@ killed in the middle of a tier therefore leaves a complete, readable file whose 
 empty. Columns (unix seconds): tier, start_s, end_s, target_users, target_rps, warmup_s, then
 `dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats), then
 the load really applied over the measure window when the tier ends (`users_min`, `users_mean`,
-`users_max`, `workers_min`, `workers_max`: run/applied.py, given as `applied(start_s, end_s)`).
+`users_max`, `workers_min`, `workers_max`: run/applied.py, given as `applied(start_s, end_s)`), then
+`refined` (1: a tier `--refine` added after the planned sweep, shaping/refine.py).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class TiersCsv:
                 "warmup_s": tier.warmup_s,
                 "dropped": None,
                 **dict.fromkeys(TIERS_APPLIED_COLUMNS),
+                "refined": int(bool(tier.refined)),
             }
         )
         self._write()

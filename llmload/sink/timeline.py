@@ -38,6 +38,8 @@ class Tier:
     """first seconds of the tier flagged phase=warmup"""
     target_users: int | None = None
     target_rps: float | None = None
+    refined: str = ""
+    """'' planned; else why --refine added it: 'capacity', 'onset' or 'hold' (llmload.rules.refine)"""
 
 
 NO_TIER = Tier(tier=0, start_s=0.0, warmup_s=0.0)

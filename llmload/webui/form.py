@@ -28,9 +28,11 @@ RUN = ("run_dir", "embedded_server_args")
 SHARED = ("warmup_seconds",)
 """shape flags a run without a shape reads too"""
 SHAPE_COMMON = ("warmup_seconds", "stop_at_knee", "knee_factor", "max_error_rate", "min_tier_requests")
+REFINE = ("refine", "refine_max_tiers", "hold_at_capacity")
 SHAPE_FLAGS = {
-    "step": ("tiers", "start_users", "step_users", "max_users", "tier_seconds", *SHAPE_COMMON),
-    "rate": ("rate_tiers", "arrival", "arrival_seed", "max_inflight", "late_ms", "tier_seconds", *SHAPE_COMMON),
+    "step": ("tiers", "start_users", "step_users", "max_users", "tier_seconds", *SHAPE_COMMON, *REFINE),
+    "rate": ("rate_tiers", "arrival", "arrival_seed", "max_inflight", "late_ms", "tier_seconds", *SHAPE_COMMON,
+             *REFINE),
     "spike": ("base_users", "base_seconds", "spike_users", "spike_seconds", *SHAPE_COMMON),
     "soak": ("soak_users", "soak_seconds", "tier_seconds", *SHAPE_COMMON),
     "schedule": ("schedule", "schedule_scale", "tier_seconds", *SHAPE_COMMON),

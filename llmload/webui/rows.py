@@ -52,10 +52,12 @@ def _users(count: int) -> str:
 
 
 def target_text(tier: Tier) -> str:
+    """'8 users', '2.5 req/s'; a tier --refine added says so: '6 users (refined)', '5 users (hold)'."""
+    added = f" ({'hold' if tier.refined == 'hold' else 'refined'})" if tier.refined else ""
     if tier.target_rps is not None:
-        return f"{tier.target_rps:g} req/s"
+        return f"{tier.target_rps:g} req/s{added}"
     if tier.target_users is not None:
-        return _users(tier.target_users)
+        return _users(tier.target_users) + added
     return MISSING
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmload.rules import capacity, trust
+from llmload.rules import capacity_text, trust
 from llmload.rules.slo import SloProfile, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
@@ -44,7 +44,7 @@ class LiveView:
             return {"kind": v.saturation.kind, "text": f"Saturation: {v.saturation.sentence}",
                     "tier": v.saturation.tier}
         if name == "capacity":
-            return {"kind": v.capacity.status, "text": capacity.describe(v.capacity, self.unit), "tier": None}
+            return {"kind": v.capacity.status, "text": capacity_text.describe(v.capacity, self.unit), "tier": None}
         point = v.onset if name == "knee" else v.compute
         kind = ("knee" if point.reached else "no knee") if name == "knee" else point.status
         return {"kind": kind, "text": f"{LABELS[name]}: {point.sentence}", "tier": point.tier}

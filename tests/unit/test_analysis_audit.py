@@ -21,8 +21,7 @@ from llmload.analysis.report.watch import watch, watch_text
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts.queueing import not_identifiable
 from llmload.contract import SAMPLE_COLUMNS
-from llmload.rules import capacity as cap_mod
-from llmload.rules import knees
+from llmload.rules import knees, replicas
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T0 = 1_767_225_600.0
@@ -118,8 +117,8 @@ def test_queueing_model_not_fitted_on_a_rate_limited_server():
 
 def test_replica_plan_on_a_lower_bound_capacity_says_at_most():
     a = run_of("noknee")
-    plan = cap_mod.plan_replicas(a.capacity, 100, "rps", "users")
-    assert "at most" in cap_mod.describe_plan(plan, a.capacity)
+    plan = replicas.plan_replicas(a.capacity, 100, "rps", "users")
+    assert "at most" in replicas.describe_plan(plan, a.capacity)
     assert any("at least" in text for lead, text in answer_items(a) if lead == "Per replica:")
 
 

@@ -1,7 +1,8 @@
-"""Capacity under SLO (interpolated), replica plans and the queueing fit."""
+"""Capacity under SLO (a bracket of measured tiers), replica plans and the queueing fit."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts.queueing import QueueFit, _mmc_wait_s
 from llmload.rules import capacity
-from llmload.rules.capacity import plan_replicas
+from llmload.rules.replicas import plan_replicas
 from llmload.rules.slo import PROFILES, profile_from
 
 
@@ -31,12 +32,32 @@ def capacity_under_slo(frame: pd.DataFrame, profile):
     return capacity.capacity_under_slo(tiers_of(frame), profile)
 
 
-def test_interpolates_between_last_pass_and_first_fail():
+def test_the_capacity_is_the_last_tier_that_met_the_slo_and_a_smooth_bracket_is_interpolated_beside_it():
     cap = capacity_under_slo(table([100, 200, 400, 800]), PROFILES["chat"])  # 500 crossed 1/4 of the way 4->8
-    assert cap.status == "within"
-    assert cap.load == pytest.approx(5.0)
-    assert cap.ok_rps == pytest.approx(50.0)
+    assert cap.status == "within" and not cap.measured
+    assert (cap.load, cap.high, cap.ok_rps) == (4, 8, pytest.approx(40.0))
+    assert cap.interpolated == pytest.approx(5.0) and cap.why_not == ""  # neither tier waited: p95 is smooth
     assert "p95 TTFT 800 ms > 500 ms at tier 4" in cap.limited_by
+
+
+def test_a_bracket_across_the_queueing_onset_is_not_interpolated():
+    """The demo's mistake (issue 22): p95 51 ms at 4 users, 1,975 ms at 8; a line between says 7.5 users, the
+    server's capacity is 4 (requests wait from 5 on)."""
+    tiers = tiers_of(table([30, 35, 51, 1975]))
+    tiers[3] = dataclasses.replace(tiers[3], waits=True)
+    cap = capacity.capacity_under_slo(tiers, PROFILES["chat"])
+    assert (cap.load, cap.high, cap.measured) == (4, 8, False)
+    assert math.isnan(cap.interpolated) and cap.why_not == "waiting starts in this interval"
+    assert capacity.narrowing_loads(cap, "users") == [4, 5, 6, 7]
+
+
+def test_a_bracket_one_user_wide_is_measured_and_a_rate_bracket_within_five_percent():
+    cap = capacity_under_slo(table([51, 1975], loads=(4, 5)), PROFILES["chat"])
+    assert cap.measured and cap.load == 4 and cap.high == 5 and math.isnan(cap.interpolated)
+    rates = tiers_of(table([51, 1975], loads=(4.0, 4.2)))
+    assert capacity.capacity_under_slo(rates, PROFILES["chat"], unit="req/s").measured
+    rates = tiers_of(table([51, 1975], loads=(4.0, 4.4)))
+    assert not capacity.capacity_under_slo(rates, PROFILES["chat"], unit="req/s").measured
 
 
 def test_a_tier_with_no_success_breaks_the_slo_without_a_nan_in_the_capacity():
@@ -48,15 +69,19 @@ def test_a_tier_with_no_success_breaks_the_slo_without_a_nan_in_the_capacity():
     cap = capacity_under_slo(t, PROFILES["chat"])
     assert cap.status == "within" and "at tier 2 no request succeeded" in cap.limited_by
     assert (cap.load, cap.ok_rps, cap.out_tok_s) == (1.0, 10.0, 400.0)
-    t.loc[1, "ttft_p95_ms"] = 900.0  # a p95 that exists: interpolated towards tier 2's 0 tok/s, not towards nan
+    t.loc[1, "ttft_p95_ms"] = 900.0  # a p95 that exists, but a tier that served nothing is never interpolated to
     cap = capacity_under_slo(t, PROFILES["chat"])
-    assert 1.0 < cap.load < 2.0 and 0.0 < cap.out_tok_s < 400.0
+    assert (cap.load, cap.out_tok_s, cap.measured) == (1.0, 400.0, True) and math.isnan(cap.interpolated)
+    t.loc[1, "load"] = 3  # a wider bracket: what lies between 1 and a tier that served nothing is unknown
+    cap = capacity_under_slo(t, PROFILES["chat"])
+    assert (cap.load, cap.measured) == (1.0, False) and math.isnan(cap.interpolated)
+    assert cap.why_not.startswith("no request succeeded at 3")
 
 
 def test_first_broken_bound_wins_and_429_counts():
     cap = capacity_under_slo(table([100, 200, 300, 450], r429=[0, 0, 0.03, 0.5]), PROFILES["chat"])
-    assert cap.load == pytest.approx(2 + 2 * (0.01 / 0.03))
-    assert "429 rate" in cap.limited_by
+    assert cap.load == 2 and cap.high == 4 and "429 rate" in cap.limited_by
+    assert math.isnan(cap.interpolated) and cap.why_not == "the server starts refusing or failing in this interval"
 
 
 def test_below_and_beyond_the_tested_range():
@@ -69,17 +94,18 @@ def test_below_and_beyond_the_tested_range():
 def test_thresholds_are_overridable():
     profile = profile_from("chat", ttft_p95_ms=150, max_error_rate=0.05)
     assert (profile.ttft_p95_ms, profile.max_error_rate, profile.max_429_rate) == (150, 0.05, 0.01)
-    assert capacity_under_slo(table([100, 200, 400, 800]), profile).load == pytest.approx(1.5)
+    cap = capacity_under_slo(table([100, 200, 400, 800]), profile)
+    assert (cap.load, cap.high, cap.measured) == (1, 2, True) and math.isnan(cap.interpolated)
     with pytest.raises(ValueError):
         profile_from("nope")
 
 
 def test_replica_plan_keeps_headroom():
-    cap = capacity_under_slo(table([100, 200, 400, 800]), PROFILES["chat"])  # 50 req/s, 5 users
-    plan = plan_replicas(cap, 400, "rps", "users", headroom=0.2)  # usable 40 req/s per replica
-    assert plan.per_replica == pytest.approx(40.0) and plan.replicas == 10
-    assert plan_replicas(cap, 401, "rps", "users", headroom=0.2).replicas == 11
-    assert plan_replicas(cap, 100, "users", "users", headroom=0.5).replicas == 40
+    cap = capacity_under_slo(table([100, 200, 400, 800]), PROFILES["chat"])  # the measured 4 users, 40 req/s
+    plan = plan_replicas(cap, 320, "rps", "users", headroom=0.2)  # usable 32 req/s per replica
+    assert plan.per_replica == pytest.approx(32.0) and plan.replicas == 10
+    assert plan_replicas(cap, 321, "rps", "users", headroom=0.2).replicas == 11
+    assert plan_replicas(cap, 100, "users", "users", headroom=0.5).replicas == 50
     with pytest.raises(ValueError):
         plan_replicas(cap, 10, "users", "req/s")
     below = capacity_under_slo(table([900] * 4), PROFILES["chat"])

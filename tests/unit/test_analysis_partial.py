@@ -73,7 +73,9 @@ def test_users_parked_in_retry_after_are_not_credited_as_load():
     top = a.table.iloc[-1]
     assert bool(top["under_applied"]) and top["load_target"] == 4 and top["load"] == 2
     assert a.capacity.load == 2.0
-    assert answers(a)["Capacity:"].split("): ", 1)[1].startswith("2.0 users (")  # not 4: only 2 were applied
+    capacity = answers(a)["Capacity:"].split("): ", 1)[1]  # not 4: only 2 were applied; 4 were asked
+    assert capacity.startswith("between 2 and 4 users: 2 users meet it (")
+    assert "4 users asked (2 applied) miss" in capacity
     assert any(w.startswith("Tier 3: only 2 of 4 users sent requests") for w in a.warnings)
     assert outcome_rows(a.table)[1][-1][1] == "2 of 4"
 

@@ -1,4 +1,4 @@
-"""summary.json (schema llmload.summary/2) on every fixture run, and `tiers --format csv|json|md`."""
+"""summary.json (schema llmload.summary/3) on every fixture run, and `tiers --format csv|json|md`."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_summary_matches_its_schema_on_every_fixture(name):
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
     assert violations(data, SCHEMA) == []
-    assert data["schema"] == "llmload.summary/2"
+    assert data["schema"] == "llmload.summary/3"
 
 
 def test_a_histogram_runs_summary_matches_the_schema(tmp_path):
@@ -102,7 +102,8 @@ def test_summary_figures_are_the_reports():
     assert data["compute_saturation"]["interval"] == {"low": 8.0, "high": 16.0}
     assert data["saturation"]["branch"] == "queues" and data["saturation"]["rule"] == 4
     chosen = [c for c in data["capacity"] if c["chosen"]]
-    assert len(chosen) == 1 and chosen[0]["profile"] == "ide" and 16 < chosen[0]["load"] < 32
+    assert len(chosen) == 1 and chosen[0]["profile"] == "ide" and chosen[0]["load"] == 16
+    assert (chosen[0]["low"], chosen[0]["high"], chosen[0]["measured"]) == (16, 32, False)
     assert data["gate"]["objective"] == "ide" and data["gate"]["status"] == "FAIL"
     assert data["tiers"][0]["ttft_ms"]["p999"] is None  # 37 successes: no p99.9, null not NaN
     shed = summary_of("shed503")

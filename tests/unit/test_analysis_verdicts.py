@@ -188,18 +188,19 @@ def test_capacity_within_the_slo_names_a_throughput_drop_and_counts_one_user_as_
     assert thrash.startswith("under the chat SLO") and "at least 32 users (21.5 req/s" in thrash
     assert ("Within the SLO, but throughput fell from 36.9 req/s at 8 users to 21.5 at 32 users (42% below): the "
             "server degrades under overload: plan on the load of the peak") in thrash
-    assert "throughput fell" not in capacity_sentence(run_of("knee16"))  # interpolated: no such note
+    assert "throughput fell" not in capacity_sentence(run_of("knee16"))  # no drop: no such note
     assert "at least 1 user (" in capacity_sentence(run_of("prefill"))
 
 
 def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
-    """overload: the SLO breaks at 32 users, so the capacity interpolates to 18.7 users (27.3 req/s), past the
-    8-user peak (36.2 req/s): more work at less load. The sentence says so and replicas are planned on the peak."""
+    """overload: the SLO breaks at 32 users, so the capacity is 16 users (28.6 req/s), past the 8-user peak
+    (36.2 req/s): more work at less load. The sentence says so, plans on the peak only, and so do the replicas."""
     from llmload.analysis.report.answer import answer_items, capacity_sentence
 
     a = run_of("overload")
-    assert a.capacity.status == "within" and round(a.capacity.ok_rps, 1) == 27.3
+    assert a.capacity.status == "within" and (a.capacity.load, round(a.capacity.ok_rps, 1)) == (16, 28.6)
     sentence = capacity_sentence(a)
+    assert "plan on the measured" not in sentence and "plan on 16" not in sentence  # one plan: the peak's
     assert ("But throughput fell from 36.2 req/s at 8 users to 20.6 at 32 users (43% below): the server degrades "
             "under overload: plan on the load of the peak (8 users, 36.2 req/s, within the SLO), not the capacity "
             "load.") in sentence

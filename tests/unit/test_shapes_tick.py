@@ -303,3 +303,71 @@ def test_a_second_run_never_mixes_into_the_first_runs_folder(tmp_path, caplog):
     assert run_state(env).run_dir == tmp_path / "run-2"
     assert len(rows(tmp_path / "run")) == 1 and len(rows(tmp_path / "run-2")) == 1
     assert "already holds a run; this run writes to" in caplog.text
+
+
+def knee_run(tmp_path, **flags):
+    """The knee run above (tiers 1,2,4,8; waiting at 4, throughput flat from 2), stopped after tier 3."""
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, min_tier_requests=1, **flags)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    sent(env, 2.0, 10.0, 50, 100.0)
+    tick_at(shape, clock, 10.0)
+    tick_at(shape, clock, 12.0)
+    sent(env, 12.0, 20.0, 100, 100.0)
+    tick_at(shape, clock, 20.0)
+    tick_at(shape, clock, 22.0)
+    sent(env, 22.0, 30.0, 105, 400.0, e2e_ms=1300.0)
+    return shape, clock, env
+
+
+def test_refine_adds_the_tier_the_rule_book_asks_for_after_the_sweep(tmp_path, caplog):
+    """Under the chat SLO every tier met it (p95 400 ms at 4 users): the capacity is at least 4; requests
+    waited at 4 and not at 2, so --refine measures 3 users, then the onset is one user wide and the run ends."""
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        shape, clock, env = knee_run(tmp_path, slo_profile="chat")  # --refine auto: on with an SLO profile
+        assert tick_at(shape, clock, 30.0) == (3, 1.0)
+    assert "refine: tier 4 at 3 users (queueing onset between 2 and 4 users)" in caplog.text
+    tick_at(shape, clock, 32.0)
+    sent(env, 32.0, 40.0, 100, 150.0, e2e_ms=1050.0)
+    assert tick_at(shape, clock, 40.0) is None
+    got = [(r["target_users"], r["refined"], r["end_s"] != "") for r in rows(tmp_path)]
+    assert got == [("1", "0", True), ("2", "0", True), ("4", "0", True), ("3", "1", True)]
+    info = run_state(env).shape_info
+    assert info["refined"] == [{"tier": 4, "load": 3.0, "kind": "onset", "why": "queueing onset between 2 and 4 users"}]
+    assert info["stopped"].endswith("knee passed: compute saturation at 2 users (tier 2), and the server queues at "
+                                    "the highest load; then 1 tier added by --refine")
+    assert info["tiers"] == [1, 2, 4, 8] and info["refine"] == {"on": True, "max_tiers": 4, "hold_at_capacity_s": 0.0}
+    assert shape.timeline().tiers()[-1].refined == "onset"
+
+
+@pytest.mark.parametrize("flags", [{"refine": "off", "slo_profile": "chat"}, {}, {"refine_max_tiers": 0,
+                                                                                    "slo_profile": "chat"}])
+def test_refine_off_without_a_profile_or_with_no_tiers_to_add(tmp_path, flags):
+    shape, clock, env = knee_run(tmp_path, **flags)
+    assert tick_at(shape, clock, 30.0) is None
+    assert [r["refined"] for r in rows(tmp_path)] == ["0", "0", "0"] and "refined" not in run_state(env).shape_info
+
+
+def test_hold_at_capacity_ends_with_one_long_tier_at_the_capacity(tmp_path):
+    shape, clock, env = knee_run(tmp_path, refine="on", refine_max_tiers=0, hold_at_capacity=45.0)
+    assert tick_at(shape, clock, 30.0) == (4, 1.0)  # nothing broke the default (chat) SLO: at least 4 users
+    assert tick_at(shape, clock, 60.0) == (4, 1.0) and tick_at(shape, clock, 75.0) is None
+    last = rows(tmp_path)[-1]
+    assert (last["target_users"], last["refined"], float(last["end_s"]) - float(last["start_s"])) == ("4", "1", 45.0)
+    assert run_state(env).shape_info["refined"][0]["kind"] == "hold"
+
+
+def test_refine_never_starts_a_tier_that_run_time_would_cut(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        shape, clock, _env = knee_run(tmp_path, slo_profile="chat", run_time=35)
+        assert tick_at(shape, clock, 30.0) is None
+    assert "refine: -t/--run-time leaves less than a 10s tier: not adding one at 3 users" in caplog.text
+
+
+@pytest.mark.parametrize("flags, words", [({"refine": "maybe"}, "--refine must be one of auto, on, off"),
+                                          ({"refine_max_tiers": -1}, "--refine-max-tiers must be >= 0"),
+                                          ({"hold_at_capacity": -5.0}, "--hold-at-capacity must be >= 0")])
+def test_a_bad_refine_flag_is_one_line_and_exit_2(tmp_path, caplog, flags, words):
+    with caplog.at_level(logging.ERROR, logger="llmload.shape"), pytest.raises(SystemExit) as exited:
+        make(StepShape, tmp_path, tiers="1,2", **flags)
+    assert exited.value.code == 2 and len(caplog.records) == 1 and words in caplog.text

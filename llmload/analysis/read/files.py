@@ -59,6 +59,8 @@ def read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
         if col not in tiers:
             tiers[col] = np.nan
         tiers[col] = pd.to_numeric(tiers[col], errors="coerce")
+    refined = pd.to_numeric(tiers["refined"], errors="coerce") if "refined" in tiers else 0  # --refine's tiers
+    tiers["refined"] = (pd.Series(refined, index=tiers.index).fillna(0) > 0)
     return tiers.sort_values("start_s").reset_index(drop=True)
 
 

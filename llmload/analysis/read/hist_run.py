@@ -24,7 +24,7 @@ from llmload.analysis.read.run import Run, empty_samples
 from llmload.rules.limits import SHORT_TIER_S
 
 CANNOT_SHOW = (
-    "the TTFT p99 confidence interval (needs every request's TTFT)",
+    "the TTFT p99 and p95 confidence intervals (need every request's TTFT: the model check compares point values)",
     "goodput (a request meets an SLO only if its own TTFT, TPOT and e2e all do: histograms keep each figure "
     "apart)",
     "where TTFT goes (connect, headers), per-scenario, per-prompt-class, cache and workload splits, model-field "

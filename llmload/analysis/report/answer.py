@@ -17,7 +17,7 @@ from llmload.analysis.tables import totals, workers
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts import ending, health, queueing, ratelimit
 from llmload.rules import capacity as cap_mod
-from llmload.rules import saturation
+from llmload.rules import capacity_text, replicas, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM
 from llmload.rules.text import load_with_unit
 
@@ -29,8 +29,10 @@ def capacity_sentence(a: Analysis) -> str:
     source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
     if not a.climbs:
         return cap_mod.phase_verdict(tiers_of(a.table), a.profile) + source
-    sentence = _strip(cap_mod.describe(a.capacity, a.run.load_unit), "Capacity ")
     drop, peak = saturation.peak_within_slo(tiers_of(a.table), a.capacity, a.run.load_unit)
+    sentence = _strip(capacity_text.describe(a.capacity, a.run.load_unit, plan_on=peak is None), "Capacity ")
+    if a.model_check is not None and a.model_check.capacity_clause:
+        sentence += " " + a.model_check.capacity_clause
     if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
         where = f"{load_with_unit(peak.load, a.run.load_unit)}, {peak.ok_rps:.1f} req/s"
         if a.capacity.status == "beyond":
@@ -65,25 +67,29 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
         ("Queueing model:", " ".join(filter(None, (_strip(queueing.describe(a.fit, a.fit_note), "Fitted model: "),
                                                    a.agreement)))),
     ]
+    if a.model_check is not None:
+        items.append(("Model check:", a.model_check.sentence))
     quota = ratelimit.quota_sentence(a.table)
     if quota:
         items.append(("Rate limit:", quota))
-    lower = a.capacity.status == "beyond"
+    lower = replicas.lower_bound(a.capacity)
     planned = a.planning_capacity or a.capacity
     at_peak = planned is not a.capacity
     if a.plan is not None:
         peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
-        items.append(("Replica plan:", _strip(cap_mod.describe_plan(a.plan, a.capacity, peak_load), "Replica plan ")))
+        plan = replicas.describe_plan(a.plan, a.capacity, peak_load, a.run.load_unit)
+        items.append(("Replica plan:", _strip(plan, "Replica plan ")))
     elif a.climbs and a.capacity.status in ("within", "beyond"):
         usable = 1 - DEFAULT_HEADROOM
         at_least = "at least " if lower and not at_peak else ""
         where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
                  f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
-                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity")
+                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity"
+                 + (f" ({load_with_unit(planned.load, a.run.load_unit)})" if a.capacity.status == "within" else ""))
         items.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
                       f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
                       f"deployment, {where}"
-                      + (f"; a lower bound, since {cap_mod.nothing_broke(a.capacity.tiers)}"
+                      + (f"; a lower bound, since {replicas.bound_text(a.capacity, a.run.load_unit)}"
                          if lower and not at_peak else "")
                       + " (add --target-rps N to the report command for the replica count)."))
     if a.scenario_table is not None and len(a.scenario_table):
@@ -108,10 +114,7 @@ def capacity_table(a: Analysis) -> Table:
     rows = []
     for cap in a.all_capacities:
         limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
-        shown = {"within": f"{cap.load:.1f}", "beyond": f">= {cap.load:g}",
-                 "below": "below the tested load" if cap.tiers == 1 else "below lowest tier",
-                 "none": "-"}[cap.status]
-        rows.append((cap.profile.name, limit, shown, text.num(cap.ok_rps), text.num(cap.goodput_rps),
+        rows.append((cap.profile.name, limit, capacity_text.cell(cap), text.num(cap.ok_rps), text.num(cap.goodput_rps),
                      text.num(cap.out_tok_s, 0), cap.limited_by))
     return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
                   "out tok/s", "limited by"), tuple(rows), numeric_from=1,
@@ -120,12 +123,16 @@ def capacity_table(a: Analysis) -> Table:
 
 
 def _interpolation(one_load: bool, per_request: bool = True) -> str:
+    how = "one load level, so nothing to interpolate. " if one_load else BRACKET
     if not per_request:
-        how = "one load level, so nothing to interpolate. " if one_load else "capacity interpolated between tiers. "
         return how + "Goodput needs per-request rows: not available from histograms."
     goodput = ("Goodput = requests/s that met every per-request criterion of the profile's objective (TTFT, TPOT, "
                "e2e limits: docs/gates.md), ")
     if one_load:
-        return "one load level, so nothing to interpolate. " + goodput + "at that load where it met the SLO."
-    return ("capacity interpolated between tiers. " + goodput + "at the last tier within the SLO (not interpolated), "
-            "or at the highest load when nothing broke.")
+        return how + goodput + "at that load where it met the SLO."
+    return how + goodput + "at the last tier within the SLO, or at the highest load when nothing broke."
+
+
+BRACKET = ("capacity: the last tier that met the SLO; a-b when the first tier that missed it is more than one step "
+           "further (1 user, 5% of the rate), with ~ an interpolation only where p95 TTFT grows smoothly between "
+           "them. ")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from llmload.analysis import text
 from llmload.analysis.analyze import Analysis
 from llmload.rules import capacity as cap_mod
+from llmload.rules import replicas
 from llmload.rules.slo import slo_text
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -57,8 +58,9 @@ def _cap_text(cap: cap_mod.Capacity, unit: str) -> str:
         return "SLO not met at the lowest tier"
     if cap.status == "none":
         return "no data"
-    sign = ">= " if cap.status == "beyond" else ""
-    return f"capacity {sign}{cap.load:.1f} {unit} ({sign}{cap.ok_rps:.1f} req/s)"
+    sign = ">= " if cap.status == "beyond" or (cap.status == "within" and not cap.measured) else ""
+    span = f", below {cap.high:g}" if cap.status == "within" and not cap.measured else ""
+    return f"capacity {sign}{cap.load:g} {unit}{span} ({sign}{cap.ok_rps:.1f} req/s)"
 
 
 def verdict(analyses: list[Analysis], profile: str) -> str:
@@ -73,14 +75,16 @@ def verdict(analyses: list[Analysis], profile: str) -> str:
     if score(best) < 0:
         return f"=> No run meets the {profile} SLO at any tested load."
     unit = best.run.load_unit if same_unit else "req/s"
+    def num(value: float) -> str:
+        return f"{value:g}" if unit == "users" else f"{value:.1f}"
     if score(best) == score(runner):
         return (f"=> {best_letter} and {next_letter} hold the same load under the {profile} SLO "
-                f"({score(best):.1f} {unit}).")
-    hedge = " at least" if best.capacity.status == "beyond" else ""
+                f"({num(score(best))} {unit}).")
+    hedge = " at least" if replicas.lower_bound(best.capacity) else ""
     caveat = ""
     if runner.capacity.status == "beyond":
         caveat = f" ({next_letter} never broke either: test it higher to be sure)"
-    other = f"{score(runner):.1f}" if score(runner) >= 0 else "none"
+    other = num(score(runner)) if score(runner) >= 0 else "none"
     return (f"=> {best_letter} ({best.run.name}) holds more load under the {profile} SLO:{hedge} "
-            f"{score(best):.1f} vs {other} {unit}{caveat}.")
+            f"{num(score(best))} vs {other} {unit}{caveat}.")
 

@@ -1,4 +1,4 @@
-"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/2`).
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/3`).
 
 How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
 facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation
@@ -26,10 +26,11 @@ from llmload.analysis.text import utc
 from llmload.analysis.verdicts import ending, health
 from llmload.analysis.verdicts import gate as check
 from llmload.contract import HIST_RELATIVE_ERROR
+from llmload.rules import replicas
 from llmload.rules.knees import KneePoint
 from llmload.rules.slo import Objective, describe_objective
 
-SCHEMA_ID = "llmload.summary/2"
+SCHEMA_ID = "llmload.summary/3"
 QUANTILES = ("p50", "p95", "p99")
 
 
@@ -90,12 +91,14 @@ def tier_record(row, run_tiers) -> dict:
         "effective_concurrency": row["concurrency"], "active_users": row["active_users"],
         "judged": row["judged"], "too_few": row["too_few"], "overloaded": row["overloaded"],
         "short": bool(row["short"]), "under_applied": row["under_applied"],
+        "refined": bool(window["refined"]) if "refined" in window else False,
         "sent": row["sent"], "ok": row["ok"], "failed": row["failed"], "n_429": row["n_429"],
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
         "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
         "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
-                    "p99_ci_high": row["ttft_p99_ci_hi_ms"]},
+                    "p99_ci_high": row["ttft_p99_ci_hi_ms"], "p95_ci_low": row.get("ttft_p95_ci_lo_ms"),
+                    "p95_ci_high": row.get("ttft_p95_ci_hi_ms")},
         "e2e_ms": _quantiles(row, "e2e"), "tpot_ms": _quantiles(row, "tpot"),
         "itl_mean_ms": _quantiles(row, "itl_mean"),
         "itl_gap_ms": {**_quantiles(row, "itl_gap", (*QUANTILES, "p999")), "gaps": row.get("itl_gaps", 0)},
@@ -104,6 +107,21 @@ def tier_record(row, run_tiers) -> dict:
         "window": {"start_unix": window["start_s"], "measure_start_unix": window["measure_start_s"],
                    "end_unix": window["end_s"], "measure_s": window["measure_s"]},
     }
+
+
+def queueing_model(a: Analysis) -> dict | None:
+    """The fitted model and its check against every judged tier's p95 TTFT (model_check.py)."""
+    if a.fit is None:
+        return None
+    check = a.model_check
+    bands = [] if check is None else [
+        {"tier": int(r["tier"]), "p95_low_ms": r["model_lo"], "p95_high_ms": r["model_hi"],
+         "disagrees": bool(r["disagrees"])} for _, r in check.bands.iterrows()]
+    return {"slots": a.fit.slots, "x_max_rps": a.fit.x_max_rps, "service_ms": a.fit.service_s * 1000.0,
+            "check": check.sentence if check is not None else None,
+            "capacity_agrees": None if check is None or not check.capacity_clause
+            else "model agrees" in check.capacity_clause,
+            "tolerance_ms": check.tolerance_ms if check is not None else None, "tiers": bands}
 
 
 def knee_point(point: KneePoint | None, kind: str) -> dict | None:
@@ -122,7 +140,9 @@ def capacities(a: Analysis) -> list[dict]:
              "ttft_p95_limit_ms": c.profile.ttft_p95_ms, "max_error_rate": c.profile.max_error_rate,
              "max_429_rate": c.profile.max_429_rate, "status": c.status,
              "load": c.load if c.status in ("within", "beyond") else None, "ok_rps": c.ok_rps,
-             "goodput_rps": c.goodput_rps, "out_tok_s": c.out_tok_s, "limited_by": c.limited_by}
+             "goodput_rps": c.goodput_rps, "out_tok_s": c.out_tok_s, "limited_by": c.limited_by,
+             "low": c.met.load if c.met is not None else None, "high": c.high, "measured": c.measured,
+             "interpolated": c.interpolated}
             for c in a.all_capacities]
 
 
@@ -157,7 +177,7 @@ def summary(a: Analysis) -> dict:
         "not available from histograms (needs per-request rows)",
         "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),
-        "queueing_onset": knee_point(a.onset, "onset"),
+        "queueing_onset": knee_point(a.onset, "onset"), "queueing_model": queueing_model(a),
         "generator_overloaded": health.exclusion_sentence(a.table, a.run.load_unit) or None,
         "capacity": capacities(a),
         "saturation": {"branch": a.saturation.kind, "rule": a.saturation.rule, "tier": a.saturation.tier,
@@ -165,7 +185,7 @@ def summary(a: Analysis) -> dict:
         "replicas": None if plan is None else {"target": plan.target, "target_kind": plan.target_kind,
                                                "per_replica": plan.per_replica, "headroom": plan.headroom,
                                                "replicas": plan.replicas,
-                                               "upper_bound": a.capacity.status == "beyond"
+                                               "upper_bound": replicas.lower_bound(a.capacity)
                                                and a.planning_capacity in (None, a.capacity)},
         "warnings": list(a.warnings), "gate": gate(a),
         **{k: v for k, v in optional.items() if v is not None},

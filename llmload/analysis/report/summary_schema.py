@@ -1,4 +1,4 @@
-"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/2`.
+"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/3`.
 
 How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`); every object
 lists all its fields as required and forbids others, so a field added to `summary.py` without
@@ -35,10 +35,11 @@ KNEE = obj(nullable=True, status={"enum": ["within", "below", "beyond", "none"]}
 
 TIER = obj(
     tier={"type": "integer"}, load=NUM, load_target=NUM, effective_concurrency=NUM, active_users=NUM,
-    judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL,
+    judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL, refined=BOOL,
     sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"}, n_429={"type": "integer"},
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
-    goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high"),
+    goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
+                                                      "p95_ci_high"),
     e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(),
     itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,
     stall_ms=NUM, wait_ms=NUM,
@@ -56,7 +57,12 @@ RUN = obj(
 
 CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, max_error_rate=NUM,
                max_429_rate=NUM, status={"enum": ["within", "beyond", "below", "none"]}, load=NUM, ok_rps=NUM,
-               goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"})
+               goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"}, low=NUM, high=NUM, measured=BOOL,
+               interpolated=NUM)
+
+QUEUEING_MODEL = obj(nullable=True, slots=NUM, x_max_rps=NUM, service_ms=NUM, check=TEXT,
+                     capacity_agrees={"type": ["boolean", "null"]}, tolerance_ms=NUM,
+                     tiers=arr(obj(tier={"type": "integer"}, p95_low_ms=NUM, p95_high_ms=NUM, disagrees=BOOL)))
 
 VERDICT = obj(criterion={"type": "string"}, metric={"type": "string"},
               status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]}, value=NUM, limit=NUM, at_least=BOOL, tier=INT,
@@ -99,10 +105,11 @@ SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "llmload summary.json",
     **optional(obj(
-        schema={"const": "llmload.summary/2"},
+        schema={"const": "llmload.summary/3"},
         source=obj(kind={"enum": ["samples", "histograms"]}, relative_error=NUM, cannot_show=arr({"type": "string"})),
         run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
-        compute_saturation=KNEE, queueing_onset=KNEE, generator_overloaded=TEXT, capacity=arr(CAPACITY),
+        compute_saturation=KNEE, queueing_onset=KNEE, queueing_model=QUEUEING_MODEL, generator_overloaded=TEXT,
+        capacity=arr(CAPACITY),
         saturation=obj(nullable=True, branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
                        sentence={"type": "string"}),
         replicas=obj(nullable=True, target=NUM, target_kind={"enum": ["rps", "users", "tok_s"]}, per_replica=NUM,

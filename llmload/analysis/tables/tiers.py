@@ -48,7 +48,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     concurrency.add_effective(table, run)
     judging.add_wait(table)  # on the load applied: the verdicts' waiting rule (llmload.rules.verdicts.judge)
     _add_flags(table)
-    table = table.reset_index()
+    table = table.reset_index().copy()  # one block: the per-tier figures were added column by column
     table["parked_unknown"] = False if run.per_request else hist_figures.possibly_parked(table, run)
     table.loc[table["parked_unknown"], "judged"] = False
     return table

@@ -52,7 +52,8 @@ def run_ending(run: Run, table: pd.DataFrame) -> Ending:
     else:
         how = "finished"
     listed = run.shape.get("tiers")
-    missing = tuple(float(v) for v in listed[len(run.tiers):]) if isinstance(listed, list) else ()
+    planned_run = int((~run.tiers["refined"]).sum()) if "refined" in run.tiers else len(run.tiers)  # not --refine's
+    missing = tuple(float(v) for v in listed[planned_run:]) if isinstance(listed, list) else ()
     last = run.tiers.iloc[-1]
     # a run without a load shape (a prefill sweep, a plain -u/-t run) has no plan to fall short of: its one
     # window ends with its last request, so only a kill or an unplanned stop makes it early

@@ -118,15 +118,23 @@ def describe(fit: QueueFit | None, reason: str | None = None) -> str:
             f"plateau {fit.x_max_rps:.1f} req/s, service time {fit.service_s * 1000:.0f} ms per request.")
 
 
-def _mmc_wait_s(rate: float, slots: float, service_s: float) -> float:
+def _erlang_c(rate: float, slots: float, service_s: float) -> float:
+    """M/M/c: the probability that an arrival waits (1 at or past saturation)."""
     c = max(1, math.floor(slots))
     offered = rate * service_s
     if offered >= c:
-        return math.inf
+        return 1.0
     term, total = 1.0, 1.0
     for k in range(1, c):
         term *= offered / k
         total += term
     last = term * offered / c / (1 - offered / c)
-    erlang_c = last / (total + last)
-    return erlang_c * service_s / (c - offered)
+    return last / (total + last)
+
+
+def _mmc_wait_s(rate: float, slots: float, service_s: float) -> float:
+    c = max(1, math.floor(slots))
+    offered = rate * service_s
+    if offered >= c:
+        return math.inf
+    return _erlang_c(rate, slots, service_s) * service_s / (c - offered)
