@@ -22,8 +22,7 @@ then Locust calls `tick()` on the master or local runner about once a second:
     plan is done, the stop rule fires, `-t/--run-time` has passed since the first tick (Locust 2.47
     arms -t only after a shape returns None), or the test stops (web UI stop, SIGTERM, a fatal error).
   * SIGTERM, headless: the shape's own handler ends it (shaping/sigterm.py); Locust's quit follows.
-  * `--refine` (step and rate tiers): when the plan is done, tiers the rule book asks for are appended
-    to it (shaping/refine.py), each begun and ended like a planned one.
+  * `--refine`: when the plan is done, tiers the rule book asks for are appended (shaping/refine.py).
 Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
 is ignored); else each change is spawned in about one second.
 """
@@ -139,6 +138,8 @@ class PlanShape(LoadTestShape):
     def tick(self) -> tuple[int, float] | None:
         now = self._now()
         run = self._run
+        if run is not None and not run.finished and run.pause_end is not None:
+            return refine.pause_tick(self, run, now)  # --refine's drain between tiers
         if run is None or run.finished:
             try:
                 run = self._start_run(now)
@@ -162,7 +163,7 @@ class PlanShape(LoadTestShape):
         if reason or run.index + 1 >= len(run.plan):
             run.info.setdefault("sweep_end", reason or "last tier done")
             if refine.add_tier(self, run, now):  # --refine: a tier the rule book asks for (shaping/refine.py)
-                return self._begin(run, run.index + 1, now)
+                return refine.start(self, run, now)
             self._finish(run, run.info["sweep_end"] + refine.done_text(run))
             return None
         return self._begin(run, run.index + 1, now)
@@ -198,7 +199,7 @@ class PlanShape(LoadTestShape):
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
-        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - now,
+        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - self._now(),
                        planned=len(plan), refine=refining)
         if settings.run_time_s:
             run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s

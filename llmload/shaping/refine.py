@@ -10,6 +10,8 @@ tiers (their warm-up too), until the bracket is measured, `--refine-max-tiers` t
 `-t/--run-time` leaves no room for a whole tier; then, with `--hold-at-capacity`, one tier that long
 at the capacity found. Each added tier is a normal tier (tiers.csv `refined` = 1, the timeline, the
 web UI, the progress line); run.json's shape lists them under `refined` with why each was added.
+A tier added below the one just ended first lets that tier's queue drain (`drain_seconds`: closed loop
+a longer warm-up, open loop a pause without arrivals, `start` and `pause_tick`).
 `--stop-at-knee` judges only the planned sweep: an added tier is below its highest load.
 """
 
@@ -19,6 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from llmload.openloop import user as openloop_user
 from llmload.rules import refine
 from llmload.rules.text import load_with_unit
 from llmload.run.verdicts import live_verdicts
@@ -26,6 +29,8 @@ from llmload.shaping.flags import REFINE_CHOICES, ShapeOptionError
 from llmload.shaping.plans import PlannedTier
 
 logger = logging.getLogger("llmload.shape")
+DRAIN_FACTOR = 2.0
+"""a tier after a heavier one starts measuring this many of the heavier tier's mean response times later"""
 
 
 @dataclass(frozen=True)
@@ -68,16 +73,29 @@ def _load(planned: PlannedTier) -> float:
     return float(planned.target_rps if planned.target_rps is not None else planned.target_users or 0)
 
 
-def _tier(step: refine.Step, template: PlannedTier, seconds: float, open_loop: bool) -> PlannedTier:
+def _tier(step: refine.Step, template: PlannedTier, seconds: float, open_loop: bool, drain_s: float) -> PlannedTier:
+    """The tier to add: closed loop, its warm-up lasts at least `drain_s` (the measure window stays as long as
+    the planned ones'); open loop, the pause before it drains the queue (`start`)."""
     warmup = min(template.warmup_s, seconds / 2)
     if open_loop:
         return PlannedTier(seconds=seconds, target_rps=step.load, warmup_s=warmup)
-    return PlannedTier(seconds=seconds, target_users=int(step.load), warmup_s=warmup)
+    longer = max(warmup, drain_s)
+    return PlannedTier(seconds=seconds - warmup + longer, target_users=int(step.load), warmup_s=longer)
 
 
-def _choose(environment: Any, run: Any, open_loop: bool) -> refine.Step | None:
+def drain_seconds(verdicts: Any, tier_no: int, load: float, most_s: float) -> float:
+    """How long the queue the tier just ended leaves behind takes to clear before a lighter tier at `load`:
+    DRAIN_FACTOR of its mean response time (a FIFO queue serves what is in it within about one response time;
+    two for margin), at most `most_s`; 0 when the ended tier was not heavier (nothing queued that this tier
+    would not queue too)."""
+    ended = next((t for t in verdicts.tiers if t.tier == tier_no and t.sent > 0), None)
+    if ended is None or ended.target <= load or ended.e2e_mean_ms != ended.e2e_mean_ms:
+        return 0.0
+    return min(DRAIN_FACTOR * ended.e2e_mean_ms / 1000.0, most_s)
+
+
+def _choose(run: Any, verdicts: Any, open_loop: bool) -> refine.Step | None:
     settings: RefineSettings = run.refine
-    verdicts = live_verdicts(environment)
     unit = _unit(open_loop)
     added = [s for s in run.refined if s.kind != "hold"]
     if len(added) < settings.max_tiers:
@@ -99,16 +117,20 @@ def add_tier(shape: Any, run: Any, now: float) -> bool:
     if run.index < run.planned:  # the sweep's end (--stop-at-knee may end it early: its later tiers never run)
         del run.plan[run.index + 1:]
         run.planned = run.index + 1
-    step = _choose(shape.runner.environment, run, shape.open_loop)
+    verdicts = live_verdicts(shape.runner.environment)
+    step = _choose(run, verdicts, shape.open_loop)
     if step is None:
         return False
     template = run.plan[run.planned - 1]
     seconds = settings.hold_s if step.kind == "hold" else template.seconds
-    if now + seconds > run.deadline:
+    drain = drain_seconds(verdicts, run.index + 1, step.load, template.seconds)
+    added = _tier(step, template, seconds, shape.open_loop, drain)
+    run.pause_s = drain if shape.open_loop else 0.0
+    if now + run.pause_s + added.seconds > run.deadline:
         logger.info("refine: -t/--run-time leaves less than a %gs tier: not adding one at %s", seconds,
                     load_with_unit(step.load, _unit(shape.open_loop)))
         return False
-    run.plan.append(_tier(step, template, seconds, shape.open_loop))
+    run.plan.append(added)
     run.refined.append(step)
     run.info.setdefault("refined", []).append(
         {"tier": len(run.plan), "load": step.load, "kind": step.kind, "why": step.why})
@@ -121,3 +143,26 @@ def done_text(run: Any) -> str:
     """What refinement added, for the shape's end reason: '' or '; then 2 tiers added by --refine'."""
     n = len(run.refined)
     return f"; then {n} tier{'s' if n != 1 else ''} added by --refine" if n else ""
+
+
+def start(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
+    """Begin the tier `add_tier` appended; open loop, first pause arrivals for `run.pause_s` (an open loop near
+    its capacity never drains the queue a heavier tier left, so the tier would measure that backlog)."""
+    if run.pause_s <= 0:
+        return shape._begin(run, run.index + 1, now)
+    run.pause_end = now + run.pause_s
+    openloop_user.publish_stop(shape.runner)
+    logger.info("refine: no arrivals for %.1f s, so the queue the last tier left drains", run.pause_s)
+    return run.last_tick
+
+
+def pause_tick(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
+    """A tick during the pause: wait, then begin the tier (or end the run at -t)."""
+    if now >= run.deadline:
+        run.pause_end = None
+        shape._finish(run, f"-t/--run-time {run.run_time_s:g}s reached")
+        return None
+    if now < run.pause_end:
+        return run.last_tick
+    run.pause_end = None
+    return shape._begin(run, run.index + 1, now)

@@ -55,6 +55,10 @@ class ShapeRun:
     """the run's RefineSettings (shaping/refine.py; None: refinement off)"""
     refined: list[Any] = field(default_factory=list)
     """the rule book's Steps (llmload.rules.refine) added so far, in order"""
+    pause_s: float = 0.0
+    """open loop, --refine: seconds without arrivals before the next tier, so the queue left behind drains"""
+    pause_end: float | None = None
+    """perf_counter time that pause ends (None: not pausing)"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:

@@ -67,6 +67,15 @@ def test_a_tier_that_missed_by_refusing_is_not_the_models_to_judge():
     assert "at 8 users" not in a.model_check.capacity_clause and "at 4 users" in a.model_check.capacity_clause
 
 
+def test_tiers_that_shed_load_are_not_compared_with_the_queue():
+    a = run_of("shed429")  # 8 and 16 users: 18 % and 39 % refused with 429s, p95 TTFT stays ~36 ms
+    bands = a.model_check.bands.set_index("tier")
+    assert bands.loc[[4, 5], "sheds"].all() and bands.loc[[4, 5], "model_lo"].isna().all()
+    assert not bands.loc[[1, 2, 3], "sheds"].any() and bands.loc[[1, 2, 3], "model_lo"].notna().all()
+    assert a.model_check.disagreeing == []
+    assert "2 tier(s) that refused load not compared" in a.model_check.sentence
+
+
 def test_open_loop_band_is_mdc_to_mmc_and_nothing_past_the_plateau():
     fit = QueueFit(slots=4, x_max_rps=40.0, service_s=0.1, cycle_s=0.1, ttft0_ms=30.0, load_unit="req/s")
     assert model_check.p95_wait_band_s(fit, 5.0) == (0.0, 0.0)  # 12 % busy: hardly anyone waits

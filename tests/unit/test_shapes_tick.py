@@ -338,6 +338,34 @@ def test_refine_adds_the_tier_the_rule_book_asks_for_after_the_sweep(tmp_path, c
                                     "the highest load; then 1 tier added by --refine")
     assert info["tiers"] == [1, 2, 4, 8] and info["refine"] == {"on": True, "max_tiers": 4, "hold_at_capacity_s": 0.0}
     assert shape.timeline().tiers()[-1].refined == "onset"
+    # after a heavier tier (4 users, mean response 1.3 s, read from the live book's histogram) the added one
+    # warms up for 2 x 1.3 s, not 2 s, so the queue 4 users left has drained before it measures; its measure
+    # window stays 8 s like the planned ones'
+    last = rows(tmp_path)[-1]
+    warmup_s = float(last["warmup_s"])
+    assert warmup_s == pytest.approx(2.6, abs=0.05) and float(last["end_s"]) - float(last["start_s"]) - warmup_s == \
+        pytest.approx(8.0, abs=0.002)
+
+
+def test_open_loop_refine_pauses_arrivals_until_the_heavier_tiers_queue_drained(tmp_path, caplog):
+    """Rates 2 and 8 req/s: 8 misses the chat SLO with a 3 s mean response; before measuring 4 req/s no
+    arrivals are sent for 2 x 3 s, or the tier would measure the backlog 8 req/s left."""
+    shape, clock, env = make(OpenLoopShape, tmp_path, rate_tiers="2,8", arrival="constant", slo_profile="chat",
+                             min_tier_requests=1)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    sent(env, 2.0, 10.0, 16, 100.0)
+    tick_at(shape, clock, 10.0)
+    tick_at(shape, clock, 12.0)
+    sent(env, 12.0, 20.0, 64, 2500.0, e2e_ms=3000.0)
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        assert tick_at(shape, clock, 20.0) == (1, 10.0)
+    assert openloop_user.CONTROL.target is None and "refine: no arrivals for 6.0 s" in caplog.text
+    assert tick_at(shape, clock, 23.0) == (1, 10.0) and openloop_user.CONTROL.target is None
+    assert tick_at(shape, clock, 26.0) == (1, 10.0)
+    assert (openloop_user.CONTROL.target.tier, openloop_user.CONTROL.target.rate_per_s) == (3, 4.0)
+    last = rows(tmp_path)[-1]
+    assert (last["target_rps"], last["refined"], float(last["start_s"]) - WALL0) == ("4", "1", 26.0)
 
 
 @pytest.mark.parametrize("flags", [{"refine": "off", "slo_profile": "chat"}, {}, {"refine_max_tiers": 0,

@@ -8,7 +8,8 @@ How it works (`queueing.py` fits c slots, the plateau X_max and the service time
   as at heavy load), high end waits exponential with mean w (p95 = w x ln 20). Open loop, M/M/c with c
   slots: p95 wait = ln(C / 0.05) / (c / s - rate) when the Erlang-C probability of waiting C exceeds 5 %,
   the high end; M/D/c waits about half as long, the low end; past the plateau the queue grows without
-  bound over the tier, so nothing is compared there.
+  bound over the tier, so nothing is compared there. Nor at a tier that shed more than REJECT_LIMIT of its
+  requests or parked users on a retry hint: a server that refuses does not queue what it refused.
 - A tier disagrees when its p95 TTFT confidence interval (bootstrap, `stats.quantile_ci`; the point value
   from histograms) lies outside the band by more than WAIT_SHARE of the service time, the waiting rule's
   own tolerance (a quarter service time of batching or prefill is not a queue either way).
@@ -28,9 +29,10 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis import text
+from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts.queueing import QueueFit, _erlang_c
 from llmload.rules.capacity import Capacity, broken
-from llmload.rules.limits import WAIT_SHARE
+from llmload.rules.limits import REJECT_LIMIT, WAIT_SHARE
 from llmload.rules.text import load_with_unit
 
 P95_EXP = math.log(20.0)
@@ -42,7 +44,8 @@ DETERMINISTIC_SHARE = 0.5
 @dataclass(frozen=True)
 class ModelCheck:
     bands: pd.DataFrame
-    """per judged tier: tier, load, p95 (ms), ci_lo, ci_hi, model_lo, model_hi (NaN: not compared), disagrees"""
+    """per judged tier: tier, load, p95 (ms), ci_lo, ci_hi, model_lo, model_hi (NaN: not compared), sheds,
+    disagrees"""
     tolerance_ms: float
     sentence: str
     """the report's 'Model check' line"""
@@ -72,12 +75,15 @@ def _bands(fit: QueueFit, judged: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     rows = judged[(judged["ok"] > 0) & judged["ttft_p95_ms"].notna()].sort_values("load")
     base = float(rows["ttft_p95_ms"].iloc[0])
     tol = WAIT_SHARE * fit.service_s * 1000.0
-    waits = [p95_wait_band_s(fit, float(load)) for load in rows["load"]]
+    sheds = [t.shed_rate > REJECT_LIMIT or t.parked_refused > 0 for t in tiers_of(rows)]
+    waits = [(math.nan, math.nan) if shed else p95_wait_band_s(fit, float(load))
+             for shed, load in zip(sheds, rows["load"])]
     frame = pd.DataFrame({
         "tier": rows["tier"].to_numpy(), "load": rows["load"].to_numpy(dtype=float),
         "p95": rows["ttft_p95_ms"].to_numpy(dtype=float),
         "ci_lo": _ci(rows, "ttft_p95_ci_lo_ms"), "ci_hi": _ci(rows, "ttft_p95_ci_hi_ms"),
-        "model_lo": [base + lo * 1000.0 for lo, _ in waits], "model_hi": [base + hi * 1000.0 for _, hi in waits]})
+        "model_lo": [base + lo * 1000.0 for lo, _ in waits], "model_hi": [base + hi * 1000.0 for _, hi in waits],
+        "sheds": sheds})
     lo = frame["ci_lo"].fillna(frame["p95"])
     hi = frame["ci_hi"].fillna(frame["p95"])
     frame["disagrees"] = (frame["model_lo"].notna() & ((lo > frame["model_hi"] + tol) | (hi < frame["model_lo"] - tol)))
@@ -101,14 +107,20 @@ def _measured_text(row: pd.Series) -> str:
 def _sentence(frame: pd.DataFrame, fit: QueueFit, tol: float, unit: str) -> str:
     compared = frame[frame["model_lo"].notna()]
     model = f"{fit.slots:.1f} slots, {fit.service_s * 1000:.0f} ms of service"
+    shed = int(frame["sheds"].sum())
+    skipped = (f"; {shed} tier(s) that refused load not compared (a server that refuses does not queue)"
+               if shed else "")
+    if not len(compared):
+        return f"no tier to compare with the model ({model}){skipped}."
     if not frame["disagrees"].any():
-        return (f"the model ({model}) predicts every tier's p95 TTFT within its confidence interval (and "
-                f"{tol:.0f} ms, a quarter service time): {len(compared)} tier(s) compared.")
+        every = "every compared tier's" if shed else "every tier's"
+        return (f"the model ({model}) predicts {every} p95 TTFT within its confidence interval (and "
+                f"{tol:.0f} ms, a quarter service time): {len(compared)} tier(s) compared{skipped}.")
     parts = [f"at {load_with_unit(r['load'], unit)} (tier {int(r['tier'])}) p95 TTFT {_measured_text(r)} against "
              f"the model's {_band_text(r['model_lo'], r['model_hi'])}" for _, r in frame[frame["disagrees"]].iterrows()]
     return (f"measurement and model ({model}) disagree {'; '.join(parts)}: beyond {tol:.0f} ms (a quarter service "
             "time), so something besides the slots and a FIFO queue shapes TTFT there (batching that slows "
-            "prefill, long prompts, a gateway's own queue, a rate limit).")
+            f"prefill, long prompts, a gateway's own queue, a rate limit){skipped}.")
 
 
 def _capacity_clause(frame: pd.DataFrame, cap: Capacity, tol: float, unit: str) -> str:
