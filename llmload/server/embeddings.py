@@ -93,9 +93,9 @@ class EmbeddingJob:
         tokens = self.seq.prompt_tokens
         payload = {"object": "list", "data": data, "model": body["model"],
                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        now = self.app.clock()  # before the write, as generation.py stamps its first byte
         self.req.conn.send(wire.http_response(200, json.dumps(payload).encode(), self.headers,
                                               keep_alive=self.req.keep_alive))
-        now = self.app.clock()
         self.app.metrics.ttft.observe(now - self.admitted_s)
         self.app.metrics.served(tokens, 0, "stop")
         self._end(200, now)

@@ -186,14 +186,16 @@ class Generation:
         if self.wrap is not None:
             text = self.wrap(text, first_answer, seq.generated >= seq.output_tokens)
         if self.stream:
+            # the truth is stamped before the write: on loopback the kernel dates the client's read inside
+            # this send(), so a stamp after it would be late by the syscall (and any preemption in it)
             if first_answer:
-                conn.send(wire.frame(self.lead + self.prefix + text + self.suffix))
                 self.truth["first_byte_s"] = self.app.clock()
+                conn.send(wire.frame(self.lead + self.prefix + text + self.suffix))
                 self.first_answer_pending = False
             else:
-                conn.send(wire.frame(self.prefix + text + self.suffix))
                 if first:
                     self.truth["first_reasoning_byte_s"] = self.app.clock()
+                conn.send(wire.frame(self.prefix + text + self.suffix))
         else:
             self.pieces.append(text)
             self.first_answer_pending = False
@@ -219,8 +221,8 @@ class Generation:
             usage = wire.usage_dict(seq.prompt_tokens, seq.generated, seq.cached_tokens, reasoning)
             body = wire.full_body(self.chat, self.completion_id, self.created, self.model,
                                   self._message(), plan.finish_reason, usage)
-            conn.send(wire.http_response(200, body, self.headers, keep_alive=self.req.keep_alive))
             self.truth["first_byte_s"] = self.app.clock()
+            conn.send(wire.http_response(200, body, self.headers, keep_alive=self.req.keep_alive))
         self._end(200, self.req.keep_alive, plan.finish_reason)
 
     def _message(self) -> dict:

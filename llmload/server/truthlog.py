@@ -3,7 +3,9 @@
 One CSV row per request, written when the response ends. Times are
 `time.perf_counter()` seconds (CLOCK_MONOTONIC on Linux, the same clock a client on the
 same machine reads), so a test can compare a client's measured TTFT with the time the
-server actually wrote the first content byte. Rows are flushed at least every second.
+server actually wrote the first content byte, stamped just before the write (on loopback the kernel
+dates the client's read inside the server's send, so a stamp after it would be late by the syscall).
+Rows are flushed at least every second.
 
 `first_byte_s` is the first answer byte (content or tool-call arguments; for non-streamed
 answers and embeddings, the whole body); `first_reasoning_byte_s` the first reasoning byte;
