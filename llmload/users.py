@@ -47,10 +47,11 @@ import time
 from typing import Any
 
 from locust import User, constant, task
-from locust.exception import StopUser
+from locust.exception import InterruptTaskSet, RescheduleTask, StopUser
 
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
+from llmload.run.crash import crashed
 from llmload.run.events import fire_events
 from llmload.run.files import without_userinfo
 from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
@@ -177,7 +178,12 @@ class LLMUser(User):
         self.idle_while_halted()
         # dispatch through the instance: @task captured this function at class creation,
         # so a subclass overriding `stream_completion` would otherwise never be called
-        self.stream_completion()
+        try:
+            self.stream_completion()
+        except (StopUser, RescheduleTask, InterruptTaskSet):
+            raise  # Locust's control flow
+        except Exception as exc:  # logged once per kind with a count, secrets redacted, then a pause
+            crashed(self, exc)
 
     def stream_completion(self) -> None:
         """One unit of work of the user; override to build messages, chain turns, etc."""

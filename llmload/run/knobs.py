@@ -4,6 +4,10 @@
 Each parser raises `OptionError` with one line naming the flag. Headers whose name says they
 carry a credential (`SECRET_HEADER_WORDS`: authorization, api-key, token, secret, cookie, ...)
 are shown masked (`***` + the last 4 characters) in run.json and logs, like `--api-key`.
+A header, or the API key (which goes into one), that cannot be sent as given (a CR or LF, say from a
+`.env` file with Windows line endings, another control character, a space inside a key) is refused
+at start without printing the value (`check_api_key`, `parse_headers`); `redact` takes the secrets out
+of any text that may quote them (an exception's message).
 """
 
 from __future__ import annotations
@@ -44,13 +48,43 @@ def _entries(value: Any) -> list[str]:
     return [str(v) for v in value if str(v).strip()]
 
 
+CHARACTER_NAMES = {"\r": "a carriage return (CR)", "\n": "a line feed (LF)", "\x00": "a NUL byte", " ": "a space",
+                   "\t": "a tab"}
+
+
+def _unsendable(value: str, allow_space: bool) -> str:
+    """'' when `value` can go into a header field as is, else what cannot (never the value itself)."""
+    for i, c in enumerate(value):
+        code = ord(c)
+        if c in "\r\n" or (code < 0x20 and c != "\t") or code == 0x7F or code > 0xFF:
+            what = CHARACTER_NAMES.get(c, f"the character U+{code:04X}")
+            return f"{what} at character {i + 1} of {len(value)}"
+        if not allow_space and c in " \t":
+            return f"{CHARACTER_NAMES[c]} at character {i + 1} of {len(value)}"
+    return ""
+
+
+def check_api_key(key: str, header: str = "") -> None:
+    """KnobError when the key cannot be sent (module docstring): the message never holds the key."""
+    why = _unsendable(key, allow_space=False)
+    if why:
+        hint = " (a .env file with Windows line endings?)" if key.rstrip("\r\n") != key else ""
+        raise KnobError(f"the API key (--api-key or $OPENAI_API_KEY) has {why}{hint}: no server accepts it in the "
+                        f"{header or 'Authorization'} header; remove it")
+
+
 def parse_headers(value: Any) -> dict[str, str]:
     headers: dict[str, str] = {}
     for entry in _entries(value):
         name, sep, content = entry.partition(":")
         name = name.strip()
-        if not sep or not name or any(c.isspace() for c in name):
-            raise KnobError(f'--header must look like "Name: value", got {entry[:80]!r}')
+        if not sep or not name or any(c.isspace() for c in name) or _unsendable(name, allow_space=False):
+            raise KnobError(f'--header must look like "Name: value", got {entry[:80]!r}'
+                            if not is_secret_header(name) else f'--header must look like "Name: value" ({name[:40]!r})')
+        why = _unsendable(content.strip(), allow_space=True)
+        if why:
+            raise KnobError(f"--header {name}: its value has {why}; give one header per --header, without line "
+                            "breaks")
         headers[name] = content.strip()
     return headers
 
@@ -89,3 +123,17 @@ def masked_headers(value: Any) -> list[str]:
         name, sep, content = entry.partition(":")
         out.append(f"{name}:{' ' + mask(content.strip()) if is_secret_header(name) else content}" if sep else entry)
     return out
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret (as given, stripped, or escaped as repr() shows it) replaced by its mask."""
+    for secret in secrets:
+        for form in {secret, secret.strip(), repr(secret)[1:-1]}:
+            if len(form) >= 4:
+                text = text.replace(form, mask(secret.strip()))
+    return text
+
+
+def secrets_of(api_key: str, headers: dict[str, str]) -> list[str]:
+    """The values a log line must never show: the key and the credential headers' values."""
+    return [v for v in (api_key, *(v for k, v in headers.items() if is_secret_header(k))) if v]

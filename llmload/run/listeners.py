@@ -16,7 +16,8 @@
   load shape, the warm-up watch (sink/ramps.py: the ramp and each user's first request are warm-up);
   warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
   again at each spawning_complete). A new run starts with no live warnings on the board.
-- test_stop: flush the rows, release the run folder (the next run gets its own); a web UI run
+- test_stop: log the counts of repeated errors (run/repeats.py), flush the rows, release the run folder
+  (the next run gets its own); a web UI run
   records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
   in-flight requests finish within --stop-timeout and their rows land), then close the files
@@ -178,6 +179,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
     state = run_state(environment)
     state.ramps.stop()
+    state.repeats.flush()
     state.sink.flush()
     if state.server_metrics is not None:
         state.server_metrics.stop()

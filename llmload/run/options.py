@@ -13,8 +13,7 @@ registers the flags with these defaults):
     rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py)
     and workload options (workload/spec.py) with one line naming the flag and the value; the init listener
     runs it before anything starts.
-`warmup_seconds` reads --warmup-seconds (a duration the web UI form sends as text), which a plain run's
-warm-up and the shape flags both take.
+`warmup_seconds` reads --warmup-seconds (a duration the web UI form sends as text; plain runs and shapes).
 """
 
 from __future__ import annotations
@@ -200,6 +199,7 @@ def read_knobs(parsed: Any) -> dict:
         raise OptionError(f"--output-len-mode must be one of {', '.join(OUTPUT_LEN_MODES)}, got {mode!r}")
     stream = _get(parsed, "stream", DEFAULTS.stream)
     try:
+        knobs.check_api_key(_api_key(parsed), str(_get(parsed, "api_key_header", "")))
         return {
             "extra_body": knobs.parse_extra_body(_get(parsed, "extra_body", None)),
             "headers": {**knobs.parse_headers(_get(parsed, "header", None)),

@@ -33,6 +33,7 @@ import gevent
 from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
 from llmload.run import prometheus
 from llmload.run.files import without_userinfo
+from llmload.run.knobs import redact
 from llmload.run.options import settings_of
 from llmload.sink.csvlog import CsvLog
 
@@ -78,8 +79,11 @@ def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float 
 class Scraper:
     """Scrapes one URL into the run folder's server_metrics.csv (module docstring)."""
 
-    def __init__(self, url: str, run_dir: Path, fetch: Fetch, auto: bool, clock: Callable[[], float] = time.time):
+    def __init__(self, url: str, run_dir: Path, fetch: Fetch, auto: bool, clock: Callable[[], float] = time.time,
+                 secrets: tuple[str, ...] = ()):
         self.url, self.run_dir, self.fetch, self.auto, self.clock = url, Path(run_dir), fetch, auto, clock
+        self.secrets = list(secrets)
+        """values an error message must not show (the key sent with the scrape)"""
         self.shown_url = without_userinfo(url)
         self.scrapes = 0
         self.errors = 0
@@ -119,7 +123,8 @@ class Scraper:
                 raise ValueError(f"not Prometheus text (content-type: {content_type[:60]})")
         except (Exception, gevent.Timeout) as exc:  # any failure of the side channel is counted, not raised
             self.errors += 1
-            self.last_error = (str(getattr(exc, "reason", None) or exc) or type(exc).__name__)[:120]
+            why = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+            self.last_error = redact(why, self.secrets)[:120]
             return None
         now_s = round(self.clock(), 3)
         samples = prometheus.kept_samples(text)
@@ -175,4 +180,4 @@ def start(environment: Any, run_dir: Path) -> Scraper | None:
     auth = {key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"}
     headers = auth if auto and api_key else {}
     fetch = url_fetch(headers, insecure=settings.insecure)
-    return Scraper(url, run_dir, fetch, auto).start()
+    return Scraper(url, run_dir, fetch, auto, secrets=(api_key,) if headers else ()).start()

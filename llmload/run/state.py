@@ -32,6 +32,7 @@ from llmload.client.request import StreamRequest
 from llmload.run.drain import Drain
 from llmload.run.guard import RunGuard
 from llmload.run.options import RunOptions
+from llmload.run.repeats import RepeatedErrors
 from llmload.sink.ramps import RampWatch
 from llmload.sink.roles import is_worker
 from llmload.sink.rows import RowSink
@@ -96,6 +97,8 @@ class RunState:
         """the scraper of the target's /metrics while a run goes (run/server_metrics.py)"""
         self.inflight = 0
         """requests of this process on the wire now (health.csv `inflight`)"""
+        self.repeats = RepeatedErrors()
+        """errors that escaped a request, logged once per kind with a count (run/crash.py, run/repeats.py)"""
         self.model_mismatches = 0
         """answers that named another model than requested (one warning at test stop)"""
         self.warnings: dict[str, str] = {}

@@ -8,7 +8,8 @@ process with the web UI (local or master) it
   * starts the 1 s sampler of the charts' time series (series.py) and adds our routes
     under Locust's base path and login (pages.py; the page itself is static/charts.html);
   * groups the start form's options and shows only the shape's flags (form.py);
-  * keeps API keys out of the page and binds the startup key to the startup host (secrets.py).
+  * keeps API keys out of the page, binds the startup key to the startup host and refuses state changes
+    from other sites' pages (secrets.py).
 Verdicts (the two knees, saturation, capacity, the SLO per tier: the rule book's, on the tiers so far)
 are worded in verdicts.py, generator health in health.py. docs/webui.md is the user's guide.
 """
@@ -75,10 +76,11 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
 
     prefix = base_path(web_ui)
     tab = run_state(environment).webui = LLMTab(environment, script_url=f"{prefix}/llmload/static/inject.js")
-    secrets = Secrets(settings_of(environment).host)
+    secrets = Secrets(environment, settings_of(environment).host)
     _add_tab(web_ui.template_args)
     keep_key_order(web_ui.app)
     web_ui.app.after_request(tab.after_request)
+    web_ui.app.before_request(secrets.same_origin)
     web_ui.app.before_request(secrets.restore)
     before_render_template.connect(_on_render(tab, secrets), web_ui.app, weak=False)
     secrets.scrub(web_ui.app, context={"template_args": web_ui.template_args})

@@ -1,12 +1,25 @@
-"""API keys and the start form: never rendered, and never sent to a host changed from the UI.
+"""API keys and the start form: never rendered, never sent to a host changed from the UI, and no state
+changed by another site's page.
 
 Locust puts every form field's default into the start page's source, so a key from `--api-key`
 or `$OPENAI_API_KEY` would sit in plain text in `window.templateArgs` (the masked input only
 hides it on screen): `scrub` blanks the defaults of secret options and remembers them.
-`restore` (before POST /swarm) puts a remembered key back when its field comes back empty, but
-only when the form's host is the startup host: the startup key is bound to the startup host.
-A run whose host was changed in the form (say, to someone's own listener) uses only a key typed
-into the form, or none, and a log line says so.
+
+The startup credentials are bound to the startup host (`--host`, or the embedded server's URL; the
+server-metrics scrape of that host follows it). Before every POST /swarm, `restore` decides each
+secret option explicitly, whether the form sent the field empty, left it out (a script's POST) or
+typed it: a typed value is used as typed, for any host; otherwise the startup value, but only when
+the run's host (the form's, or the current one when the form has none) is the startup host, else
+none, and a log line says so. Locust keeps the form's values in `parsed_options` from run to run,
+so a value is always set, never inherited from an earlier run. `--header` entries that carry a
+credential (run/knobs.py `is_secret_header`) are left out of the form's default like a key, and are
+added back to the form's headers for the startup host only.
+
+`same_origin` (before every request) refuses a state-changing request (POST, PUT, PATCH, DELETE:
+/swarm, /stop, /stats/reset, ...) that a browser says came from another site's page: a `Sec-Fetch-Site`
+other than same-origin or none, or an `Origin` / `Referer` whose host:port is not the one the UI was
+reached at. A script (curl, a pipeline) sends neither header and is let through: cross-site request
+forgery needs a browser, and the UI's own pages send same-origin ones.
 """
 
 from __future__ import annotations
@@ -16,31 +29,73 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmload.run.files import without_userinfo
+from llmload.run.knobs import is_secret_header
 from llmload.run.locust_compat import replace_form
 
 logger = logging.getLogger("llmload")
 SWARM_ENDPOINT = "locust.swarm"
 """Flask endpoint of the start form's POST /swarm"""
+UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+HEADER_OPTION = "header"
+"""--header: its credential entries are kept out of the page and bound to the startup host like the key"""
+SAFE_SITES = ("same-origin", "none")
+"""Sec-Fetch-Site values of a request the UI's own page (or the user typing the URL) made"""
 
 
 def same_host(a: str | None, b: str | None) -> bool:
     """Whether two --host values name the same endpoint (scheme, host, port, path; case of the host ignored)."""
     def norm(url: str | None) -> tuple:
         parts = urlsplit((url or "").strip())
-        return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port, parts.path.rstrip("/")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/")
 
     return norm(a) == norm(b)
 
 
+def _header_entries(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    return [line for line in value.splitlines() if line.strip()] if isinstance(value, str) else [str(v) for v in value]
+
+
+def without_secret_headers(value: Any) -> list[str]:
+    """--header entries minus those carrying a credential."""
+    return [e for e in _header_entries(value) if not is_secret_header(e.partition(":")[0].strip())]
+
+
+def cross_site(headers: Any, host: str) -> str:
+    """'' when the request may change state, else what gave it away (`host`: host:port the UI was reached at)."""
+    site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
+    if site and site not in SAFE_SITES:
+        return f"Sec-Fetch-Site: {site}"
+    for name in ("Origin", "Referer"):
+        value = (headers.get(name) or "").strip()
+        if not value:
+            continue
+        if value == "null" or urlsplit(value).netloc.lower() != host.lower():
+            return f"{name}: {value[:100]}"
+        return ""  # Origin wins over Referer
+    return ""
+
+
 class Secrets:
-    def __init__(self, startup_host: str | None) -> None:
+    def __init__(self, environment: Any, startup_host: str | None) -> None:
+        self.environment = environment
         self.startup_host = startup_host or ""
-        """the host the startup key belongs to (--host, or the embedded server's URL)"""
+        """the host the startup credentials belong to (--host, or the embedded server's URL)"""
         self.defaults: dict[str, str] = {}
         """startup values of secret options (never rendered), by option dest"""
+        self.startup_headers: list[str] | None = None
+        """--header as given at startup (None: the form has no header field)"""
+        self.refused = 0
+        """cross-site state changes refused"""
 
     def scrub(self, _app: Any, template: Any = None, context: dict | None = None, **_kw: Any) -> None:
-        """before_render_template receiver: blank the default values of secret options."""
+        """before_render_template receiver: blank the default values of secret options, and drop the
+        credential entries from --header's."""
         args = context.get("template_args") if context is not None else None
         if context is None or not isinstance(args, dict) or not isinstance(args.get("extra_options"), dict):
             return
@@ -49,24 +104,58 @@ class Secrets:
             if isinstance(option, dict) and option.get("is_secret") and option.get("default_value"):
                 self.defaults[name] = str(option["default_value"])
                 option = {**option, "default_value": ""}
+            elif isinstance(option, dict) and name == HEADER_OPTION:
+                if self.startup_headers is None:
+                    self.startup_headers = _header_entries(option.get("default_value"))
+                option = {**option, "default_value": "\n".join(without_secret_headers(self.startup_headers))}
             options[name] = option
         context["template_args"] = {**args, "extra_options": options}
+
+    def same_origin(self) -> Any:
+        """before_request hook: a 403 for a state change another site's page asked for (module docstring)."""
+        from flask import request
+
+        if request.method not in UNSAFE_METHODS:
+            return None
+        why = cross_site(request.headers, request.host)
+        if not why:
+            return None
+        self.refused += 1
+        logger.warning("llmload web UI: refused %s %s from another site (%s, the UI is at %s): state changes are "
+                       "accepted only from the UI's own pages or from scripts", request.method, request.path, why,
+                       request.host)
+        return ("llmload: cross-site request refused: the web UI accepts state changes only from its own pages\n",
+                403, {"Content-Type": "text/plain; charset=utf-8"})
 
     def restore(self) -> None:
         """before_request hook on /swarm (rules in the module docstring)."""
         from flask import request
 
-        if request.endpoint != SWARM_ENDPOINT or not self.defaults:
+        if request.endpoint != SWARM_ENDPOINT:
             return
         form = request.form
-        empty = {name for name, value in self.defaults.items() if form.get(name, None) == "" and value}
-        if not empty:
-            return
-        host = form.get("host", None)
-        if host is not None and host.strip() and not same_host(host, self.startup_host):
+        host = (form.get("host", "") or "").strip() or (self.environment.host or "")
+        startup = same_host(host, self.startup_host)
+        chosen = {name: form.get(name, "") or (value if startup else "") for name, value in self.defaults.items()}
+        withheld = [name for name, value in self.defaults.items() if value and not form.get(name, "") and not startup]
+        if self.startup_headers is not None:
+            chosen[HEADER_OPTION], dropped = self._headers(form.get(HEADER_OPTION, None), startup)
+            withheld += ["--header credentials"] if dropped else []
+        if withheld:
             logger.warning("llmload: the host was changed in the web UI (%s -> %s): the startup API key is not "
-                           "sent there; type a key into the form to use one", without_userinfo(self.startup_host),
-                           without_userinfo(host.strip()))
-            return
-        pairs = [(k, self.defaults[k] if k in empty else v) for k, v in form.items(multi=True)]
-        replace_form(request, pairs)
+                           "sent there (%s); type a key into the form to use one",
+                           without_userinfo(self.startup_host), without_userinfo(host), ", ".join(withheld))
+        if chosen:
+            pairs = [(k, v) for k, v in form.items(multi=True) if k not in chosen] + list(chosen.items())
+            replace_form(request, pairs)
+
+    def _headers(self, field: str | None, startup: bool) -> tuple[str, bool]:
+        """The run's --header lines: the form's (the startup ones without credentials when it sent none), plus
+        the startup credential headers it did not name, for the startup host only; and whether any were
+        withheld."""
+        shown = without_secret_headers(self.startup_headers)
+        lines = _header_entries(field) if field is not None else shown
+        named = {e.partition(":")[0].strip().lower() for e in lines}
+        hidden = [e for e in self.startup_headers or [] if e not in shown
+                  and e.partition(":")[0].strip().lower() not in named]
+        return "\n".join(lines + (hidden if startup else [])), bool(hidden) and not startup

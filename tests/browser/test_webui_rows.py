@@ -144,7 +144,7 @@ def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
         return flask.jsonify(dict(flask.request.form))
 
     app.register_blueprint(bp)
-    secrets = Secrets("http://127.0.0.1:8000")
+    secrets = Secrets(SimpleNamespace(host="http://127.0.0.1:8000"), "http://127.0.0.1:8000")
     app.before_request(secrets.restore)
     flask.before_render_template.connect(secrets.scrub, app, weak=False)
     client = app.test_client()

@@ -11,6 +11,8 @@ import http.server
 import secrets
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -120,3 +122,40 @@ def test_web_login_without_auth_is_locusts_message_not_our_traceback(locust_ui):
     time.sleep(0.5)
     log = ui.log()
     assert "JSONDecodeError" not in log and "llmload web UI" not in log, ui.log_tail()
+
+
+def post(ui, path: str, fields: dict, headers: dict | None = None) -> int:
+    data = urllib.parse.urlencode(fields).encode()
+    request = urllib.request.Request(ui.url + path, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_scripted_swarm_without_a_key_field_sends_no_key_to_another_host(locust_ui):
+    """The attack of issue 24: POST /swarm with host=B and no api_key field at all (not an empty one): a
+    listener on B must see no key, from the environment or --api-key, on requests or the /metrics scrape."""
+    cli_key, env_key = "sk-cli-" + secrets.token_hex(8), "sk-env-" + secrets.token_hex(8)
+    with Listener() as listener:
+        ui = locust_ui(CHAT_FILE, "--host", "embedded", "--api-key", cli_key, env={"OPENAI_API_KEY": env_key})
+        assert post(ui, "swarm", {"user_count": 1, "spawn_rate": 1, "host": listener.url}) == 200
+        wait_for(lambda: any(path.endswith("/chat/completions") for path, _ in listener.seen), 20,
+                 "a request at the other host", ui)
+        stop(ui)
+        assert {auth for _, auth in listener.seen} == {""}, listener.seen
+        assert "startup API key is not sent there" in ui.log()
+    assert cli_key not in ui.log() and env_key not in ui.log()
+
+
+def test_another_sites_page_cannot_start_or_stop_a_run(locust_ui):
+    with Listener() as listener:
+        ui = locust_ui(CHAT_FILE, "--host", "embedded")
+        forged = {"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}
+        assert post(ui, "swarm", {"user_count": 1, "spawn_rate": 1, "host": listener.url}, forged) == 403
+        assert post(ui, "stop", {}, {"Origin": "http://evil.example"}) == 403
+        time.sleep(1.0)
+        state = urllib.request.urlopen(ui.url + "stats/requests").read().decode()
+        assert listener.seen == [] and '"state": "ready"' in state
+        assert "refused POST /swarm from another site" in ui.log()

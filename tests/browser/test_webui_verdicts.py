@@ -57,8 +57,12 @@ def swarm_app(secrets: Secrets) -> flask.Flask:
     return app
 
 
+def startup_secrets() -> Secrets:
+    return Secrets(SimpleNamespace(host="http://127.0.0.1:8000"), "http://127.0.0.1:8000")
+
+
 def test_the_startup_key_goes_only_to_the_startup_host(caplog):
-    secrets = Secrets("http://127.0.0.1:8000")
+    secrets = startup_secrets()
     secrets.defaults["api_key"] = "sk-startup"
     client = swarm_app(secrets).test_client()
     same = client.post("/swarm", data={"host": "http://127.0.0.1:8000/", "api_key": ""}).get_json()
@@ -72,6 +76,57 @@ def test_the_startup_key_goes_only_to_the_startup_host(caplog):
     assert typed["api_key"] == "sk-typed"
     assert same_host("HTTP://Example.com:80/v1/", "http://example.com:80/v1")
     assert not same_host("http://example.com:80", "http://example.com:81")
+
+
+def test_a_post_that_leaves_the_key_field_out_never_carries_the_startup_key_elsewhere(caplog):
+    """A script's POST /swarm without an api_key field: Locust would keep the startup value in parsed_options,
+    so the field is always set: the startup key for the startup host, none for another (a typed one as typed)."""
+    secrets = startup_secrets()
+    secrets.defaults["api_key"] = "sk-startup"
+    client = swarm_app(secrets).test_client()
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        other = client.post("/swarm", data={"host": "http://127.0.0.1:9999", "user_count": "1"}).get_json()
+    assert other == {"host": "http://127.0.0.1:9999", "user_count": "1", "api_key": ""}
+    assert "startup API key is not sent there" in caplog.text and "sk-startup" not in caplog.text
+    assert client.post("/swarm", data={"user_count": "1"}).get_json()["api_key"] == "sk-startup"  # host unchanged
+    secrets.environment.host = "http://127.0.0.1:9999"  # an earlier run moved the host; this form names none
+    assert client.post("/swarm", data={"user_count": "1"}).get_json()["api_key"] == ""
+
+
+def test_credential_headers_are_kept_out_of_the_page_and_bound_to_the_startup_host(caplog):
+    secrets = startup_secrets()
+    context = {"template_args": {"extra_options": {"header": {"default_value": [
+        "Authorization: Bearer sk-header", "X-Trace: 1"], "is_secret": False}}}}
+    secrets.scrub(None, context=context)
+    assert context["template_args"]["extra_options"]["header"]["default_value"] == "X-Trace: 1"
+    client = swarm_app(secrets).test_client()
+    startup = client.post("/swarm", data={"header": "X-Trace: 1"}).get_json()["header"]
+    assert startup.splitlines() == ["X-Trace: 1", "Authorization: Bearer sk-header"]
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        other = client.post("/swarm", data={"host": "http://127.0.0.1:9999"}).get_json()["header"]
+    assert other == "X-Trace: 1" and "--header credentials" in caplog.text and "sk-header" not in caplog.text
+    typed = client.post("/swarm", data={"host": "http://127.0.0.1:9999", "header": "Authorization: Bearer mine"})
+    assert typed.get_json()["header"] == "Authorization: Bearer mine"
+
+
+def test_a_state_change_from_another_sites_page_is_refused(caplog):
+    secrets = startup_secrets()
+    app = swarm_app(secrets)
+    app.before_request(secrets.same_origin)
+    app.before_request_funcs[None].reverse()  # same_origin first, as install() registers it
+    client = app.test_client()
+    ui = {"base_url": "http://127.0.0.1:8089"}
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"},
+                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"}, {"Referer": "http://evil.example/x"}):
+            answer = client.post("/swarm", data={"user_count": "1"}, headers=headers, **ui)
+            assert answer.status_code == 403, headers
+    assert "refused POST /swarm from another site (Origin: http://evil.example" in caplog.text
+    for headers in ({}, {"Origin": "http://127.0.0.1:8089"}, {"Sec-Fetch-Site": "same-origin",
+                                                              "Origin": "http://127.0.0.1:8089"},
+                    {"Referer": "http://127.0.0.1:8089/"}):
+        assert client.post("/swarm", data={"user_count": "1"}, headers=headers, **ui).status_code == 200, headers
+    assert secrets.refused == 5
 
 
 def test_start_form_grouped_with_only_the_shapes_flags():
