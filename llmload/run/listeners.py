@@ -34,7 +34,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, files, locust_compat, overload, server_metrics, stop, worker_side, workers
+from llmload.run import ending, exposure, files, locust_compat, overload, server_metrics, stop, worker_side, workers
 from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
@@ -82,6 +82,9 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2
         raise SystemExit(2) from None
+    if isinstance(runner, MasterRunner) and (exposed := exposure.warning(environment.parsed_options,
+                                                                         settings.api_key)):
+        logger.warning("%s", exposed)
 
 
 def write_run_json(environment: Any, ended_unix: float | None = None, end: dict | None = None) -> None:

@@ -5,6 +5,7 @@ its secret redacted, counted by Locust, and the users pause instead of spinning.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -73,3 +74,34 @@ def test_an_error_every_request_raises_is_logged_once_with_a_count(tmp_path, cap
     assert CANARY not in crashes["msg"] and f"({crashes['count']} in all)" in counted[0]
     per_user = 2.5 / CRASH_PAUSE_S + 1
     assert 4 <= crashes["count"] <= 4 * per_user, crashes["count"]  # paused, not thousands a second
+
+
+@pytest.mark.parametrize(("bind", "args", "warned"), [
+    ("*", ["--api-key", CANARY], "sends the API key with the run's options"),
+    ("0.0.0.0", ["--header", f"Authorization: Bearer {CANARY}"], "sends the Authorization header"),
+    ("10.1.2.3", ["--api-key", CANARY], None), ("*", [], None)])
+def test_a_master_on_every_interface_with_a_key_says_so_at_start(tmp_path, caplog, bind, args, warned):
+    """The master's options say where it binds (the real runner here listens on loopback only)."""
+    from locust.env import Environment
+    from locust.event import Events
+
+    from llmload.run.listeners import install
+    from tests.helpers import llmload_options
+
+    options = llmload_options(["--host", "http://127.0.0.1:9", "--run-dir", str(tmp_path / "run"),
+                               "--master-bind-host", bind, *args])
+    env = Environment(user_classes=[BrokenHeader], host="http://127.0.0.1:9", parsed_options=options,
+                      events=Events())
+    install(env.events)
+    master = env.create_master_runner("127.0.0.1", 0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="llmload"):
+            env.events.init.fire(environment=env, runner=master, web_ui=None)
+    finally:
+        master.quit()
+    lines = [r.getMessage() for r in caplog.records if "listens on every interface" in r.getMessage()]
+    if warned is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and warned in lines[0] and f"--master-bind-host {bind}" in lines[0]
+        assert CANARY not in caplog.text
