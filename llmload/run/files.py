@@ -11,7 +11,7 @@ so an unwritable folder is one line and exit code 2, not a run that drops every 
 
 run.json is written when the test starts (`"end": null`) and rewritten with `ended_unix` and
 `end` (how the run ended, run/ending.py) when the process quits, or when a web UI run stops;
-a killed run keeps `"end": null`. Options come from `options.redacted` (the API key appears only as "***"); `shape` is
+a killed run keeps `"end": null`. Options come from `knobs.redacted` (the API key appears only as "***"); `shape` is
 the run state's `shape_info` (run/state.py), which the load shape fills.
 """
 
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from llmload.run.options import redacted, settings_of
+from llmload.run.knobs import redacted
+from llmload.run.options import settings_of
 from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")

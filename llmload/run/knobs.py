@@ -20,6 +20,9 @@ SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token",
                        "credential", "signature")
 
 
+SECRET_OPTIONS = ("api_key",)
+
+
 class KnobError(ValueError):
     """A request knob that cannot be read (one line)."""
 
@@ -137,3 +140,25 @@ def redact(text: str, secrets: list[str]) -> str:
 def secrets_of(api_key: str, headers: dict[str, str]) -> list[str]:
     """The values a log line must never show: the key and the credential headers' values."""
     return [v for v in (api_key, *(v for k, v in headers.items() if is_secret_header(k))) if v]
+
+
+def redacted(parsed: Any) -> dict:
+    """All parsed options as a JSON-able dict, secrets replaced by '***'."""
+    out = {}
+    for key, value in sorted(vars(parsed).items() if parsed is not None else []):
+        if key == "api_key_header":
+            out[key] = value
+        elif key in SECRET_OPTIONS or any(word in key.lower() for word in ("api_key", "password", "secret")):
+            out[key] = "***" if value else ""
+        elif key == "header":
+            out[key] = masked_headers(value)
+        elif isinstance(value, dict):  # set by the run, e.g. prompt_token_sizing
+            out[key] = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+                        for k, v in value.items()}
+        elif isinstance(value, (str, int, float, bool, type(None))):
+            out[key] = value
+        elif isinstance(value, (list, tuple)):
+            out[key] = [v if isinstance(v, (str, int, float, bool)) else str(v) for v in value]
+        else:
+            out[key] = str(value)
+    return out

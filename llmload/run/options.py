@@ -34,7 +34,6 @@ from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
 ENDPOINTS = ("chat", "completions")
-SECRET_OPTIONS = ("api_key",)
 DEFAULT_SERVER_ARGS = "--preset demo"
 
 
@@ -110,13 +109,23 @@ class OptionError(ValueError):
     """Bad option value; the message says what to fix (shown as one line)."""
 
 
+def http_url(value: str, what: str, example: str) -> Any:
+    """The parsed http(s) URL, or OptionError naming `what` (a port out of 1-65535 included)."""
+    url = urlparse(value)
+    try:
+        port_ok = url.port is None or url.port > 0
+    except ValueError:
+        port_ok = False
+    if url.scheme not in ("http", "https") or not url.hostname or not port_ok:
+        why = "" if port_ok else " (the port must be 1-65535)"
+        raise OptionError(f"{what} must be an http(s) URL like {example}{why}, got {value!r}")
+    return url
+
+
 def api_base_url(host: str) -> str:
     """`--host` -> OpenAI base URL: a bare http://HOST:PORT gets `/v1`, a URL with a path is kept."""
     host = (host or "").strip().rstrip("/")
-    url = urlparse(host)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise OptionError(f"--host must be an http(s) URL like http://127.0.0.1:8000, got {host!r}")
-    return host if url.path else host + "/v1"
+    return host if http_url(host, "--host", "http://127.0.0.1:8000").path else host + "/v1"
 
 
 def _get(parsed: Any, name: str, default: Any) -> Any:
@@ -186,6 +195,8 @@ def check_values(parsed: Any) -> None:
             need = f"> {low}" if exclusive else f">= {low}"
             raise OptionError(f"{flag} must be {need}, got {value!r}")
     check_server_metrics(getattr(parsed, "server_metrics", None) if parsed is not None else None)
+    if str(_get(parsed, "host", "embedded")).strip() != "embedded":  # embedded: the server's URL, later
+        api_base_url(str(_get(parsed, "host", "")))
     on_429 = getattr(parsed, "on_429", None) if parsed is not None else None
     if on_429 not in (None, "", *ON_429_MODES):
         raise OptionError(f"--on-429 must be one of {', '.join(ON_429_MODES)}, got {on_429!r}")
@@ -226,10 +237,7 @@ def check_server_metrics(setting: Any) -> None:
     value = str(setting or "auto").strip()
     if value.lower() in ("auto", "off"):
         return
-    url = urlparse(value)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise OptionError(f"--server-metrics must be auto, off or an http(s) URL like "
-                          f"http://127.0.0.1:8000/metrics, got {value!r}")
+    http_url(value, "--server-metrics (auto, off or a URL)", "http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:
@@ -276,25 +284,3 @@ def warmup_seconds(parsed: Any) -> float | None:
     if seconds < 0:
         raise ValueError(f"--warmup-seconds must be >= 0, got {value!r}")
     return seconds
-
-
-def redacted(parsed: Any) -> dict:
-    """All parsed options as a JSON-able dict, secrets replaced by '***'."""
-    out = {}
-    for key, value in sorted(vars(parsed).items() if parsed is not None else []):
-        if key == "api_key_header":
-            out[key] = value
-        elif key in SECRET_OPTIONS or any(word in key.lower() for word in ("api_key", "password", "secret")):
-            out[key] = "***" if value else ""
-        elif key == "header":
-            out[key] = knobs.masked_headers(value)
-        elif isinstance(value, dict):  # set by the run, e.g. prompt_token_sizing
-            out[key] = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
-                        for k, v in value.items()}
-        elif isinstance(value, (str, int, float, bool, type(None))):
-            out[key] = value
-        elif isinstance(value, (list, tuple)):
-            out[key] = [v if isinstance(v, (str, int, float, bool)) else str(v) for v in value]
-        else:
-            out[key] = str(value)
-    return out

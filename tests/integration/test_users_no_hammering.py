@@ -39,6 +39,10 @@ def errors(run_dir):
     (["--max-tokens", "0"], "llmload: --max-tokens must be >= 1, got 0"),
     (["--prompt-tokens", "-3"], "llmload: --prompt-tokens must be >= 1, got -3"),
     (["--request-timeout-s", "0"], "llmload: --request-timeout-s must be > 0, got 0.0"),
+    (["--host", "http://127.0.0.1:80000"], "llmload: --host must be an http(s) URL like http://127.0.0.1:8000 (the "
+                                           "port must be 1-65535), got 'http://127.0.0.1:80000'"),
+    (["--host", "127.0.0.1:8000"], "llmload: --host must be an http(s) URL like http://127.0.0.1:8000, got "
+                                   "'127.0.0.1:8000'"),
 ])
 def test_impossible_number_starts_nothing(tmp_path, flag, line):
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "scenarios" / "step_load.py"), "--headless",

@@ -13,7 +13,8 @@ from llmload.client.timing import TimingFigures
 from llmload.run import locust_compat
 from llmload.run.events import fire_events
 from llmload.run.health import LagWindow
-from llmload.run.options import OptionError, api_base_url, redacted
+from llmload.run.knobs import redacted
+from llmload.run.options import OptionError, api_base_url
 from llmload.run.retry import backoff_s, is_retryable
 from llmload.sink import samples
 from llmload.sink.csvlog import CsvLog
