@@ -87,8 +87,11 @@ def claim_run_dir(environment: Any) -> Path:
 
 
 def release_run_dir(environment: Any, **_kw: Any) -> None:
-    """test_stop listener: the next run claims a folder of its own."""
-    run_state(environment).run_dir = None
+    """test_stop listener: the next run claims a folder of its own (`last_run_dir` remembers this one)."""
+    state = run_state(environment)
+    if state.run_dir is not None:
+        state.last_run_dir = state.run_dir
+    state.run_dir = None
 
 
 def _version(package: str) -> str:

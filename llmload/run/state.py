@@ -66,6 +66,8 @@ class RunState:
         """the run's user classes, comma-joined (run.json `scenario`)"""
         self.run_dir: Path | None = None
         """the folder the current run writes to (run/files.py claims it; None between runs)"""
+        self.last_run_dir: Path | None = None
+        """the folder the last ended run wrote to (the web UI's files and report after the run)"""
         self.started_unix: float | None = None
         """when the run's files were opened (run.json `started_unix`; None before the first run)"""
         self.end: dict | None = None

@@ -20,6 +20,7 @@ is not there.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import tempfile
@@ -154,7 +155,15 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
         return send_from_directory(STATIC, name, max_age=0)
 
     def data_json() -> Any:
-        return data(tab, float(request.args.get("since", "0") or 0))
+        since = request.args.get("since", "0") or "0"
+        try:
+            since_s = float(since)
+        except ValueError:
+            since_s = math.nan
+        if not math.isfinite(since_s):
+            return Response(f"since must be a number of seconds (unix time), got {since[:40]!r}\n",
+                            mimetype="text/plain", status=400)
+        return data(tab, since_s)
 
     def files(name: str) -> Any:
         run_dir = tab.run_dir()

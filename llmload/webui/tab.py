@@ -43,16 +43,15 @@ class LLMTab:
         self.run_end_s: float | None = None
         """when the last run stopped (whole-run rows stop growing then)"""
         self.sampler = Sampler(environment)
-        self.last_run_dir: Path | None = None
         """the folder the current (or last) run writes to; kept after the run releases it"""
         self._failed = False
 
     # --- figures -----------------------------------------------------------------------------
     def run_dir(self) -> Path | None:
-        current = run_state(self.environment).run_dir
-        if current is not None:
-            self.last_run_dir = Path(current)
-        return self.last_run_dir
+        """The current run's folder, else the last run's (also when no page polled while it ran)."""
+        state = run_state(self.environment)
+        current = state.run_dir or state.last_run_dir
+        return Path(current) if current is not None else None
 
     def slo_profile(self) -> str:
         return verdicts.profile(self.environment).name
@@ -93,7 +92,6 @@ class LLMTab:
 
     def on_test_stop(self, **_kw: Any) -> None:
         self.run_end_s = time.time()
-        self.run_dir()
 
     # --- Flask hook --------------------------------------------------------------------------
     def after_request(self, response: Any) -> Any:
