@@ -140,6 +140,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "shape": run_state(environment).shape_info,
         "slo_profile": settings.slo_profile,
         **(worker_book or {}),
+        **({"unwritten_rows": unwritten} if (unwritten := run_state(environment).sink.disk.unwritten()) else {}),
     }
 
 
@@ -147,6 +148,10 @@ def write_run_json(run_dir: Path, info: dict) -> Path:
     """Write run.json atomically (a reader never sees half a file)."""
     path = Path(run_dir) / "run.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(info, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(info, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk: the last run.json written stays, no .tmp is left behind
+        tmp.unlink(missing_ok=True)
+        logger.error("llmload: could not write %s (%s); the last version written stays", path, exc.strerror or exc)
     return path

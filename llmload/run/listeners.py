@@ -69,6 +69,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if isinstance(runner, MasterRunner):
         overload.listen(environment)
     environment.events.spawning_complete.add_listener(lambda **_kw: overload.check_ceiling(environment))
+    run_state(environment).sink.disk.on_first = lambda line: stop_run(environment, line)  # a full disk
     book = workers.book_for(environment)
     if book is not None:  # a worker joined or was lost: run.json says so at once
         book.on_change = lambda: write_run_json(environment)
@@ -216,6 +217,7 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         ending.apply_exit_code(environment, end)
     write_run_json(environment, ended_unix=time.time(), end=end)
     state.sink.close_files()
+    state.sink.disk.summary()
 
 
 def install(events: Any) -> None:

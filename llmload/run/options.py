@@ -109,8 +109,8 @@ class OptionError(ValueError):
     """Bad option value; the message says what to fix (shown as one line)."""
 
 
-def http_url(value: str, what: str, example: str) -> Any:
-    """The parsed http(s) URL, or OptionError naming `what` (a port out of 1-65535 included)."""
+def http_url(value: str, need: str) -> Any:
+    """The parsed http(s) URL, or OptionError saying what is needed (a port out of 1-65535 included)."""
     url = urlparse(value)
     try:
         port_ok = url.port is None or url.port > 0
@@ -118,14 +118,14 @@ def http_url(value: str, what: str, example: str) -> Any:
         port_ok = False
     if url.scheme not in ("http", "https") or not url.hostname or not port_ok:
         why = "" if port_ok else " (the port must be 1-65535)"
-        raise OptionError(f"{what} must be an http(s) URL like {example}{why}, got {value!r}")
+        raise OptionError(f"{need}{why}, got {value!r}")
     return url
 
 
 def api_base_url(host: str) -> str:
     """`--host` -> OpenAI base URL: a bare http://HOST:PORT gets `/v1`, a URL with a path is kept."""
     host = (host or "").strip().rstrip("/")
-    return host if http_url(host, "--host", "http://127.0.0.1:8000").path else host + "/v1"
+    return host if http_url(host, "--host must be an http(s) URL like http://127.0.0.1:8000").path else host + "/v1"
 
 
 def _get(parsed: Any, name: str, default: Any) -> Any:
@@ -237,7 +237,7 @@ def check_server_metrics(setting: Any) -> None:
     value = str(setting or "auto").strip()
     if value.lower() in ("auto", "off"):
         return
-    http_url(value, "--server-metrics (auto, off or a URL)", "http://127.0.0.1:8000/metrics")
+    http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:

@@ -58,8 +58,7 @@ class RunState:
         self.token = uuid.uuid4().hex[:6]
         """short per-process prefix making request ids unique across workers and runs"""
         self.opts: RunOptions | None = None
-        """the run's options, validated once at test start on a generating process (None: invalid, not read
-        yet, or the master, which sends no requests)"""
+        """the run's options, validated at test start on a generating process (None: invalid, unread, a master)"""
         self.guard = RunGuard()
         """fatal-condition detector of this run (reset at test start)"""
         self.scenario = ""
@@ -81,8 +80,7 @@ class RunState:
         self.sigterm_watcher: Any = None
         """the gevent SIGTERM watcher beside Locust's (kept so it is not collected)"""
         self.shape_info: dict[str, Any] = {}
-        """run.json's `shape`: what the load shape planned and, once it ended, why (`stopped`); filled by the
-        shape (shaping/), {} without one"""
+        """run.json's `shape`: the shape's plan and, once it ended, why (`stopped`); {} without a shape"""
         self.timeline = Timeline()
         """the tier timeline: written by the shape, rows stamped from it, the web UI's per-tier snapshots"""
         self.ramps = RampWatch(environment)
@@ -111,6 +109,10 @@ class RunState:
         """the embedded server started for `--host embedded` (run/embedded.py)"""
         self.webui: Any = None
         """the web UI's LLM tab on the process serving the UI (webui/tab.py); None elsewhere"""
+        self._init_shared()
+
+    def _init_shared(self) -> None:
+        """What the process's users share, built on first use (module docstring)."""
         self._user_ids = itertools.count(0)
         self._dataset: tuple[str, list[DatasetItem]] | None = None
         self._sizer: Any = None

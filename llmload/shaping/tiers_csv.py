@@ -13,6 +13,7 @@ the load really applied over the measure window when the tier ends (`users_min`,
 from __future__ import annotations
 
 import csv
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,8 @@ from pathlib import Path
 from llmload.contract import TIERS_APPLIED_COLUMNS
 from llmload.contract import TIERS_COLUMNS as COLUMNS
 from llmload.sink.timeline import Tier
+
+logger = logging.getLogger("llmload")
 
 _INSTANTS = ("start_s", "end_s")
 """unix times, written to the µs: at ms precision a request sent within 0.5 ms of a tier's edge read as on the
@@ -73,11 +76,16 @@ class TiersCsv:
 
     def _write(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(COLUMNS)
-            for row in self.rows:
-                writer.writerow([_cell(row[c], c) for c in COLUMNS])
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(COLUMNS)
+                for row in self.rows:
+                    writer.writerow([_cell(row[c], c) for c in COLUMNS])
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:  # a full disk: the rows stay in memory, written again at the next change
+            tmp.unlink(missing_ok=True)
+            logger.error("llmload: could not write %s (%s); it is written again when the next tier changes",
+                         self.path, exc.strerror or exc)

@@ -10,11 +10,10 @@ How it works: a `RowSink` exists in every process.
   in an outbox that a greenlet ships every `ship_interval_s` (1 s) as a `llmload_rows` message, and at
   test stop and the drain (run/drain.py). A worker clock more than 50 ms off the master's
   (run/workers.py) has its rows' times moved onto the master's here, before the tier is stamped.
-Histograms (histograms.py): every attempt's inter-token gaps, and with `--ship histograms|both` every
-latency figure and the attempt counts, summed per (tier, phase) where the attempt ended (a worker
-stamps them from its replica of the master's timeline: tierfeed.py), shipped with the rows, added up on
-the master and written each second to histograms.csv (and attempts.csv). `--ship histograms` keeps no
-rows: no samples.csv, and a worker ships only counts.
+Histograms (histograms.py): every attempt's inter-token gaps (with `--ship histograms|both` every latency
+figure and the attempt counts) per (tier, phase) where the attempt ended (a worker stamps them from its
+replica of the master's timeline: tierfeed.py), added up on the master and written each second to
+histograms.csv (and attempts.csv). `--ship histograms` keeps no samples.csv. A full disk: diskfull.py.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ import gevent
 from llmload.contract import ATTEMPT_COLUMNS, HEALTH_COLUMNS, HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, SHIP_MODES
 from llmload.sink import roles
 from llmload.sink.csvlog import CsvLog
+from llmload.sink.diskfull import WriteGuard
 from llmload.sink.histograms import HistogramBook, delta_rows
 from llmload.sink.live import LiveBook
 from llmload.sink.ramps import RampWatch
@@ -53,6 +53,7 @@ class RowSink:
         self.ship_interval_s = ship_interval_s
         self.run_dir: Path | None = None
         self.logs: dict[str, CsvLog] = {}
+        self.disk = WriteGuard()  # a full disk stops the load once, unwritten rows counted (diskfull.py)
         self.outbox: dict[str, list[dict]] = {"samples": [], "health": []}
         """worker: rows not shipped yet; local/master: rows waiting for the run folder to open"""
         self._greenlet: gevent.Greenlet | None = None
@@ -69,8 +70,7 @@ class RowSink:
         self.replica = TierReplica()
         """worker: the master's tier timeline (tierfeed.py)"""
         self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
-        """master: seconds to subtract from a worker's (w0, w1, ...) unix times to put them on the master's
-        clock; run/workers.py's book sets its own"""
+        """master: seconds to subtract from a worker's (w0, w1, ...) unix times (run/workers.py's book sets it)"""
         self.on_shipment: Callable[[str], None] = lambda client_id: None
         """master: a worker's (client id) shipment arrived; run/workers.py's book notes it as seen"""
 
@@ -112,7 +112,8 @@ class RowSink:
         self.read_mode(ship_mode)
         self.run_dir = run_dir
         kinds = [k for k in COLUMNS if (k != "samples" or self.keeps_rows) and (k != "attempts" or self.book.full)]
-        self.logs = {kind: CsvLog(run_dir / f"{kind}.csv", COLUMNS[kind]) for kind in kinds}
+        self.disk.reset(run_dir)
+        self.logs = {kind: CsvLog(run_dir / f"{kind}.csv", COLUMNS[kind], guard=self.disk) for kind in kinds}
         waiting, self.outbox = self.outbox, {"samples": [], "health": []}
         for kind, rows in waiting.items():
             for row in rows:
@@ -190,7 +191,7 @@ class RowSink:
             return
         if kind == "samples":
             self.late_rows += len(rows)
-        log = CsvLog(self.run_dir / f"{kind}.csv", COLUMNS[kind])
+        log = CsvLog(self.run_dir / f"{kind}.csv", COLUMNS[kind], guard=self.disk)
         try:
             for row in rows:
                 log.write(self.stamp_tier(row) if kind == "samples" else row)
@@ -203,7 +204,7 @@ class RowSink:
         if not self.book or self.run_dir is None:
             return
         kinds = ("histograms", "attempts") if self.book.full else ("histograms",)
-        self.logs = {kind: CsvLog(self.run_dir / f"{kind}.csv", COLUMNS[kind]) for kind in kinds}
+        self.logs = {kind: CsvLog(self.run_dir / f"{kind}.csv", COLUMNS[kind], guard=self.disk) for kind in kinds}
         try:
             self._write_book()
         finally:
@@ -249,6 +250,7 @@ class RowSink:
         for log in self.logs.values():
             log.close()
         self.logs = {}
+        self.disk.free_reserve()
 
     def stop(self) -> None:
         self.flush()

@@ -82,10 +82,20 @@ def sentence(a) -> str:
     if e.missing_tiers:
         text += (f"; {len(e.missing_tiers)} planned tier(s) never ran "
                  f"({', '.join(f'{v:g}' for v in e.missing_tiers)} {unit})")
-    text += "."
+    text += "." + unwritten(a.run)
     if bool(row["short"]):
         text += f" Tier {e.tier} ran too briefly to judge and is excluded from knee, capacity and saturation."
     return text + " " + _unsafe(a)
+
+
+def unwritten(run: Run) -> str:
+    """' N attempts ... could not be written ...' when run.json counts sample rows a failed write lost."""
+    lost = section(run.info, "unwritten_rows").get("samples") or 0
+    if not lost:
+        return ""
+    made = lost + len(run.samples)
+    return (f" {lost} of the {made} attempts the generator made ({lost / made:.1%}) could not be written to "
+            "samples.csv (the disk filled or a write failed): every figure of this report lacks them.")
 
 
 def _unsafe(a) -> str:
