@@ -15,7 +15,8 @@ tab in `webui`.
 The state also builds, once per process, what the process's users share: the dataset
 (`dataset_items`) and the prompt sizer (`prompt_sizer`): a tokenizer, or one calibration probe
 sent by the first user that needs it (the others wait for it; the probe is not a sample). The
-sizing method lands in run.json as the option `prompt_token_sizing`.
+sizing method lands in run.json as the option `prompt_token_sizing`, the dataset's counts (records
+read, loaded, skipped by reason) as the option `dataset_records`.
 """
 
 from __future__ import annotations
@@ -150,7 +151,10 @@ class RunState:
     def dataset_items(self, path: str) -> list[DatasetItem]:
         """The --dataset's requests, read once per process (DatasetError: one line)."""
         if self._dataset is None or self._dataset[0] != path:
-            self._dataset = (path, load_dataset(path))
+            dataset = load_dataset(path)
+            self._dataset = (path, dataset.items)
+            if self.environment.parsed_options is not None:
+                self.environment.parsed_options.dataset_records = dataset.facts()
         return self._dataset[1]
 
     def prompt_sizer(self, opts: RunOptions, transport: Any, endpoint: str) -> Any:

@@ -2,6 +2,7 @@
 (request log) and what really happened (truth log)."""
 
 import json
+import logging
 from collections import defaultdict
 from pathlib import Path
 
@@ -61,6 +62,33 @@ def test_dataset_requests_follow_the_seed(tmp_path):
         for body in a:
             assert body["max_tokens"] in asked[json.dumps(body["messages"])]
     assert [x["messages"] for x in sent[0]["local-0"][:3]] != [x["messages"] for x in sent[0]["local-1"][:3]]
+
+
+def test_a_partly_bad_dataset_sends_only_its_good_prompts_and_says_once_what_it_skipped(tmp_path, caplog):
+    dataset = tmp_path / "share.json"
+    dataset.write_text(json.dumps([
+        {"conversations": [{"from": "human", "value": "first good question"}, {"from": "gpt", "value": "a b"}]},
+        {"conversations": [{"from": "gpt", "value": "no question here"}]},
+        {"conversations": [{"from": "human", "value": "  "}, {"from": "gpt", "value": "a b"}]},
+        {"conversations": [{"from": "human", "value": ["not", "text"]}]},
+        {"conversations": [{"from": "human", "value": "second good question"}, {"from": "gpt", "value": "a"}]},
+    ]))
+    log = tmp_path / "req.jsonl"
+    caplog.set_level(logging.INFO, logger="llmload")
+    with EmbeddedServer(["--preset", "exact", "--request-log", str(log), "--decode-ms-per-token", "0.1"]) as server:
+        run_locally(Chat, server.url, tmp_path / "run", ["--dataset", str(dataset), "--seed", "3"], users=2,
+                    seconds=1.0)
+    asked = [e["body"]["messages"] for e in received(log)]
+    assert len(asked) >= 10
+    assert {m[-1]["content"] for m in asked} == {"first good question", "second good question"}
+    assert all(len(m) == 1 and m[0]["role"] == "user" for m in asked)
+    lines = [m for m in caplog.messages if "records skipped" in m]
+    assert lines == [f"llmload: --dataset {dataset}: 3 of 5 records skipped: 1 with no human turn (record 2), "
+                     '1 with an empty human turn (record 3), 1 with a turn whose "value" is not a string '
+                     "(record 4, turn 1)"]
+    options = json.loads((tmp_path / "run" / "run.json").read_text())["options"]
+    assert options["dataset_records"] == {"records": 5, "loaded": 2, "skipped": 3, "skipped_no_human_turn": 1,
+                                          "skipped_empty_human_turn": 1, "skipped_bad_turn": 1}
 
 
 def test_tokenizer_exact_grid_and_labels(tmp_path):
