@@ -8,8 +8,9 @@ workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it 
 (llmload/analysis/tables/hist_figures.py): attempts, successes and failures by kind (the rule book's
 outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
 means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, and the target's queue
-when its metrics are scraped. The rows of requests still in flight arrive when they end, so a tier's
-figures settle a request's length after the tier ends.
+when its metrics are scraped; `measured(tier, metric, q)` reads any other figure of the book the same
+way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a
+tier's figures settle a request's length after the tier ends.
 """
 
 from __future__ import annotations
@@ -137,6 +138,11 @@ class LiveBook:
             ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
             ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
             srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
+
+    def measured(self, tier_no: int, metric: str, q: float) -> float:
+        """Percentile q (0..1) of a per-attempt figure (histograms.py FULL_METRICS, e.g. itl_mean_ms) over the
+        tier's successful measured attempts, as the report reads histograms.csv (NaN: none yet)."""
+        return percentile(self.book.hists.get((tier_no, "measure", metric), {}), q)
 
     def generator(self, tier_no: int, end_s: float | None = None) -> tuple[float, float, float, float]:
         """The generator's lag in a tier as the report reads it: p99 of the loop lag of its attempts that ended

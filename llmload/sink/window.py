@@ -3,7 +3,8 @@
 How it works: the shape never sees single requests on a distributed master, only the
 `environment.stats` that workers merge into it every ~3 s (a local run updates them at once).
 So at every boundary (tier start, warm-up end, tier end) it takes a `StatsSnapshot`: the
-TTFT histogram summed over all `TTFT` entries, request/failure counts and output tokens of the
+TTFT histogram summed over all `TTFT` entries, the ITL histogram (each request's mean inter-token
+gap) summed over all `ITL` entries, request/failure counts and output tokens of the
 LLM entries (every request_type that is not a derived metric), 429s (errors whose exception is
 `RateLimited`) and open-loop drops. A tier's measure window is `diff(warmup_end, tier_end)`.
 In distributed runs that window is blurred by up to one worker report interval (~3 s): keep
@@ -16,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmload.contract import DROPPED_TYPE, METRIC_TYPES, RATE_LIMITED_PREFIX, TTFT_TYPE
+from llmload.contract import DROPPED_TYPE, ITL_TYPE, METRIC_TYPES, RATE_LIMITED_PREFIX, TTFT_TYPE
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class StatsSnapshot:
     output_tokens: int = 0
     dropped: int = 0
     """open-loop arrivals not sent (in-flight cap)"""
+    itl_counts: dict[int, int] = field(default_factory=dict)
+    """ITL histogram (ms -> count of requests with that mean inter-token gap), all ITL entries summed"""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class TierWindow:
     dropped: int
     ttft_counts: dict[int, int]
     """TTFT histogram of the window (ms -> count)"""
+    itl_counts: dict[int, int] = field(default_factory=dict)
+    """ITL histogram of the window: each request's mean inter-token gap (ms -> count)"""
 
     @property
     def ttft_count(self) -> int:
@@ -52,6 +57,10 @@ class TierWindow:
     @property
     def ttft_p99_ms(self) -> float | None:
         return self.ttft_ms(0.99)
+
+    def itl_ms(self, q: float) -> float | None:
+        """Percentile q (0..1) over the window's requests of each one's mean inter-token gap."""
+        return percentile_ms(self.itl_counts, q)
 
     @property
     def error_rate(self) -> float:
@@ -86,10 +95,13 @@ def scenario_snapshots(stats: Any) -> dict[str, StatsSnapshot]:
 
 def _totals(entries: Any, errors: Any) -> StatsSnapshot:
     ttft: Counter[int] = Counter()
+    itl: Counter[int] = Counter()
     requests = failures = tokens = dropped = 0
     for entry in entries:
         if entry.method == TTFT_TYPE:
             ttft.update(entry.response_times)
+        elif entry.method == ITL_TYPE:
+            itl.update(entry.response_times)
         elif entry.method == DROPPED_TYPE:
             dropped += entry.num_failures
         elif entry.method not in METRIC_TYPES:
@@ -97,7 +109,7 @@ def _totals(entries: Any, errors: Any) -> StatsSnapshot:
             failures += entry.num_failures
             tokens += entry.total_content_length
     limited = sum(e.occurrences for e in errors if is_rate_limited(e))
-    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped)
+    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped, dict(itl))
 
 
 def percentile_ms(counts: dict[int, int], q: float) -> float | None:
@@ -117,15 +129,21 @@ def percentile_ms(counts: dict[int, int], q: float) -> float | None:
 def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
     """What happened between two snapshots. Locust clears its stats when a run starts, after
     the shape's first tick: counts going backwards mean `before` was taken before the reset."""
-    if after.requests < before.requests or sum(after.ttft_counts.values()) < sum(before.ttft_counts.values()):
+    if after.requests < before.requests or sum(after.ttft_counts.values()) < sum(before.ttft_counts.values()) \
+            or sum(after.itl_counts.values()) < sum(before.itl_counts.values()):
         before = StatsSnapshot()
-    counts = {k: n - before.ttft_counts.get(k, 0) for k, n in after.ttft_counts.items()}
-    counts = {k: n for k, n in counts.items() if n > 0}
     return TierWindow(
         requests=max(0, after.requests - before.requests),
         failures=max(0, after.failures - before.failures),
         rate_limited=max(0, after.rate_limited - before.rate_limited),
         output_tokens=max(0, after.output_tokens - before.output_tokens),
         dropped=max(0, after.dropped - before.dropped),
-        ttft_counts=counts,
+        ttft_counts=_grown(before.ttft_counts, after.ttft_counts),
+        itl_counts=_grown(before.itl_counts, after.itl_counts),
     )
+
+
+def _grown(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
+    """The histogram of what was added between two cumulative ones (buckets that grew)."""
+    counts = {k: n - before.get(k, 0) for k, n in after.items()}
+    return {k: n for k, n in counts.items() if n > 0}

@@ -4,10 +4,11 @@ Routes are added to Locust's app under its blueprint's URL prefix (so `--web-bas
 applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` applies):
   <base>/llmload/charts          the charts page (static/charts.html + charts.js: hand-drawn SVG)
   <base>/llmload/static/<file>   its script, and inject.js (the bar added to Locust's page)
-  <base>/llmload/data.json       series, tiers, verdicts, health, live warnings (run/overload.py: a
-                                 generator overloaded, the SDK's ceiling), a plain run's warm-up, the
-                                 run's files and `ship` / `note` (--ship histograms: no samples.csv);
-                                 `?since=T` sends only newer points
+  <base>/llmload/data.json       series (TTFT, ITL mean, e2e, req/s, tokens/s, users), tiers, verdicts,
+                                 the SLO's bounds (TTFT p95; its objective's TPOT p95), health, live
+                                 warnings (run/overload.py: a generator overloaded, the SDK's ceiling), a
+                                 plain run's warm-up, the run's files and `ship` / `note` (--ship
+                                 histograms: no samples.csv); `?since=T` sends only newer points
   <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json, histograms.csv,
                                  attempts.csv of the current/last run (a missing one: 404, one line)
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
@@ -60,6 +61,7 @@ def tier_entries(tab: Any, now_s: float, view: verdicts.LiveView) -> list[dict]:
             "phase": fig.phase, "requests": row["requests"], "rps": _number(row.pop("rps", _r(fig.rps, 2))),
             "out_tps": _number(row["out_tps"]), "ttft_p50": _number(row["ttft_p50_ms"]),
             "ttft_p95": _number(row["ttft_p95_ms"]), "ttft_p99": _number(row["ttft_p99_ms"]),
+            "itl_mean_p50": _number(row["itl_mean_p50_ms"]), "itl_mean_p99": _number(row["itl_mean_p99_ms"]),
             "slo": kind, "slo_text": row["slo"], "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
             "health": row["generator"].removeprefix("UNTRUSTWORTHY: ") if row["generator"] != "ok" else "",
         })
@@ -115,7 +117,8 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "now_s": now_s, "state": runner.state if runner is not None else "missing",
         "run_dir": str(run_dir) if run_dir is not None else None,
         "slo_profile": view.slo.name, "slo_text": verdicts.profile_text(view.slo),
-        "slo_ttft_p95_ms": view.slo.ttft_p95_ms, "generation": tab.sampler.generation,
+        "slo_ttft_p95_ms": view.slo.ttft_p95_ms, "slo_tpot_p95_ms": verdicts.tpot_p95_bound_ms(view.slo),
+        "generation": tab.sampler.generation,
         "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
         "tiers": tier_entries(tab, now_s, view),
         **{name: view.entry(name) for name in ("knee", "compute", "saturation", "capacity")},

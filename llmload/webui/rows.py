@@ -7,8 +7,9 @@ one row per scenario, plus "all" when there are several, over what was measured:
 between the run's warm-up windows (sink/warmup.py: each ramp and every user's first request), from
 the per-scenario snapshots taken when each window opened and closed; while the first warm-up still
 goes on, its figures so far, labelled "warm-up". Percentiles are `window.percentile_ms` over
-Locust's 1 ms buckets; output tokens/s is output tokens (the LLM events' response_length) over the
-window's wall-clock seconds.
+Locust's 1 ms buckets: TTFT of the `TTFT` events, ITL mean of the `ITL` events (each request's mean
+inter-token gap; p50/p99 over requests, the report's "ITL mean" figures); output tokens/s is output
+tokens (the LLM events' response_length) over the window's wall-clock seconds.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from llmload.contract import METRIC_TYPES, TTFT_TYPE
+from llmload.contract import ITL_TYPE, METRIC_TYPES, TTFT_TYPE
 from llmload.sink.timeline import Tier, TierRecord
 from llmload.sink.warmup import RampWarmup
-from llmload.sink.window import StatsSnapshot, TierWindow, diff, is_rate_limited, percentile_ms, scenario_snapshots
+from llmload.sink.window import StatsSnapshot, TierWindow, diff, is_rate_limited, scenario_snapshots
 
 MISSING = "-"
 
@@ -34,6 +35,8 @@ COLUMNS = (
     ("ttft_p50_ms", "TTFT p50 ms"),
     ("ttft_p95_ms", "TTFT p95 ms"),
     ("ttft_p99_ms", "TTFT p99 ms"),
+    ("itl_mean_p50_ms", "ITL mean p50 ms"),
+    ("itl_mean_p99_ms", "ITL mean p99 ms"),
     ("out_tps", "Output tokens/s"),
     ("rate_limited", "429s"),
     ("other_errors", "Other errors"),
@@ -45,6 +48,13 @@ COLUMNS = (
 
 def _ms(value: float | None) -> Any:
     return MISSING if value is None else round(value)
+
+
+def gap_ms(value: float | None) -> Any:
+    """An inter-token gap for a cell: 0.1 ms below 100 ms (gaps are often a few ms), whole ms above."""
+    if value is None or value != value:
+        return MISSING
+    return round(value, 1) if value < 100 else round(value)
 
 
 def _users(count: int) -> str:
@@ -107,25 +117,21 @@ def tier_figures(record: TierRecord, current: StatsSnapshot, now_s: float) -> Ti
     return TierFigures(record, diff(before, after), phase, max(0.0, (until_s or now_s) - since_s))
 
 
-def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, requests: int, failures: int,
-         rate_limited: int, output_tokens: int, ttft_counts: dict[int, int]) -> dict:
+def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, w: TierWindow) -> dict:
     return {
         "name": f"{tier}/{scenario}",
         "tier": tier, "scenario": scenario, "target": target, "phase": phase,
-        "window_s": round(seconds, 1), "requests": requests,
-        "ttft_p50_ms": _ms(percentile_ms(ttft_counts, 0.50)),
-        "ttft_p95_ms": _ms(percentile_ms(ttft_counts, 0.95)),
-        "ttft_p99_ms": _ms(percentile_ms(ttft_counts, 0.99)),
-        "out_tps": round(output_tokens / seconds, 1) if seconds > 0 else MISSING,
-        "rate_limited": rate_limited, "other_errors": max(0, failures - rate_limited),
+        "window_s": round(seconds, 1), "requests": w.requests,
+        "ttft_p50_ms": _ms(w.ttft_ms(0.50)), "ttft_p95_ms": _ms(w.ttft_ms(0.95)), "ttft_p99_ms": _ms(w.ttft_ms(0.99)),
+        "itl_mean_p50_ms": gap_ms(w.itl_ms(0.50)), "itl_mean_p99_ms": gap_ms(w.itl_ms(0.99)),
+        "out_tps": round(w.output_tokens / seconds, 1) if seconds > 0 else MISSING,
+        "rate_limited": w.rate_limited, "other_errors": max(0, w.failures - w.rate_limited),
         "slo": MISSING, "verdict": "", "generator": MISSING,
     }
 
 
 def figures_row(fig: TierFigures) -> dict:
-    w = fig.window
-    return _row(str(fig.record.tier.tier), "all", target_text(fig.record.tier), fig.phase, fig.seconds,
-                w.requests, w.failures, w.rate_limited, w.output_tokens, w.ttft_counts)
+    return _row(str(fig.record.tier.tier), "all", target_text(fig.record.tier), fig.phase, fig.seconds, fig.window)
 
 
 def window_row(record: TierRecord, current: StatsSnapshot, now_s: float) -> dict:
@@ -136,10 +142,10 @@ def window_row(record: TierRecord, current: StatsSnapshot, now_s: float) -> dict
 def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
     """Whole-run rows (no shape): one per scenario, plus "all" when there are several."""
     per: dict[str, dict] = {}
-    ttft: dict[str, Counter[int]] = {}
+    hists: dict[tuple[str, str], Counter[int]] = {}
     for entry in stats.entries.values():
-        if entry.method == TTFT_TYPE:
-            ttft.setdefault(entry.name, Counter()).update(entry.response_times)
+        if entry.method in (TTFT_TYPE, ITL_TYPE):
+            hists.setdefault((entry.name, entry.method), Counter()).update(entry.response_times)
         elif entry.method not in METRIC_TYPES:
             row = per.setdefault(entry.name, {"requests": 0, "failures": 0, "tokens": 0, "limited": 0})
             row["requests"] += entry.num_requests
@@ -148,17 +154,13 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
     for error in stats.errors.values():
         if error.name in per and is_rate_limited(error):
             per[error.name]["limited"] += error.occurrences
+    windows = {name: TierWindow(r["requests"], r["failures"], r["limited"], r["tokens"], 0,
+                                dict(hists.get((name, TTFT_TYPE), {})), dict(hists.get((name, ITL_TYPE), {})))
+               for name, r in sorted(per.items())}
     target = _users(users)
-    rows = [_row("run", name, target, "whole run", seconds, r["requests"], r["failures"], r["limited"],
-                 r["tokens"], dict(ttft.get(name, {}))) for name, r in sorted(per.items())]
+    rows = [_row("run", name, target, "whole run", seconds, w) for name, w in windows.items()]
     if len(rows) > 1:
-        counts: Counter[int] = Counter()
-        for c in ttft.values():
-            counts.update(c)
-        requests, failures, limited, tokens = (sum(r[k] for r in per.values())
-                                               for k in ("requests", "failures", "limited", "tokens"))
-        rows.append(_row("run", "all", target, "whole run", seconds, requests, failures, limited, tokens,
-                         dict(counts)))
+        rows.append(_row("run", "all", target, "whole run", seconds, _summed(windows.values())))
     return rows
 
 
@@ -180,15 +182,16 @@ def measured_rows(warmup: RampWarmup, stats: Any, users: int, now_s: float) -> l
 
 
 def _summed(windows: Any) -> TierWindow:
-    counts: Counter[int] = Counter()
+    ttft: Counter[int] = Counter()
+    itl: Counter[int] = Counter()
     requests = failures = limited = tokens = dropped = 0
     for w in windows:
-        counts.update(w.ttft_counts)
+        ttft.update(w.ttft_counts)
+        itl.update(w.itl_counts)
         requests, failures, limited = requests + w.requests, failures + w.failures, limited + w.rate_limited
         tokens, dropped = tokens + w.output_tokens, dropped + w.dropped
-    return TierWindow(requests, failures, limited, tokens, dropped, dict(counts))
+    return TierWindow(requests, failures, limited, tokens, dropped, dict(ttft), dict(itl))
 
 
 def _window_row(name: str, target: str, phase: str, seconds: float, w: TierWindow) -> dict:
-    return _row("run", name, target, phase, seconds, w.requests, w.failures, w.rate_limited, w.output_tokens,
-                w.ttft_counts)
+    return _row("run", name, target, phase, seconds, w)

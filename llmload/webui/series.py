@@ -3,10 +3,11 @@
 How it works: a greenlet on the process with the web UI (local runner or master) wakes every
 `period_s` while a run is active and reads `environment.stats` (merged from the workers on a
 master, so there the series moves in ~3 s steps): cumulative LLM requests, failures, output
-tokens, the TTFT histogram and the LLM (end-to-end) histogram. It keeps the last few
-cumulative readings (`recent`) and appends one small point to `points` (a deque of
+tokens, the TTFT and ITL histograms (sink/window.py) and the LLM (end-to-end) histogram. It keeps
+the last few cumulative readings (`recent`) and appends one small point to `points` (a deque of
 `max_points`, ~2 h at 1 s: the oldest fall off): requests/s, failures/s and output tokens/s
-over the last `window_s`, TTFT p50/p95/p99 and e2e p50/p95 of the requests completed in that
+over the last `window_s`, TTFT p50/p95/p99, ITL mean p50/p95/p99 (over requests, of each one's
+mean inter-token gap: the `ITL` event) and e2e p50/p95 of the requests completed in that
 window, users and the tier. Errors are split by kind (the exception class in Locust's error
 table) and the increase since the previous sample is added to the tier running then (so a
 tier's error counts are blurred by one sample at its edges). The greenlet also measures its
@@ -156,6 +157,8 @@ class Sampler:
             "out_tps": per_s(window.output_tokens),
             "ttft_p50": _round(window.ttft_ms(0.5)), "ttft_p95": _round(window.ttft_ms(0.95)),
             "ttft_p99": _round(window.ttft_ms(0.99)),
+            "itl_mean_p50": _round(window.itl_ms(0.5)), "itl_mean_p95": _round(window.itl_ms(0.95)),
+            "itl_mean_p99": _round(window.itl_ms(0.99)),
             "e2e_p50": _round(percentile_ms(dict(e2e), 0.5)), "e2e_p95": _round(percentile_ms(dict(e2e), 0.95)),
         }
 

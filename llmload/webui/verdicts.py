@@ -5,7 +5,9 @@ kept up, and words them for the page: the queueing onset (the knee: where reques
 charts mark it), the compute saturation (where added load stops adding throughput), the saturation
 branch of the highest tier, the capacity under the run's SLO profile, and per tier its SLO cell (what it
 broke of the profile, as the capacity judges it). The sentences are the report's own for the same tiers;
-the report, which has every row, stays the reference.
+the report, which has every row, stays the reference. Beside the verdicts it carries each tier's ITL mean
+p50/p99 from the same live book (the LLM tab's columns) and gives the charts the TPOT p95 bound of the
+profile's objective (drawn on the ITL chart; no live verdict judges it).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmload.rules import capacity_text, trust
-from llmload.rules.slo import SloProfile, slo_text
+from llmload.rules.slo import SloProfile, objective_for, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
 from llmload.run.verdicts import live_verdicts, load_unit, profile, slo_cell
+from llmload.webui.rows import gap_ms
 
 NOTHING_YET = "no tier has ended yet"
 
@@ -34,6 +37,9 @@ class LiveView:
     generator: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
     """tier -> the generator's lag in its window (sink/live.py LiveBook.generator: loop lag p99 of its attempts,
     schedule lag p99, health.csv's loop lag p95, CPU p95)"""
+    itl_mean: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """tier -> ITL mean p50 and p99 of its measure window (over its successful requests, of each one's mean
+    inter-token gap; the live book's histograms, as the report reads them; NaN: none yet)"""
 
     def entry(self, name: str) -> dict:
         """data.json's entry of one verdict: kind, text and tier (the web page's words)."""
@@ -73,8 +79,10 @@ def live_view(environment: Any, now_s: float | None = None) -> LiveView:
     cells = {t.tier: slo_cell(t, slo, done.get(t.tier, True)) for t in v.tiers}
     book = run_state(environment).sink.live
     ends = {r.tier.tier: r.end_s for r in records}
-    return LiveView(slo, v, cells, load_unit(records), {t.tier: book.generator(t.tier, ends.get(t.tier))
-                                                        for t in v.tiers})
+    generator = {t.tier: book.generator(t.tier, ends.get(t.tier)) for t in v.tiers}
+    itl_mean = {t.tier: (book.measured(t.tier, "itl_mean_ms", 0.5), book.measured(t.tier, "itl_mean_ms", 0.99))
+                for t in v.tiers}
+    return LiveView(slo, v, cells, load_unit(records), generator, itl_mean)
 
 
 def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
@@ -88,6 +96,8 @@ def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
                    other_errors=tier.failed - tier.n_429,
                    out_tps=round(tier.out_tok_s, 1) if tier.out_tok_s == tier.out_tok_s else "-")
         row["rps"] = round(tier.rps, 2) if tier.rps == tier.rps else None
+        p50_ms, p99_ms = view.itl_mean.get(tier_no, (float("nan"), float("nan")))
+        row.update(itl_mean_p50_ms=gap_ms(p50_ms), itl_mean_p99_ms=gap_ms(p99_ms))
     row["slo"] = view.cells.get(tier_no, ("none", "-"))[1]
     row["verdict"] = view.marks(tier_no)
     row["generator"] = _generator(view, tier) if tier is not None else "-"
@@ -113,3 +123,10 @@ def _generator(view: LiveView, tier: Any) -> str:
 def profile_text(slo: SloProfile) -> str:
     """'chat (p95 TTFT <= 500 ms, errors <= 1%, 429s <= 1%)'."""
     return f"{slo.name} ({slo_text(slo)})"
+
+
+def tpot_p95_bound_ms(slo: SloProfile) -> float | None:
+    """The TPOT p95 bound of the profile's objective (llmload.rules.slo.objective_for: what the report's goodput and
+    `analysis check` count), None when it has none. The live SLO cells judge the profile only (TTFT, errors, 429s)."""
+    criterion = objective_for(slo).get("tpot")
+    return criterion.limit if criterion is not None and criterion.percentile == 95.0 else None

@@ -12,7 +12,7 @@ import flask
 from llmload.run.state import run_state
 from llmload.sink.timeline import Tier, Timeline
 from llmload.sink.window import StatsSnapshot
-from llmload.webui import TAB_KEY, LLMTab, _add_tab, run_rows, window_row
+from llmload.webui import COLUMNS, TAB_KEY, LLMTab, _add_tab, run_rows, window_row
 from llmload.webui.secrets import Secrets
 
 
@@ -155,3 +155,22 @@ def test_secret_defaults_never_rendered_and_restored_when_sent_back_empty():
     assert client.post("/swarm", data={"api_key": "", "model": "m2"}).get_json() == {"api_key": "sk-startup",
                                                                                       "model": "m2"}
     assert client.post("/swarm", data={"api_key": "sk-typed"}).get_json() == {"api_key": "sk-typed"}
+
+
+def test_itl_mean_columns_of_a_tier_and_of_a_whole_run():
+    """ITL mean p50/p99 (over requests, of each one's mean inter-token gap: the ITL events) of the window between
+    the shape's snapshots, and per scenario without a shape; 0.1 ms below 100 ms, '-' without any ITL event."""
+    record = Timeline().begin_tier(Tier(tier=1, start_s=1000.0, warmup_s=2.0, target_users=2), snap())
+    record.at_warm, record.warm_s = StatsSnapshot(requests=10, itl_counts={12: 10}), 1002.0
+    record.at_end, record.end_s = StatsSnapshot(requests=110, itl_counts={12: 50, 15: 58, 140: 2}), 1012.0
+    row = window_row(record, snap(), now_s=2000.0)
+    assert (row["itl_mean_p50_ms"], row["itl_mean_p99_ms"]) == (15, 140)  # 40 x 12, 58 x 15, 2 x 140 ms
+    assert isinstance(row["itl_mean_p50_ms"], float)
+    assert window_row(Timeline().begin_tier(Tier(tier=1, start_s=0.0, warmup_s=0.0, target_users=1), snap()),
+                      snap(3, ttft={60: 3}), now_s=2.0)["itl_mean_p50_ms"] == "-"  # no ITL event yet
+    rows = {r["scenario"]: r for r in run_rows(_stats(), users=3, seconds=10.0)}
+    assert (rows["chat"]["itl_mean_p50_ms"], rows["chat"]["itl_mean_p99_ms"]) == (5, 5)
+    assert rows["rag"]["itl_mean_p50_ms"] == "-" and rows["all"]["itl_mean_p99_ms"] == 5
+    keys = [key for key, _ in COLUMNS]
+    assert keys.index("itl_mean_p50_ms") == keys.index("ttft_p99_ms") + 1
+    assert dict(COLUMNS)["itl_mean_p99_ms"] == "ITL mean p99 ms"

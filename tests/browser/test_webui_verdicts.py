@@ -186,3 +186,31 @@ def test_sampler_points_and_errors_by_tier():
     assert dict(sampler.tier_errors) == {1: {"429": 2}}
     sampler.reset()
     assert not sampler.points and sampler.generation == 1
+
+
+def test_sampler_itl_mean_percentiles_over_the_window():
+    """Each point's ITL mean p50/p95/p99 are over the ITL events (each request's mean gap) that arrived in the
+    last window_s, as its TTFT figures: the cumulative histogram now minus the reading window_s ago."""
+    stats = SimpleNamespace(entries={}, errors={})
+    env = SimpleNamespace(stats=stats, runner=SimpleNamespace(user_count=2, state="running"))
+    run_state(env).timeline.begin_tier(Tier(tier=1, start_s=0.0, warmup_s=0.0, target_users=2))
+    sampler = Sampler(env, window_s=5.0)
+    llm, itl = entry("LLM", 0), entry("ITL", 0)
+    stats.entries = {0: llm, 1: entry("TTFT", 0), 2: itl}
+    cumulative: dict[int, int] = {}
+    for second in range(8):  # 10 requests a second: 8 at 10 ms, 2 at 20 ms; from second 5 on 9 at 30 ms and 1 at 90
+        for gap_ms, n in ({10: 8, 20: 2} if second < 5 else {30: 9, 90: 1}).items():
+            cumulative[gap_ms] = cumulative.get(gap_ms, 0) + n
+        llm.num_requests = itl.num_requests = 10 * (second + 1)
+        itl.response_times = dict(cumulative)
+        point = sampler.sample(now_s=1000.0 + second)
+        if second == 0:
+            assert (point["itl_mean_p50"], point["itl_mean_p99"]) == (10.0, 20.0)  # no reading before: since start
+    # the last window is seconds 3..7 (after the reading at second 2): 16 x 10, 4 x 20, 27 x 30, 3 x 90 ms
+    assert (point["itl_mean_p50"], point["itl_mean_p95"], point["itl_mean_p99"]) == (30.0, 90.0, 90.0)
+    assert point["ttft_p50"] is None  # no TTFT events: the ITL series is its own
+    itl.response_times, llm.num_requests = {40: 5}, 5  # Locust's stats were reset: the window starts over
+    point = sampler.sample(now_s=1008.0)
+    assert (point["itl_mean_p50"], point["itl_mean_p99"]) == (40.0, 40.0)
+    empty = Sampler(SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}), runner=None))
+    assert empty.sample(now_s=1.0)["itl_mean_p50"] is None

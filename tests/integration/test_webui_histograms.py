@@ -1,8 +1,9 @@
 """The web UI of a run recorded with --ship histograms (no samples.csv): a real `locust` web UI process on a
 loopback port, started from the API (POST /swarm); every JSON endpoint and page our UI reads answers (never a
 500), data.json says in one line that there are no per-request rows, the files list names the histogram files,
-samples.csv answers 404 with that line, and the report so far comes from the histograms, during the run and
-after the stop (the embedded server's `exact` preset, short answers; ~10 s)."""
+samples.csv answers 404 with that line, the LLM tab and the charts have their ITL figures, and the report so
+far comes from the histograms, during the run and after the stop (the embedded server's `exact` preset, short
+answers; ~10 s)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,8 @@ def check(answers: dict[str, tuple[int, str]]) -> None:
     assert llm and llm[0]["num_requests"] > 0
     tab = [e["data"] for e in stats["extended_stats"] if e["key"] == "llm"]  # the LLM tab's rows
     assert tab and tab[0] and tab[0][0]["requests"] > 0, stats["extended_stats"]
+    assert isinstance(tab[0][0]["itl_mean_p50_ms"], (int, float)), tab[0][0]  # Locust's ITL rows
+    assert any(p["itl_mean_p50"] for p in data["points"]) and data["slo_tpot_p95_ms"] == 100.0  # chat's objective
 
 
 def test_every_endpoint_answers_a_histograms_only_run(web_ui):

@@ -127,3 +127,40 @@ def test_an_slo_cell_names_every_bound_a_tier_broke():
     assert slo_cell(RuleTier(tier=1, load=1.0), PROFILES["chat"]) == ("none", "-")
     assert slo_cell(RuleTier(tier=1, load=1.0, sent=10, ok=10, ttft_p95_ms=9000.0), PROFILES["batch"]) == \
         ("pass", "pass (no TTFT bound)")
+
+
+def test_the_web_uis_itl_mean_is_the_reports(tmp_path):
+    """The LLM tab's ITL mean p50/p99 of a measured tier (the live book's histograms) are the report's (over
+    successes, of each request's mean inter-token gap: its 'ITL mean' figures), within the histograms' 1 %."""
+    from types import SimpleNamespace
+
+    from llmload.contract import HIST_RELATIVE_ERROR
+    from llmload.webui.rows import figures_row, tier_figures
+    from llmload.webui.verdicts import tier_row
+
+    env, end_s = fed("knee16", tmp_path)
+    view = live_view(env, end_s + 60)
+    run = load_run(FIXTURES / "knee16")
+    table = analyze(run, choose_profile(run, None)).table.set_index("tier")
+    records = run_state(env).timeline.records
+    assert len(view.itl_mean) == len(records) == 6
+    for record in records:
+        row = tier_row(figures_row(tier_figures(record, StatsSnapshot(), end_s + 60)),
+                       SimpleNamespace(record=record, measuring=True), view)
+        for key in ("itl_mean_p50_ms", "itl_mean_p99_ms"):  # the report's columns of the same names
+            expected = table.loc[record.tier.tier, key]
+            assert abs(row[key] - expected) <= HIST_RELATIVE_ERROR * expected + 0.05, (record.tier.tier, key)  # 0.1 ms
+
+
+@pytest.mark.parametrize(("name", "ttft_ms", "tpot_ms"), [("voice", 250.0, 100.0), ("chat", 500.0, 100.0),
+                                                          ("ide", 300.0, 50.0), ("batch", None, 1000.0)])
+def test_data_json_carries_the_profiles_bounds_for_the_charts(name, ttft_ms, tpot_ms):
+    """The TTFT chart's line is the profile's p95 TTFT bound; the ITL chart's is its objective's TPOT p95 bound
+    (llmload.rules.slo.objective_for, what goodput and `analysis check` count)."""
+    from llmload.webui.pages import data
+    from llmload.webui.tab import LLMTab
+
+    env = Environment(events=Events(), parsed_options=llmload_options(["--slo-profile", name]))
+    answer = data(LLMTab(env), since_s=1e12)
+    assert (answer["slo_profile"], answer["slo_ttft_p95_ms"], answer["slo_tpot_p95_ms"]) == (name, ttft_ms, tpot_ms)
+    assert answer["points"] == [] and answer["tiers"] == []

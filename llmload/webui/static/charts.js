@@ -1,7 +1,8 @@
 // llmload charts page: polls data.json every second and draws hand-made SVG charts (no library).
-// Every chart is an <svg id="chart-..."> whose series are <path class="series" data-name data-n>,
-// tier bands <rect class="band" data-tier>, the SLO line <line class="slo-line">, the knee
-// <g class="knee-marker">; the browser tests read those.
+// Every chart is an <svg id="chart-..."> whose series are <path class="series" data-name data-n data-drawn>
+// (data-n points, data-drawn of them with a value), tier bands <rect class="band" data-tier>, the SLO line
+// <line class="slo-line"> and its <text class="slo-label">, the knee <g class="knee-marker">; the browser
+// tests read those.
 "use strict";
 const NS = "http://www.w3.org/2000/svg";
 const MAX_POINTS = 7200;
@@ -45,23 +46,26 @@ function frame(svg, xmin, xmax, ymax, xfmt, ylabel, xticks) {
 }
 function fmt(v) { return v >= 1000 ? (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k" : (+v.toFixed(1)).toString(); }
 function path(svg, xy, sx, sy, name, color) {
-  const d = xy.filter(p => p[1] !== null && p[1] !== undefined)
-    .map((p, i) => (i ? "L" : "M") + sx(p[0]).toFixed(1) + "," + sy(p[1]).toFixed(1)).join("");
+  const drawn = xy.filter(p => p[1] !== null && p[1] !== undefined);
+  const d = drawn.map((p, i) => (i ? "L" : "M") + sx(p[0]).toFixed(1) + "," + sy(p[1]).toFixed(1)).join("");
   return el("path", {d: d || "M0,0", class: "series", "data-name": name, "data-n": String(xy.length),
-    stroke: color}, svg);
+    "data-drawn": String(drawn.length), stroke: color}, svg);
 }
 function legend(id, names) {
   document.getElementById(id).innerHTML = names.map(n =>
     `<span><i style="background:${COLORS[n] || "#999"}"></i>${n}</span>`).join("");
 }
 
+// opts.hline: a bound drawn across (labelled opts.hlabel); the scale stretches to show it, unless opts.hfit is
+// set and the bound is over hfit times the highest value (then it is not drawn: the chart returns "off scale").
 function timeChart(id, series, opts) {
   const svg = document.getElementById(id);
-  if (!points.length) { frame(svg, 0, 1, 1, () => "", opts.ylabel); return; }
+  if (!points.length) { frame(svg, 0, 1, 1, () => "", opts.ylabel); return ""; }
   const t0 = points[0].t, tEnd = Math.max(points[points.length - 1].t, t0 + 10);
   let ymax = 0;
   for (const s of series) for (const p of points) ymax = Math.max(ymax, p[s.key] || 0);
-  if (opts.hline) ymax = Math.max(ymax, opts.hline * 1.1);
+  const hline = opts.hline && opts.hfit && ymax > 0 && opts.hline > opts.hfit * ymax ? null : opts.hline;
+  if (hline) ymax = Math.max(ymax, hline * 1.1);
   const f = frame(svg, 0, tEnd - t0, niceMax(ymax * 1.05), v => Math.round(v) + "s", opts.ylabel);
   (opts.tiers || []).forEach((tier, i) => {
     const a = Math.max(tier.start_s, t0), b = Math.min(tier.end_s || tEnd, tEnd);
@@ -70,12 +74,25 @@ function timeChart(id, series, opts) {
       class: "band" + (i % 2 ? " odd" : ""), "data-tier": tier.tier}, svg);
     text(svg, f.sx(a - t0) + 3, M.t + 20, "T" + tier.tier + " " + tier.target);
   });
-  if (opts.hline) {
-    const y = f.sy(opts.hline);
+  if (hline) {
+    const y = f.sy(hline);
     el("line", {x1: M.l, x2: f.W - M.r, y1: y, y2: y, class: "slo-line"}, svg);
-    text(svg, f.W - M.r, y - 4, "SLO " + opts.hline + " ms", "end");
+    text(svg, f.W - M.r, y - 4, opts.hlabel || "SLO " + hline + " ms", "end").setAttribute("class", "slo-label");
   }
   for (const s of series) path(svg, points.map(p => [p.t - t0, p[s.key]]), f.sx, f.sy, s.name, COLORS[s.name]);
+  return opts.hline && !hline ? "off scale" : "";
+}
+
+function itlChart(data) {  // ITL mean per request, with the TPOT p95 bound of the SLO profile's objective
+  const bound = data.slo_tpot_p95_ms, label = bound ? `TPOT p95 bound ${bound} ms (${data.slo_profile} objective)` : "";
+  const off = timeChart("chart-itl", [{key: "itl_mean_p50", name: "p50"}, {key: "itl_mean_p95", name: "p95"},
+    {key: "itl_mean_p99", name: "p99"}], {tiers: data.tiers, hline: bound, hlabel: label, hfit: 10, ylabel: "ms"});
+  legend("legend-itl", ["p50", "p95", "p99"]);
+  const note = document.createElement("span");
+  note.id = "itl-bound";
+  note.textContent = !bound ? "no TPOT bound in this SLO profile" :
+    off ? `${label}: off the scale (over 10x the highest ITL), not drawn` : label;
+  document.getElementById("legend-itl").appendChild(note);
 }
 
 function kneeChart(data) {
@@ -155,6 +172,7 @@ function draw(data) {
   timeChart("chart-ttft", [{key: "ttft_p50", name: "p50"}, {key: "ttft_p95", name: "p95"}, {key: "ttft_p99", name: "p99"}],
     {tiers, hline: data.slo_ttft_p95_ms, ylabel: "ms"});
   legend("legend-ttft", ["p50", "p95", "p99"]);
+  itlChart(data);
   timeChart("chart-rps", [{key: "rps", name: "rps"}, {key: "fail_ps", name: "fail"}], {tiers, ylabel: "req/s"});
   timeChart("chart-tokens", [{key: "out_tps", name: "tokens"}], {tiers, ylabel: "tok/s"});
   timeChart("chart-users", [{key: "users", name: "users"}], {tiers, ylabel: "users"});
