@@ -13,7 +13,8 @@ Reasons (first match wins):
 never gets here: its run.json keeps `"end": null`, which the analysis reads as killed.
 
 Exit code: an interrupted run (SIGINT / SIGTERM) that Locust would end with 0 or 1 ends with
-128 + the signal number (130 / 143), as a shell reports it; a fatal stop keeps its 2.
+128 + the signal number (130 / 143), as a shell reports it; a fatal stop keeps its 2, and a run that
+sent no request at all (every worker refused, every user failed before its first request) ends with 2.
 """
 
 from __future__ import annotations
@@ -111,8 +112,23 @@ def end_of_run(environment: Any, started_unix: float | None, now_unix: float | N
 
 
 def apply_exit_code(environment: Any, end: dict) -> None:
-    """An interrupted run exits non-zero (module docstring); fatal stops keep their code."""
+    """An interrupted run exits non-zero (module docstring); fatal stops keep their code; a run that sent
+    no request at all exits with 2."""
     code = SIGNAL_EXIT_CODES.get(end.get("reason", ""))
     if code is not None and environment.process_exit_code in (None, 0, 1):
         environment.process_exit_code = code
         logger.warning("llmload: run interrupted by %s (exit code %d)", end["reason"], code)
+    if environment.process_exit_code in (None, 0, 1) and sent_nothing(environment):
+        environment.process_exit_code = 2
+        logger.error("llmload: the run ended without sending a single request (no user ran a request: see the "
+                     "lines above; a distributed run needs workers that joined)")
+
+
+def sent_nothing(environment: Any) -> bool:
+    """A run started and sent no LLM request (Locust's stats; a master's are the workers' merged)."""
+    if run_state(environment).started_unix is None:
+        return False
+    stats = getattr(environment.runner, "stats", None) if environment.runner is not None else None
+    if stats is None:
+        return False
+    return sum(e.num_requests for (_name, method), e in stats.entries.items() if method == "LLM") == 0

@@ -34,7 +34,18 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run import ending, exposure, files, locust_compat, overload, server_metrics, stop, worker_side, workers
+from llmload.run import (
+    ending,
+    exposure,
+    files,
+    handshake,
+    locust_compat,
+    overload,
+    server_metrics,
+    stop,
+    worker_side,
+    workers,
+)
 from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
@@ -68,6 +79,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         return
     if isinstance(runner, MasterRunner):
         overload.listen(environment)
+        handshake.Gate(environment).listen()  # mismatched workers are refused (run/handshake.py)
     environment.events.spawning_complete.add_listener(lambda **_kw: overload.check_ceiling(environment))
     run_state(environment).sink.disk.on_first = lambda line: stop_run(environment, line)  # a full disk
     book = workers.book_for(environment)

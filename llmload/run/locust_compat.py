@@ -136,14 +136,14 @@ def worker_index(runner: Any, client_id: str) -> int:
 def observe_worker_messages(runner: Any, seen: Any) -> None:
     """Worker: call `seen(msg, unix_s)` on every message from the master as it is taken off the
     socket, before Locust handles it (`WorkerRunner.worker` calls `self.handle_message(msg)`,
-    looked up on the instance)."""
+    looked up on the instance); a message `seen` answers False to is not handed to Locust."""
     import time
 
     handle = runner.handle_message
 
     def observed(msg: Any) -> None:
-        seen(msg, time.time())
-        handle(msg)
+        if seen(msg, time.time()) is not False:
+            handle(msg)
 
     runner.handle_message = observed
 

@@ -60,7 +60,8 @@ class BrokenHeader(ChatUser):
 
 def test_an_error_every_request_raises_is_logged_once_with_a_count(tmp_path, caplog, embedded_server):
     server = embedded_server("--preset", "exact", truth_log=False)
-    env = run_locally(BrokenHeader, server.url, tmp_path / "run", ["--max-tokens", "2"], users=4, seconds=2.5)
+    env = run_locally(BrokenHeader, server.url, tmp_path / "run", ["--max-tokens", "2", "--headless"], users=4,
+                      seconds=2.5)
     messages = [r.getMessage() for r in caplog.records if r.name.startswith("llmload")]
     first = [m for m in messages if "unexpected error (logged once; repeats are counted)" in m]
     assert len(first) == 1 and "invalid value for header field 'Authorization'" in first[0], messages
@@ -72,6 +73,7 @@ def test_an_error_every_request_raises_is_logged_once_with_a_count(tmp_path, cap
     assert CANARY not in text and repr(CANARY + "\r\n")[1:-1] not in text and "***" in first[0]
     (crashes,) = env.runner.exceptions.values()  # Locust's Exceptions tab: one kind, every occurrence
     assert CANARY not in crashes["msg"] and f"({crashes['count']} in all)" in counted[0]
+    assert env.process_exit_code == 2 and "the run ended without sending a single request" in text
     per_user = 2.5 / CRASH_PAUSE_S + 1
     assert 4 <= crashes["count"] <= 4 * per_user, crashes["count"]  # paused, not thousands a second
 
