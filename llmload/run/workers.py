@@ -75,6 +75,11 @@ class WorkerEntry:
     clock_rtt_ms: float | None = None
     ts_corrected: bool = False
     """its rows' times were moved onto the master's clock (|offset| > SKEW_WARN_MS)"""
+    rows_shipped: int = 0
+    """sample rows its shipments carried (every 1 s)"""
+    llm_reported: int = 0
+    """LLM attempts Locust's stats reports counted from it (every 3 s): above rows_shipped for a lost worker,
+    the difference is attempts whose rows were lost with it"""
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -102,6 +107,7 @@ class WorkerBook:
             runner.register_message(CLOCK_MESSAGE, self._on_clock_answer)
             runner.register_message(SEEN_MESSAGE, self._on_seen)
             environment.events.heartbeat_sent.add_listener(self._on_heartbeat)
+            environment.events.worker_report.add_listener(self._on_report)
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
@@ -190,11 +196,19 @@ class WorkerBook:
         if entry is not None:
             entry.last_seen_unix = timestamp
 
-    def seen(self, client_id: str) -> None:
-        """A row shipment from the worker arrived (sink/rows.py)."""
+    def seen(self, client_id: str, rows: int = 0) -> None:
+        """A row shipment from the worker arrived (sink/rows.py), with `rows` sample rows."""
         entry = self.entries.get(client_id)
         if entry is not None:
             entry.last_seen_unix = self.wall()
+            entry.rows_shipped += rows
+
+    def _on_report(self, client_id: str, data: dict, **_kw: Any) -> None:
+        """Locust's stats report from a worker: its LLM attempts since the last one."""
+        entry = self.entries.get(client_id)
+        if entry is not None:
+            entry.llm_reported += sum(int(e.get("num_requests") or 0) for e in data.get("stats") or ()
+                                      if isinstance(e, dict) and e.get("method") == "LLM")
 
     def _probe_clock(self, runner: Any, entry: WorkerEntry) -> None:
         for _ in range(PROBES * 5):  # unanswered probes (handler not registered yet) are retried

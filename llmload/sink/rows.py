@@ -71,8 +71,8 @@ class RowSink:
         """worker: the master's tier timeline (tierfeed.py)"""
         self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
         """master: seconds to subtract from a worker's (w0, w1, ...) unix times (run/workers.py's book sets it)"""
-        self.on_shipment: Callable[[str], None] = lambda client_id: None
-        """master: a worker's (client id) shipment arrived; run/workers.py's book notes it as seen"""
+        self.on_shipment: Callable[[str, int], None] = lambda client_id, rows: None
+        """master: a worker's (client id) shipment of N sample rows arrived; run/workers.py's book notes it"""
 
     def listen(self) -> None:
         """init: the master's handler of the workers' rows, or the worker's of the master's tier timeline."""
@@ -275,7 +275,7 @@ class RowSink:
         for row in samples:
             row.setdefault("worker", msg.node_id)
         health = list(msg.data.get("health", ()))
-        self.on_shipment(msg.node_id)
+        self.on_shipment(msg.node_id, len(samples))
         _to_master_clock(samples, "ts_start_s", self.worker_offset_s)
         _to_master_clock(health, "ts_s", self.worker_offset_s)
         if msg.data.get("hist"):

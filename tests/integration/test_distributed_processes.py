@@ -158,6 +158,17 @@ def test_a_killed_worker_is_recorded_lost_and_its_tier_under_applied(tmp_path):
     samples = read_csv(cluster.run_dir / "samples.csv")
     after = [r for r in samples if float(r["ts_start_s"]) > node["left_unix"] + 0.5]
     assert after and {r["worker"] for r in after} != {"w0", "w1"}  # only the survivor sends afterwards
+    # what its rows lack: the server's truth log knows every answer; Locust's 3 s reports bound it from below
+    mine = [r for r in samples if r["worker"] == node["worker"]]
+    assert node["rows_shipped"] == len(mine) and node["llm_reported"] > 0
+    served = completed(cluster.truth)
+    truly_lost = len({rid for rid in served if rid.split("-")[0] == mine[0]["request_id"].split("-")[0]}) - len(
+        [r for r in mine if r["status"] == "200"])
+    assert 0 <= max(0, node["llm_reported"] - node["rows_shipped"]) <= truly_lost
+    report = subprocess.run([sys.executable, "-m", "analysis", "report", str(cluster.run_dir), "--out",
+                             str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    line = next(x for x in report.stdout.splitlines() if f"Worker {node['worker']} was lost" in x)
+    assert "of its attempts are not in samples.csv" in line or "cannot be counted" in line, line
 
 
 # --- workers behind a virtual network ------------------------------------------------------------

@@ -3,7 +3,9 @@
 How it works (pure functions over run.json's `worker_nodes` and health.csv; docs/distributed.md):
 - A worker with `how_left == "missing"` was lost: its heartbeats stopped, Locust counted its users as
   0 and did not replace them. It died between `last_seen_unix` and about a second later; the tier is
-  the one whose window holds that moment. One sentence per lost worker.
+  the one whose window holds that moment. One sentence per lost worker, with what its rows lack: Locust's
+  stats (reported every 3 s) counted `llm_reported` attempts, its row shipments (every 1 s) carried
+  `rows_shipped`; more reported than shipped is at least that many attempts lost with it.
 - Clocks: when any |clock_offset_ms| exceeds CLOCK_WARN_MS every worker's offset is listed, with
   whether its timestamps were moved onto the master's clock (`ts_corrected`).
 - Cause of a lag (health.csv `lag_cpu_ms`, `machine_cpu_percent`): in an overloaded tier the worker
@@ -47,8 +49,22 @@ def lost(run: Run) -> list[dict]:
         out.append({"worker": str(node.get("worker", "?")), "last_seen_unix": seen,
                     "tier": None if tier is None else int(tier["tier"]),
                     "load": None if tier is None else float(tier["load"]),
-                    "rejoined": int(node.get("rejoined") or 0)})
+                    "rejoined": int(node.get("rejoined") or 0),
+                    "reported": node.get("llm_reported"), "shipped": node.get("rows_shipped")})
     return out
+
+
+def unshipped(run: Run, w: dict) -> str:
+    """What a lost worker's rows lack: Locust's stats reports (every 3 s) against its row shipments (every 1 s)."""
+    if not run.per_request or not isinstance(w["reported"], int) or not isinstance(w["shipped"], int):
+        return ""
+    lost = w["reported"] - w["shipped"]
+    if lost > 0:
+        return (f" At least {lost} of its attempts are not in samples.csv: Locust's stats counted {w['reported']} "
+                f"from it, its row shipments carried {w['shipped']} (answers it got after its last report cannot be "
+                "counted).")
+    return (" Its attempts after its last row shipment (up to about 1 s of them) are not in samples.csv and cannot be "
+            f"counted (Locust's stats, reported every 3 s, counted {w['reported']}, its shipments {w['shipped']}).")
 
 
 def lost_sentences(run: Run) -> list[str]:
@@ -59,7 +75,7 @@ def lost_sentences(run: Run) -> list[str]:
                  else "outside every tier")
         back = f"; its heartbeats came back {w['rejoined']} time(s)" if w["rejoined"] else ""
         out.append(f"Worker {w['worker']} was lost ({when}, {where}): its users were not replaced, so that tier "
-                   f"and the ones after it ran with fewer users than asked{back}.")
+                   f"and the ones after it ran with fewer users than asked{back}.{unshipped(run, w)}")
     return out
 
 
