@@ -8,8 +8,7 @@ How it works (master; a local run only samples its user count):
     A worker that disappears without being missing left on its own (`how_left` "quit": the end
     of the run, or a worker stopped with Ctrl-C). A missing worker whose heartbeats come back
     is counted in `rejoined` (and left_unix is kept: its users were gone meanwhile).
-    `last_seen_unix` is the last heartbeat or row shipment: a lost worker died between it and
-    about one second after it.
+    `last_seen_unix` is the last heartbeat or row shipment: a lost worker died within a second of it.
   * Each poll also samples the users and workers running (applied.py): tiers.csv's applied load, and
     every FEED_EVERY_S (1 s) the connected workers get the tier timeline (sink/tierfeed.py).
   * Clock offset: after a worker joins the master sends it `llmload_clock` with its time

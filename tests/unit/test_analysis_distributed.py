@@ -28,7 +28,7 @@ def _analysis(name: str):
 def test_lost_worker_is_named_with_its_time_and_tier():
     a = _analysis("distributed")
     assert workers.lost(a.run) == [{"worker": "w1", "last_seen_unix": 1767225644.0, "tier": 5, "load": 16.0,
-                                    "rejoined": 0}]
+                                    "rejoined": 0, "reported": None, "shipped": None}]
     items = dict(answer_items(a))
     assert "Worker w1 was lost (last seen 2026-01-01 00:00:44 UTC, during tier 5 (16 users))" in items["Workers lost:"]
 
