@@ -89,4 +89,5 @@ def busy_machine_text(machine: MachineLoad, pct: str = "%", past: bool = False) 
     is_, hold, waits = ("was", "held", "waited") if past else ("is", "hold", "waits")
     return (f"the machine {is_} busy with other work ({machine_figures(machine, pct)}): other processes {hold} the "
             f"CPUs and this one {waits} for a turn; run fewer other processes beside the generator (or move them), "
-            "or give it a dedicated machine or cores of its own")
+            "or give it a dedicated machine or cores of its own (a lag that stays once the machine is quiet is a "
+            "blocking call in the process)")

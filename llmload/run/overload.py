@@ -69,7 +69,7 @@ def overload_text(worker: str, lag_p99_ms: float, cpu_percent: float, machine: M
                 "more workers")
     low = f"{head}. Not too many streams (CPU below {TARGET_CPU_SHARE * 100:.0f} %): "
     if cause == "starved":
-        return f"{low}{busy_machine_text(machine, ' %')}; more generator processes will not help"
+        return f"{low}{busy_machine_text(machine, ' %')}; more processes will not help"
     figures = machine_figures(machine, " %")
     idle = f" on a machine that is not busy ({figures})" if figures else ""
     return (f"{low}the loop is blocked by a blocking call (DNS, disk, a library gevent cannot patch){idle}; "
