@@ -32,13 +32,18 @@ SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "
 """samples.csv columns holding text (every other column is a number or empty)"""
 
 HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight",
-                  "lag_cpu_ms", "machine_cpu_percent", "host", "pid", "loop_lag_ms_p99")
+                  "lag_cpu_ms", "machine_cpu_percent", "host", "pid", "loop_lag_ms_p99",
+                  "cpu_pressure_percent", "cpu_pressure_avg10", "steal_percent", "procs_running", "cpu_count")
 """health.csv: one row per generator process per second. Why the loop was late (run/health.py):
 `lag_cpu_ms` CPU ms the process used during the window's latest wake-up (about loop_lag_ms_max:
 busy, its own code held the loop; near 0: starved or blocked), `machine_cpu_percent` the whole
 machine's CPU over the window (0-100, all cores: high = starved by other processes), `host`, `pid`;
 `loop_lag_ms_p99` the p99 of the second's ~100 lateness samples (the max is one sample: a few late wake-ups
-a second set it while most are on time)"""
+a second set it while most are on time); the machine's load (run/machine.py, '' where Linux does not offer it):
+`cpu_pressure_percent` the share of the second runnable tasks waited for a CPU (/proc/pressure/cpu 'some' total),
+`cpu_pressure_avg10` the kernel's 10 s average of it, `steal_percent` the share of all CPUs' time a hypervisor gave
+to other guests, `procs_running` the runnable tasks, `cpu_count` the CPUs. Files written before these columns
+lack them; readers take them as absent"""
 
 SERVER_METRICS_COLUMNS = ("ts_s", "name", "value")
 """server_metrics.csv: one row per kept sample of each scrape of the target's /metrics (ts_s unix,

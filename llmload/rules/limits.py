@@ -90,3 +90,10 @@ BUSY_CPU_PERCENT = 80.0
 """a lagging generator with CPU p95 from this share of a core was busy"""
 STARVED_CPU_PERCENT = 50.0
 """... below this, starved by other processes"""
+CPU_PRESSURE_BUSY_PERCENT = 20.0
+"""lag cause: the machine's CPU pressure (/proc/pressure/cpu 'some': the share of the time at least one runnable
+task waited for a CPU) from which the machine was busy with other work (an idle machine shows 0-5 %)"""
+STEAL_BUSY_PERCENT = 10.0
+"""... the hypervisor's steal time (share of all CPUs' time given to other guests) from which it was"""
+RUN_QUEUE_PER_CPU = 1.0
+"""... runnable tasks (/proc/stat procs_running) per CPU above which it was (more runnable than CPUs: some wait)"""

@@ -13,15 +13,18 @@ the requests in flight become one health row (health.csv, per worker). `loop_lag
 
 Why the loop was late, per row: `lag_cpu_ms` is the CPU time this process used during the
 window's latest wake-up (the sleep that ended `loop_lag_ms_max` late), `machine_cpu_percent`
-the whole machine's CPU over the window (all cores, 0-100), `host` and `pid` name the process.
+the whole machine's CPU over the window (all cores, 0-100), `host` and `pid` name the process; the
+machine's CPU pressure, steal time and run queue (run/machine.py, read from /proc where Linux offers them)
+say whether other work kept this process from a CPU.
 A late wake-up that used about as much CPU as it was late is *busy* (this process's own Python
 code held the loop: too many streams for one core, or a slow task); one that used little CPU
-while the machine was busy is *starved* (other processes had the cores); little CPU on an idle
-machine is *blocked* (a blocking call: DNS, disk, a non-gevent library).
+while the machine was busy is *starved* (the machine is busy with other work); little CPU on an idle
+machine is *blocked* (a blocking call: DNS, disk, a non-gevent library). The rule is llmload.rules.lag.
 
 Overload: each window's lag samples and CPU also go to an `OverloadWatch` (overload.py), which
 warns while the run goes when the last 5 s passed its limits (lag p99 > 10 ms or CPU > 85 % of a
-core), once per episode, through `on_overload`.
+core), once per episode, through `on_overload`. Between runs (after `pause()`, until the next `start()`) the
+rows go on but nothing is judged: an idle web UI process has no overload to show.
 
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
@@ -47,6 +50,8 @@ import gevent
 import psutil
 
 from llmload.client.timing import percentile
+from llmload.rules.lag import NAN, MachineLoad
+from llmload.run.machine import MachineSampler
 from llmload.run.overload import WINDOW_S, OverloadWatch
 
 HOST = socket.gethostname()
@@ -94,6 +99,9 @@ class HealthMonitor:
         self._users_last_report = -1
         self._users_frozen = -1
         self.window_worst_cpu_ms = 0.0
+        self.machine = MachineSampler()
+        self.judging = False
+        """a run is going: windows go to the overload watch (start() sets it, pause() clears it)"""
 
     @property
     def loop_lag_ms(self) -> float:
@@ -101,11 +109,20 @@ class HealthMonitor:
 
     def start(self) -> None:
         self.overload.reset()  # a new run (the web UI keeps the monitor between runs): its own episodes
+        self.judging = True
         gc.freeze()  # before the first requests (module docstring)
         if self._greenlet is None or self._greenlet.dead:
             self._process.cpu_percent(None)  # prime: the next call measures from here
             psutil.cpu_percent(None)
             self._greenlet = gevent.spawn(self._run)
+
+    def pause(self) -> bool:
+        """The run ended (the process lives on for the next): judge nothing until start(). True when an
+        overload episode was going on (its warning is for the caller to take down: overload.withdraw)."""
+        self.judging = False
+        going = bool(self.overload.text)
+        self.overload.reset()
+        return going
 
     def stop(self) -> None:
         if self._greenlet is not None:
@@ -140,6 +157,7 @@ class HealthMonitor:
         self.window_worst_cpu_ms = self.window.worst_cpu_ms
         lags_ms, self.window = self.window.lags_ms, LagWindow()
         cpu_percent, machine_cpu_percent = self._process.cpu_percent(None), psutil.cpu_percent(None)
+        machine = self.machine.sample(time.monotonic())
         self.emit({
             "ts_s": round(time.time(), 3), "worker": self.worker,
             "loop_lag_ms_max": round(lag_max, 3) if lag_max is not None else "",
@@ -148,7 +166,14 @@ class HealthMonitor:
             "lag_cpu_ms": round(self.window_worst_cpu_ms, 3), "machine_cpu_percent": machine_cpu_percent,
             "host": HOST, "pid": os.getpid(),
             "loop_lag_ms_p99": round(lag_p99, 3) if lag_p99 is not None else "",
+            **{name: "" if value is None else value for name, value in machine.items()},
         })
-        change = self.overload.observe(lags_ms, cpu_percent, machine_cpu_percent)
+        if not self.judging:
+            return
+        load = MachineLoad(cpu_percent=machine_cpu_percent, **{
+            field: NAN if machine[column] is None else float(machine[column]) for field, column in (
+                ("pressure_percent", "cpu_pressure_percent"), ("steal_percent", "steal_percent"),
+                ("procs_running", "procs_running"), ("cpu_count", "cpu_count"))})
+        change = self.overload.observe(lags_ms, cpu_percent, load)
         if change is not None and self.on_overload is not None:
             self.on_overload(change)

@@ -197,6 +197,8 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
     state.ramps.stop()
     state.repeats.flush()
     state.sink.flush()
+    if state.health is not None and state.health.pause():  # no overload is judged between runs
+        overload.withdraw(environment, state.worker)
     if state.server_metrics is not None:
         state.server_metrics.stop()
         state.server_metrics = None

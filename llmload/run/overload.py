@@ -15,10 +15,13 @@ Overload, judged per generating process (`OverloadWatch`, fed every second by he
     held TTFT within +1 / +4 ms of the truth at ~65 % of a core; at 85-100 % every
     wake-up queues behind the others), so each process is planned at 60 % of a core. 97 % of a
     core -> ceil(0.97 / 0.6) = 2 processes;
-  * a lagging loop at low CPU is not too many streams, and more processes will not help: with
-    the machine's CPU above MACHINE_BUSY_PERCENT (90 %) the process is starved (other processes
-    hold the cores), else it is blocked (a blocking call: DNS, disk, a library gevent cannot
-    patch).
+  * a lagging loop at low CPU is not too many streams, and more processes will not help. Why, is the
+    rule book's (llmload.rules.lag, the report's too) on the window's mean machine load (CPU pressure,
+    steal, run queue, machine CPU): a busy machine -> "the machine is busy with other work" (fewer other
+    processes, a dedicated machine), an idle one -> blocked (a blocking call: DNS, disk, a library gevent
+    cannot patch);
+  * only a run is judged: `HealthMonitor.pause()` at the run's end resets the watch, and the web UI shows
+    no overload warning while no run is going.
 The SDK's ceiling (`openai_ceiling`): the `openai` transport costs ~80-100 µs of CPU per chunk,
 so a run planning more than OPENAI_STREAMS_PER_PROCESS streams per process is warned at its start.
 """
@@ -31,6 +34,7 @@ from collections import deque
 from typing import Any
 
 from llmload.client.timing import percentile
+from llmload.rules.lag import NAN, MachineLoad, busy_machine_text, lag_cause, machine_figures
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
 
@@ -38,7 +42,6 @@ WINDOW_S = 5.0
 LAG_P99_LIMIT_MS = 10.0
 CPU_LIMIT_PERCENT = 85.0
 TARGET_CPU_SHARE = 0.6
-MACHINE_BUSY_PERCENT = 90.0
 OPENAI_STREAMS_PER_PROCESS = 64
 """docs/benchmarks.md (Generator cost and accuracy): the openai transport costs ~80-100 µs of CPU per
 chunk; 64 streams of 100 tokens/s held 60 % of a core with TTFT error p99 4 ms, 256 saturated the core
@@ -52,22 +55,36 @@ def processes_needed(cpu_percent: float) -> int:
     return max(1, math.ceil(cpu_percent / 100.0 / TARGET_CPU_SHARE - 1e-9))
 
 
-def overload_text(worker: str, lag_p99_ms: float, cpu_percent: float, machine_cpu_percent: float) -> str:
+def overload_text(worker: str, lag_p99_ms: float, cpu_percent: float, machine: MachineLoad) -> str:
     """The warning's sentence (the log line and the web UI banner)."""
     head = (f"generator {worker} overloaded: event-loop lag p99 {lag_p99_ms:.0f} ms over the last {WINDOW_S:g} s "
             f"(limit {LAG_P99_LIMIT_MS:g} ms), CPU {cpu_percent:.0f} % of a core (limit {CPU_LIMIT_PERCENT:g} %); "
             "its timestamps (TTFT, gaps) run late by about the lag")
-    if cpu_percent >= TARGET_CPU_SHARE * 100:
+    own = "busy" if cpu_percent >= TARGET_CPU_SHARE * 100 else "idle"
+    cause = lag_cause(own, machine)
+    if cause == "busy":
         needed = processes_needed(cpu_percent)
         return (f"{head}. This load needs ~{needed} generator processes here (ceil(CPU {cpu_percent:.0f} % / "
                 f"{TARGET_CPU_SHARE * 100:.0f} % per process)): run with --processes {needed}, or spread it over "
                 "more workers")
-    if machine_cpu_percent >= MACHINE_BUSY_PERCENT:
-        return (f"{head}. Not too many streams (CPU below {TARGET_CPU_SHARE * 100:.0f} %): the process is starved, "
-                f"the machine's CPU is {machine_cpu_percent:.0f} % busy; free or pin the cores, more processes "
-                "will not help")
-    return (f"{head}. Not too many streams (CPU below {TARGET_CPU_SHARE * 100:.0f} %): the loop is blocked by "
-            "a blocking call (DNS, disk, a library gevent cannot patch); more processes will not help")
+    low = f"{head}. Not too many streams (CPU below {TARGET_CPU_SHARE * 100:.0f} %): "
+    if cause == "starved":
+        return f"{low}{busy_machine_text(machine, ' %')}; more processes will not help"
+    figures = machine_figures(machine, " %")
+    idle = f" on a machine that is not busy ({figures})" if figures else ""
+    return (f"{low}the loop is blocked by a blocking call (DNS, disk, a library gevent cannot patch){idle}; "
+            "more processes will not help")
+
+
+def _mean(values: list[float]) -> float:
+    known = [v for v in values if v == v]
+    return sum(known) / len(known) if known else NAN
+
+
+def window_load(loads: list[MachineLoad]) -> MachineLoad:
+    """The mean of each figure over the window's seconds (NaN when no second had it)."""
+    return MachineLoad(**{name: _mean([getattr(m, name) for m in loads]) for name in (
+        "cpu_percent", "pressure_percent", "steal_percent", "procs_running", "cpu_count")})
 
 
 class OverloadWatch:
@@ -77,18 +94,21 @@ class OverloadWatch:
         self.worker = worker
         self.lags: deque[list[float]] = deque(maxlen=windows)
         self.cpus: deque[float] = deque(maxlen=windows)
+        self.machine: deque[MachineLoad] = deque(maxlen=windows)
         self.text = ""
         """the warning of the episode going on ('' when none)"""
 
     def reset(self) -> None:
         self.lags.clear()
         self.cpus.clear()
+        self.machine.clear()
         self.text = ""
 
-    def observe(self, lags_ms: list[float], cpu_percent: float, machine_cpu_percent: float) -> str | None:
+    def observe(self, lags_ms: list[float], cpu_percent: float, machine: MachineLoad) -> str | None:
         """One health window; the warning when an episode starts, '' when it ends, else None."""
         self.lags.append(lags_ms)
         self.cpus.append(cpu_percent)
+        self.machine.append(machine)
         if len(self.cpus) < (self.cpus.maxlen or 1):
             return None
         ordered = sorted(lag for window in self.lags for lag in window)
@@ -97,7 +117,7 @@ class OverloadWatch:
         over = lag_p99_ms > LAG_P99_LIMIT_MS or cpu_mean > CPU_LIMIT_PERCENT
         if over == bool(self.text):
             return None
-        self.text = overload_text(self.worker, lag_p99_ms, cpu_mean, machine_cpu_percent) if over else ""
+        self.text = overload_text(self.worker, lag_p99_ms, cpu_mean, window_load(list(self.machine))) if over else ""
         return self.text
 
 
@@ -122,6 +142,16 @@ def announce(environment: Any, worker: str, text: str) -> None:
         environment.runner.send_message(OVERLOAD_MESSAGE, {"worker": worker, "text": text})
     else:
         post(environment, f"overload {worker}", text)
+
+
+def withdraw(environment: Any, worker: str) -> None:
+    """The run ended during an overload episode: take its warning down (no 'no longer overloaded' line)."""
+    from locust.runners import WorkerRunner
+
+    if isinstance(environment.runner, WorkerRunner):
+        environment.runner.send_message(OVERLOAD_MESSAGE, {"worker": worker, "text": ""})
+    else:
+        post(environment, f"overload {worker}", "")
 
 
 def listen(environment: Any) -> None:

@@ -71,16 +71,18 @@ def _worst(rows: list[dict]) -> tuple[float | None, float | None]:
     return (max(lags) if lags else None), (max(cpus) if cpus else None)
 
 
-def generator_health(rows: list[dict], now_s: float | None = None) -> list[dict]:
-    """Per generator: its newest lag and CPU, and a warning from its rows of the last RECENT_S."""
+def generator_health(rows: list[dict], now_s: float | None = None, since_s: float | None = None) -> list[dict]:
+    """Per generator: its newest lag and CPU, and a warning from its rows of the last RECENT_S (and none from
+    before `since_s`, the current run's start: an ended run's rows warn of nothing)."""
     now_s = time.time() if now_s is None else now_s
+    start_s = max(now_s - RECENT_S, since_s or 0.0)
     by_worker: dict[str, list[dict]] = {}
     for row in rows:
         by_worker.setdefault(row.get("worker") or "?", []).append(row)
     out = []
     for worker, mine in sorted(by_worker.items()):
         newest, ts = mine[-1], _float(mine[-1].get("ts_s"))
-        recent = [r for r in mine if (_float(r.get("ts_s")) or 0.0) >= now_s - RECENT_S]
+        recent = [r for r in mine if (_float(r.get("ts_s")) or 0.0) >= start_s]
         warning = limits_warning(*_worst(recent))
         if ts is not None and now_s - ts > STALE_S:
             warning = "; ".join(filter(None, [warning, f"silent for {now_s - ts:.0f} s"]))

@@ -72,13 +72,23 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def current_health(rows: list[dict], now_s: float, runner: Any) -> list[dict]:
-    """Each generator's figures; its warning (last 10 s) only while a run is active (after it,
-    ramp-down and shutdown lag says nothing about a tier: the tiers carry their own verdict)."""
-    entries = generator_health(rows, now_s)
+def current_health(rows: list[dict], now_s: float, runner: Any, started_s: float | None = None) -> list[dict]:
+    """Each generator's figures; its warning (last 10 s, none from before the run's start `started_s`) only
+    while a run is active (after it, ramp-down and shutdown lag says nothing about a tier: the tiers carry
+    their own verdict)."""
+    entries = generator_health(rows, now_s, since_s=started_s)
     if runner is None or runner.state not in ACTIVE_STATES:
         entries = [{**entry, "warning": ""} for entry in entries]
     return entries
+
+
+def live_warnings(environment: Any) -> list[str]:
+    """The board of live warnings (RunState.warnings) as the banner shows it: a generator's overload only
+    while a run is going (spawning, running); after it, an idle process has nothing to be overloaded by."""
+    runner = environment.runner
+    active = runner is not None and runner.state in ACTIVE_STATES
+    return [text for key, text in sorted(run_state(environment).warnings.items())
+            if active or not key.startswith("overload ")]
 
 
 def warmup_text(tab: Any) -> str:
@@ -122,8 +132,8 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
         "tiers": tier_entries(tab, now_s, view),
         **{name: view.entry(name) for name in ("knee", "compute", "saturation", "capacity")},
-        "health": current_health(health_rows, now_s, runner), "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1),
-        "warnings": [text for _, text in sorted(run_state(tab.environment).warnings.items())],
+        "health": current_health(health_rows, now_s, runner, run_state(tab.environment).started_unix),
+        "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1), "warnings": live_warnings(tab.environment),
         "warmup": warmup_text(tab),
         "files": [name for name in RUN_FILES if run_dir is not None and (run_dir / name).exists()],
         "ship": ship_mode(tab), "note": HISTOGRAMS_ONLY if histograms_only(tab, run_dir) else "",

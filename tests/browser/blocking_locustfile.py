@@ -1,6 +1,8 @@
 """A locustfile whose first user blocks the event loop on purpose for BLOCKED_FOR_S (the real, unpatched
-time.sleep), so the overload banner has something to show (tests/browser/test_webui_overload.py)."""
+time.sleep), so the overload banner has something to show (tests/browser/test_webui_overload.py).
+LLMLOAD_TEST_BLOCKED_FOR_S sets another length (a test that stops the run while the loop is still blocked)."""
 
+import os
 import time
 
 import gevent
@@ -12,7 +14,7 @@ from llmload.users import ChatUser
 
 llmload.scenario.install(events, shape_flags=False)
 
-BLOCKED_FOR_S = 8.0
+BLOCKED_FOR_S = float(os.environ.get("LLMLOAD_TEST_BLOCKED_FOR_S", "8"))
 
 
 def block_the_loop(for_s: float) -> None:

@@ -62,10 +62,10 @@ def test_clock_offsets_listed_only_beyond_50_ms():
 
 @pytest.mark.parametrize(("tier", "worker", "cause", "advice"), [
     (2, "w0", "busy", "worker w0's own code held its loop (it used 280 ms of CPU during its worst 300 ms"),
-    (3, "w1", "starved", "worker w1 was starved (it used 3 ms of CPU during its worst 250 ms wake-up while the "
-                         "machine's CPU was at 98%)"),
+    (3, "w1", "starved", "worker w1 was starved (it used 3 ms of CPU during its worst 250 ms wake-up): the "
+                         "machine was busy with other work (machine CPU 98%): other processes held the CPUs"),
     (4, "w0", "blocked", "worker w0's loop was blocked (it used 2 ms of CPU during its worst 400 ms wake-up on a "
-                         "machine at 9% CPU)"),
+                         "machine that was not busy: machine CPU 9%)"),
 ])
 def test_each_lag_cause_names_the_worker_and_its_advice(tier, worker, cause, advice):
     a = _analysis("distributed")

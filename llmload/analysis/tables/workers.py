@@ -8,13 +8,14 @@ How it works (pure functions over run.json's `worker_nodes` and health.csv; docs
   `rows_shipped`; more reported than shipped is at least that many attempts lost with it.
 - Clocks: when any |clock_offset_ms| exceeds CLOCK_WARN_MS every worker's offset is listed, with
   whether its timestamps were moved onto the master's clock (`ts_corrected`).
-- Cause of a lag (health.csv `lag_cpu_ms`, `machine_cpu_percent`): in an overloaded tier the worker
-  with the worst `loop_lag_ms_max` is named, and at that second:
-  busy    lag_cpu_ms >= BUSY_SHARE x the lag: its own code held the loop;
-  starved lag_cpu_ms < IDLE_SHARE x the lag and the machine's CPU >= MACHINE_BUSY_PERCENT: other
-          processes had the cores;
-  blocked lag_cpu_ms < IDLE_SHARE x the lag on a machine under that: a blocking call in the process;
-  otherwise unclear. Runs without these columns keep the CPU-p95 diagnosis (`health.diagnosis`).
+- Cause of a lag (health.csv `lag_cpu_ms`, and the machine's load: `machine_cpu_percent`,
+  `cpu_pressure_percent`, `steal_percent`, `procs_running` / `cpu_count` where recorded): in an overloaded
+  tier the worker with the worst `loop_lag_ms_max` is named, and at that second its own CPU is
+  busy    lag_cpu_ms >= BUSY_SHARE x the lag (its own code held the loop),
+  idle    lag_cpu_ms < IDLE_SHARE x the lag, else unclear;
+  the cause is then the rule book's (llmload.rules.lag, the live banner's too): idle on a busy machine is
+  starved (the machine is busy with other work), idle on one that is not is blocked (a blocking call in
+  the process). Runs without these columns keep the CPU-p95 diagnosis (`health.diagnosis`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.text import load_with_unit, utc
-from llmload.rules.limits import BUSY_SHARE, CLOCK_WARN_MS, IDLE_SHARE, MACHINE_BUSY_PERCENT
+from llmload.rules.lag import NAN, MachineLoad, lag_cause
+from llmload.rules.limits import BUSY_SHARE, CLOCK_WARN_MS, IDLE_SHARE
 
 
 def nodes(run: Run) -> list[dict]:
@@ -92,22 +94,48 @@ def clock_sentence(run: Run) -> str:
             "moves samples into the wrong tier. Run chrony/NTP on every machine.")
 
 
-def cause(lag_ms: float, lag_cpu_ms: float, machine_cpu: float) -> str:
-    """'busy', 'starved', 'blocked' or 'unclear' for one health.csv second."""
+MACHINE_COLUMNS = {"cpu_percent": "machine_cpu_percent", "pressure_percent": "cpu_pressure_percent",
+                   "steal_percent": "steal_percent", "procs_running": "procs_running", "cpu_count": "cpu_count"}
+"""MachineLoad field: its health.csv column (older files lack the last four)"""
+TIER_COLUMNS = {field: column if field == "cpu_percent" else f"lag_{column}"
+                for field, column in MACHINE_COLUMNS.items()}
+"""MachineLoad field: the tier table's column holding it for the worst lag's second"""
+
+
+def own_cpu(lag_ms: float, lag_cpu_ms: float) -> str:
+    """'busy', 'idle' or 'unclear': the CPU the process used during its worst wake-up against the lag."""
     if not (lag_ms > 0) or lag_cpu_ms != lag_cpu_ms:
         return "unclear"
     if lag_cpu_ms >= BUSY_SHARE * lag_ms:
         return "busy"
-    if lag_cpu_ms >= IDLE_SHARE * lag_ms or machine_cpu != machine_cpu:
-        return "unclear"
-    return "starved" if machine_cpu >= MACHINE_BUSY_PERCENT else "blocked"
+    return "idle" if lag_cpu_ms < IDLE_SHARE * lag_ms else "unclear"
+
+
+def cause(lag_ms: float, lag_cpu_ms: float, machine: MachineLoad | float) -> str:
+    """'busy', 'starved', 'blocked' or 'unclear' for one health.csv second (a float: the machine's CPU only)."""
+    load = machine if isinstance(machine, MachineLoad) else MachineLoad(cpu_percent=machine)
+    return lag_cause(own_cpu(lag_ms, lag_cpu_ms), load)
+
+
+def machine_load(row: pd.Series) -> MachineLoad:
+    """The machine's load of one health.csv row (NaN for a column the file lacks or left empty)."""
+    def value(column: str) -> float:
+        return float(pd.to_numeric(row.get(column, NAN), errors="coerce"))
+    return MachineLoad(**{field: value(column) for field, column in MACHINE_COLUMNS.items()})
+
+
+def tier_load(row) -> MachineLoad:
+    """The machine's load at a tier's worst lag (a row of the tier table, add_causes)."""
+    return MachineLoad(**{field: float(getattr(row, column, NAN)) for field, column in TIER_COLUMNS.items()})
 
 
 def add_causes(table: pd.DataFrame, run: Run) -> None:
     """Per tier: `lag_worker` (worst loop lag's worker), `lag_cause`, `lag_cpu_ms`, `machine_cpu_percent` of that
-    second; empty/NaN when health.csv lacks `lag_cpu_ms` (older runs)."""
+    second and the machine's load then (TIER_COLUMNS); empty/NaN when health.csv lacks `lag_cpu_ms` (older runs)."""
     table["lag_worker"], table["lag_cause"] = "", ""
-    table["lag_cpu_ms"], table["machine_cpu_percent"], table["lag_worst_ms"] = np.nan, np.nan, np.nan
+    table["lag_cpu_ms"], table["lag_worst_ms"] = np.nan, np.nan
+    for column in TIER_COLUMNS.values():
+        table[column] = np.nan
     health = run.health
     if health is None or not {"lag_cpu_ms", "loop_lag_ms_max"} <= set(health.columns):
         return
@@ -117,9 +145,9 @@ def add_causes(table: pd.DataFrame, run: Run) -> None:
         if rows.empty or tier.tier not in table.index:
             continue
         worst = rows.loc[lag[rows.index].idxmax()]
-        machine = float(pd.to_numeric(worst.get("machine_cpu_percent", np.nan), errors="coerce"))
+        load = machine_load(worst)
         lag_cpu = float(pd.to_numeric(worst["lag_cpu_ms"], errors="coerce"))
         table.loc[tier.tier, ["lag_worker", "lag_cause"]] = [str(worst.get("worker", "")),
-                                                             cause(float(worst["loop_lag_ms_max"]), lag_cpu, machine)]
-        table.loc[tier.tier, ["lag_cpu_ms", "machine_cpu_percent", "lag_worst_ms"]] = [
-            lag_cpu, machine, float(worst["loop_lag_ms_max"])]
+                                                             cause(float(worst["loop_lag_ms_max"]), lag_cpu, load)]
+        table.loc[tier.tier, ["lag_cpu_ms", "lag_worst_ms"]] = [lag_cpu, float(worst["loop_lag_ms_max"])]
+        table.loc[tier.tier, list(TIER_COLUMNS.values())] = [getattr(load, f) for f in TIER_COLUMNS]

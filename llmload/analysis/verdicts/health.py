@@ -10,8 +10,9 @@ its CPU neared a core. Lag alone does not say why, and the fixes differ:
   container); more workers would not help: move the generator to a quieter machine or pin it
   to its own cores;
 - otherwise (CPU between the two, or not recorded): both are possible; the advice says so.
-When health.csv records `lag_cpu_ms` (and `machine_cpu_percent`), the cause is decided per worker instead
-(`workers.cause`: busy, starved, blocked) and the warning names the worker with the worst lag.
+When health.csv records `lag_cpu_ms` (and the machine's load: `machine_cpu_percent`, CPU pressure, steal, run
+queue), the cause is decided per worker instead by the rule book's table (llmload.rules.lag, the live banner's
+too: busy, starved, blocked) and the warning names the worker with the worst lag.
 An overloaded tier's latencies are the generator's as much as the server's, so it is left out of
 the knees, the capacity and the saturation verdict (`tiers.py` `judged`; shown, flagged) and the
 gate cannot judge it. When every tier was overloaded nothing is left out and the answer line says
@@ -20,6 +21,8 @@ every verdict is unsafe (`exclusion_sentence`).
 
 from __future__ import annotations
 
+from llmload.analysis.tables.workers import tier_load
+from llmload.rules.lag import busy_machine_text, machine_figures
 from llmload.rules.limits import BUSY_CPU_PERCENT, STARVED_CPU_PERCENT
 
 
@@ -36,16 +39,15 @@ CAUSE_ADVICE = {
     "busy": "{w}'s own code held its loop (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up, CPU "
             "near a core): too many streams for one process; add workers or processes, or lower the load per "
             "worker",
-    "starved": "{w} was starved (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up while the "
-               "machine's CPU was at {machine:.0f}%): other processes had the cores; more workers would not help: "
-               "move the generator off the server's machine, run no more workers than cores, or pin it",
+    "starved": "{w} was starved (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up): {busy}; more "
+               "workers would not help",
     "blocked": "{w}'s loop was blocked (it used {cpu:.0f} ms of CPU during its worst {lag:.0f} ms wake-up on a "
-               "machine at {machine:.0f}% CPU): something in the process blocked the loop (DNS, disk, a non-gevent "
-               "library); profile it (py-spy dump) rather than adding workers",
+               "machine that was not busy: {figures}): something in the process blocked the loop (DNS, disk, a "
+               "non-gevent library); profile it (py-spy dump) rather than adding workers",
     "unclear": "{w} lagged ({lag:.0f} ms, {cpu:.0f} ms of it on CPU, machine at {machine:.0f}%): neither clearly busy "
                "nor clearly stalled by others; check the machine's load, then add workers if its CPU is high",
 }
-"""advice per cause of one worker's lag (workers.cause), from health.csv lag_cpu_ms and machine_cpu_percent"""
+"""advice per cause of one worker's lag (workers.cause), from health.csv lag_cpu_ms and the machine's load"""
 
 ADVICE = {
     "busy": "the generator itself was busy (CPU near a full core): add workers or processes, or lower the "
@@ -65,8 +67,10 @@ def warning(where: str, row) -> str:
     ) if value == value]
     cause = str(getattr(row, "lag_cause", "") or "")
     if cause in CAUSE_ADVICE:
+        load = tier_load(row)
         advice = CAUSE_ADVICE[cause].format(w=f"worker {row.lag_worker}" if row.lag_worker else "the generator",
-                                            cpu=row.lag_cpu_ms, lag=row.lag_worst_ms, machine=row.machine_cpu_percent)
+                                            cpu=row.lag_cpu_ms, lag=row.lag_worst_ms, machine=row.machine_cpu_percent,
+                                            busy=busy_machine_text(load, past=True), figures=machine_figures(load))
         advice = advice.replace(", machine at nan%", "")
     else:
         advice = ADVICE[diagnosis(row.cpu_p95)]
