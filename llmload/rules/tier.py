@@ -31,7 +31,9 @@ class Tier:
     load_target: float = NAN
     """the load the shape asked (NaN: the same as `load`)"""
     under_applied: bool = False
-    """a closed-loop tier whose applied users fell below UNDER_APPLIED x its target"""
+    """a closed-loop tier whose applied users fell below UNDER_APPLIED x its target (llmload.rules.applied)"""
+    applied_users: float = NAN
+    """closed loop: the users really applied over the measure window (NaN: not known, or open loop)"""
     rate_window_s: float = NAN
     """the seconds its rates are per (the measure window, never shorter than its longest request)"""
     rps: float = NAN

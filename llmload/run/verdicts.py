@@ -2,7 +2,8 @@
 
 How it works: the tiers are the timeline's (the shape's), their figures the live book's (sink/live.py:
 every attempt the process writes or receives, open-loop drops from the shape's stats snapshots, the
-target's queue from the server-metrics scraper), and the verdicts the rule book's one call
+target's queue from the server-metrics scraper, the users really applied from the worker book:
+run/applied.py), and the verdicts the rule book's one call
 (`llmload.rules.verdicts.judge`) under the run's SLO profile, judging the tiers that ended and whose
 generator kept up (llmload.rules.trust): the two knees, the saturation branch and the capacity the web UI
 shows and `--stop-at-knee` stops on are the report's for the same tiers. The report stays the reference:
@@ -45,8 +46,9 @@ def live_tiers(environment: Any, now_s: float | None = None) -> list[Tier]:
     current = snapshot(environment.stats)
     dropped = {r.tier.tier: diff(r.at_start, r.at_end or current).dropped for r in records}
     scraper = state.server_metrics
+    applied = state.workers.applied.summary if state.workers is not None else None
     return state.sink.live.tiers(records, time.time() if now_s is None else now_s, dropped,
-                                 scraper.waiting_mean if scraper is not None else None)
+                                 scraper.waiting_mean if scraper is not None else None, applied)
 
 
 def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile | None = None) -> Verdicts:

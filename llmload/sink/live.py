@@ -7,20 +7,24 @@ workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it 
 `llmload.rules.Tier` per tier of the timeline, with the figures the report computes from histograms
 (llmload/analysis/tables/hist_figures.py): attempts, successes and failures by kind (the rule book's
 outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
-means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, and the target's queue
-when its metrics are scraped; `measured(tier, metric, q)` reads any other figure of the book the same
+means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, the target's queue
+when its metrics are scraped, and the users really applied over a closed-loop tier's measure window (the
+worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier is judged at them,
+llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
 way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a
 tier's figures settle a request's length after the tier ends.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from llmload.contract import hist_upper, hist_value
+from llmload.rules.applied import applied_users, under_applied
 from llmload.rules.outcomes import is_429, kind
 from llmload.rules.tier import NAN, Tier
 from llmload.rules.trust import lag_material
@@ -28,6 +32,8 @@ from llmload.sink.histograms import HistogramBook, number
 
 Waiting = Callable[[float, float], float]
 """(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
+Applied = Callable[[float, float], dict]
+"""(start_s, end_s) -> tiers.csv's applied-load columns over it (run/applied.py: `users_mean`, ...)"""
 
 
 def percentile(counts: dict[int, int], q: float) -> float:
@@ -112,10 +118,12 @@ class LiveBook:
             self.note(row, int(row["tier"]), str(row["phase"]))
 
     def tiers(self, records: Iterable[Any], now_s: float, dropped: dict[int, int] | None = None,
-              waiting: Waiting | None = None) -> list[Tier]:
+              waiting: Waiting | None = None, applied: Applied | None = None) -> list[Tier]:
         """One Tier per timeline record (sink/timeline.py TierRecord), its measure window up to its end or
-        `now_s`; `dropped`: open-loop arrivals dropped per tier (the whole tier)."""
-        return [self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting) for r in records]
+        `now_s`; `dropped`: open-loop arrivals dropped per tier (the whole tier); `applied`: the users really
+        running (a closed-loop tier below its target is judged at them, as the report does)."""
+        return [_applied(self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting), r, now_s, applied)
+                for r in records]
 
     def tier(self, record: Any, now_s: float, dropped: int, waiting: Waiting | None) -> Tier:
         t = record.tier
@@ -164,6 +172,22 @@ class LiveBook:
     def trusted(self, tier: Tier, end_s: float | None = None) -> bool:
         """The generator kept up in the tier (llmload.rules.trust)."""
         return not lag_material(*self.generator(tier.tier, end_s), tier.ttft_p50_ms)
+
+
+def _applied(tier: Tier, record: Any, now_s: float, applied: Applied | None) -> Tier:
+    """The tier with the users applied over its measure window so far (`users_mean`); under-applied
+    (llmload.rules.applied), its load is theirs and `load_target` the users asked."""
+    t = record.tier
+    if applied is None or t.target_rps is not None or t.target_users is None:
+        return tier
+    start_s = t.start_s + t.warmup_s
+    users = applied(start_s, max(start_s, record.end_s if record.end_s is not None else now_s)).get("users_mean")
+    if users is None:
+        return tier
+    if not under_applied(float(users), tier.load, tier.sent):
+        return dataclasses.replace(tier, applied_users=float(users))
+    return dataclasses.replace(tier, applied_users=float(users), load=applied_users(float(users)),
+                               load_target=tier.load, under_applied=True)
 
 
 def _counts(attempts: dict, tier_no: int) -> dict[str, int]:

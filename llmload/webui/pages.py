@@ -34,7 +34,7 @@ from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.webui import verdicts
 from llmload.webui.health import generator_health, read_health
-from llmload.webui.rows import figures_row, target_text, tier_load
+from llmload.webui.rows import figures_row, tier_load
 from llmload.webui.series import ACTIVE_STATES
 
 STATIC = Path(__file__).with_name("static")
@@ -56,7 +56,8 @@ def tier_entries(tab: Any, now_s: float, view: verdicts.LiveView) -> list[dict]:
         row = verdicts.tier_row(figures_row(fig), fig, view)
         kind, _text = view.cells.get(rec.tier.tier, ("none", "-"))
         entries.append({
-            "tier": rec.tier.tier, "target": target_text(rec.tier), "load": tier_load(rec.tier),
+            "tier": rec.tier.tier, "target": row["target"], "load": row.pop("load", tier_load(rec.tier)),
+            "applied_users": row.pop("applied_users", None), "under_applied": row.pop("under_applied", False),
             "start_s": rec.tier.start_s, "warm_s": rec.warm_s, "end_s": rec.end_s, "done": fig.done,
             "phase": fig.phase, "requests": row["requests"], "rps": _number(row.pop("rps", _r(fig.rps, 2))),
             "out_tps": _number(row["out_tps"]), "ttft_p50": _number(row["ttft_p50_ms"]),

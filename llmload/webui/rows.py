@@ -2,8 +2,9 @@
 
 A tier's row is the difference between the stats snapshots the shape took at the end of its
 warm-up (or its start, while it warms up) and at its end (or now) (`sink.timeline.TierRecord`);
-once the tier measures, verdicts.tier_row puts the live verdicts' figures in it. Without a shape,
-one row per scenario, plus "all" when there are several, over what was measured: the stretches
+once the tier measures, verdicts.tier_row puts the live verdicts' figures in it, and the users really
+applied in its Target cell when they fell below its target ('8 users (5.7 applied)', the report's rule).
+Without a shape, one row per scenario, plus "all" when there are several, over what was measured: the stretches
 between the run's warm-up windows (sink/warmup.py: each ramp and every user's first request), from
 the per-scenario snapshots taken when each window opened and closed; while the first warm-up still
 goes on, its figures so far, labelled "warm-up". Percentiles are `window.percentile_ms` over
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmload.contract import ITL_TYPE, METRIC_TYPES, TTFT_TYPE
+from llmload.rules.applied import applied_text
 from llmload.sink.timeline import Tier, TierRecord
 from llmload.sink.warmup import RampWarmup
 from llmload.sink.window import StatsSnapshot, TierWindow, diff, is_rate_limited, scenario_snapshots
@@ -61,14 +63,18 @@ def _users(count: int) -> str:
     return f"{count} user" if count == 1 else f"{count} users"
 
 
-def target_text(tier: Tier) -> str:
-    """'8 users', '2.5 req/s'; a tier --refine added says so: '6 users (refined)', '5 users (hold)'."""
-    added = f" ({'hold' if tier.refined == 'hold' else 'refined'})" if tier.refined else ""
+def target_text(tier: Tier, applied: float | None = None) -> str:
+    """'8 users', '2.5 req/s'; a tier --refine added says so: '6 users (refined)', '5 users (hold)'; `applied`:
+    the users really applied to an under-applied tier (llmload.rules.applied): '8 users (5.7 applied)',
+    '6 users (refined, 4.2 applied)'."""
+    notes = [("hold" if tier.refined == "hold" else "refined")] if tier.refined else []
     if tier.target_rps is not None:
-        return f"{tier.target_rps:g} req/s{added}"
-    if tier.target_users is not None:
-        return _users(tier.target_users) + added
-    return MISSING
+        return f"{tier.target_rps:g} req/s" + (f" ({notes[0]})" if notes else "")
+    if tier.target_users is None:
+        return MISSING
+    if applied is not None:
+        notes.append(applied_text(applied))
+    return _users(tier.target_users) + (f" ({', '.join(notes)})" if notes else "")
 
 
 def tier_load(tier: Tier) -> float | None:

@@ -20,7 +20,7 @@ from llmload.rules.slo import SloProfile, objective_for, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
 from llmload.run.verdicts import live_verdicts, load_unit, profile, slo_cell
-from llmload.webui.rows import gap_ms
+from llmload.webui.rows import gap_ms, target_text
 
 NOTHING_YET = "no tier has ended yet"
 
@@ -86,8 +86,10 @@ def live_view(environment: Any, now_s: float | None = None) -> LiveView:
 
 
 def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
-    """A tier's LLM-tab row: once the tier measures, its figures are the verdicts' (the live book), its SLO cell
-    and knees the verdicts', and its generator column the rule book's trust (llmload.rules.trust)."""
+    """A tier's LLM-tab row: once the tier measures, its figures are the verdicts' (the live book), its Target
+    cell says the users really applied when they fell short ('8 users (5.7 applied)': the load the verdicts
+    judge, llmload.rules.applied), its SLO cell and knees the verdicts', and its generator column the rule
+    book's trust (llmload.rules.trust)."""
     tier_no = fig.record.tier.tier
     tier = next((t for t in view.verdicts.tiers if t.tier == tier_no), None) if view.verdicts else None
     if tier is not None and fig.measuring:
@@ -98,6 +100,9 @@ def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
         row["rps"] = round(tier.rps, 2) if tier.rps == tier.rps else None
         p50_ms, p99_ms = view.itl_mean.get(tier_no, (float("nan"), float("nan")))
         row.update(itl_mean_p50_ms=gap_ms(p50_ms), itl_mean_p99_ms=gap_ms(p99_ms))
+        row["applied_users"] = round(tier.applied_users, 2) if tier.applied_users == tier.applied_users else None
+        if tier.under_applied:
+            row.update(target=target_text(fig.record.tier, tier.load), load=tier.load, under_applied=True)
     row["slo"] = view.cells.get(tier_no, ("none", "-"))[1]
     row["verdict"] = view.marks(tier_no)
     row["generator"] = _generator(view, tier) if tier is not None else "-"

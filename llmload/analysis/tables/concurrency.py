@@ -18,7 +18,8 @@ Distributed runs also record in tiers.csv the users the runtime really had over 
 (`users_min`, `users_mean`, `users_max`: a lost worker's users are not replaced). One rule for both
 sources: the *applied* users are the active users, or `users_mean` when tiers.csv has it and it is
 lower; a tier is under-applied when the applied users are below UNDER_APPLIED x its target, and its
-`load` (knee, capacity, saturation) is then the applied users. The note gives `users_min` too.
+`load` (knee, capacity, saturation) is then the applied users (llmload.rules.applied, the live web UI's
+rule too). The note gives `users_min` too.
 Open loop already shows the request rate really sent (`rps` against the target).
 """
 
@@ -29,7 +30,7 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
-from llmload.rules.limits import UNDER_APPLIED
+from llmload.rules.applied import applied_users, under_applied
 
 
 def effective(run: Run) -> pd.DataFrame:
@@ -63,9 +64,9 @@ def add_effective(table: pd.DataFrame, run: Run) -> None:
         ~(table["users_mean"] < table["active_users"]) & table["active_users"].notna(), table["users_mean"])
     table["load_target"] = table["load"]
     closed = run.load_unit == "users"
-    under = closed & (table["sent"] > 0) & (table["applied_users"] < UNDER_APPLIED * table["load"])
+    under = closed & under_applied(table["applied_users"], table["load"], table["sent"])
     table["under_applied"] = under
-    table.loc[under, "load"] = table.loc[under, "applied_users"].round(1)
+    table.loc[under, "load"] = applied_users(table.loc[under, "applied_users"])
     parked = {tier: parked_after_refusal(run, tier) for tier in table.index[under]} if run.per_request else {}
     table["parked_refused"] = [parked[t][0] if t in parked else 0 for t in table.index]
     table["parked_codes"] = [parked[t][1] if t in parked else "" for t in table.index]
