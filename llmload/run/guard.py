@@ -46,14 +46,14 @@ SAME_4XX_MIN = 5
 FAILURE_BACKOFF_AFTER = 3
 FAILURE_BACKOFF_FIRST_S = 0.1
 FAILURE_BACKOFF_MAX_S = 5.0
-NOT_BACKED_OFF = ("connect", "rate_limited", "retry_after_too_long")
+NOT_BACKED_OFF = ("connect", "server_gone", "rate_limited", "retry_after_too_long")
 """failure kinds with their own pause rule (connect backoff, --on-429)"""
 
 
 def failed_to_connect(result: StreamResult) -> bool:
     """The attempt never got a connection (refused, unresolvable, TLS refused, connect timeout)."""
     exc = result.exception
-    return exc is not None and (exc.kind == "connect" or getattr(exc, "phase", "") == "connect")
+    return exc is not None and (exc.kind in ("connect", "server_gone") or getattr(exc, "phase", "") == "connect")
 
 
 def next_connect_backoff_s(previous_s: float) -> float:
