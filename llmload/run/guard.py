@@ -8,7 +8,8 @@ otherwise. Only runs that have not shown the target working are stopped:
 - HTTP 401 before any success: the API key was refused.
 - Cannot connect: no attempt has reached the server (no HTTP status ever came back) and
   the first `CONNECT_FAILURES` (20) attempts failed to connect, or connect failures have
-  lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure.
+  lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure. Once the server
+  has answered, refused connects are an outage, not this rule's: run/outage.py.
 - Not streaming: the first `NOT_SSE_LIMIT` (5) answers with status 200 were all not
   `text/event-stream` (a non-streaming endpoint, an HTML page, a wrong path behind a proxy).
 - The same 4xx every time: the first `SAME_4XX_LIMIT` (20) attempts of the process all failed
