@@ -70,9 +70,10 @@ sweep (0 planned; files written before it have no such column: read as 0)"""
 PHASES = ("warmup", "measure", "after")
 
 ERROR_KINDS = ("rate_limited", "http_4xx", "http_5xx", "timeout", "connect", "stream_broken", "protocol",
-               "stream_error", "retry_after_too_long")
+               "stream_error", "retry_after_too_long", "server_gone")
 """samples.csv `error` values ('' for success); `retry_after_too_long`: a 429 whose retry hint
-exceeded --max-retry-wait-s (status 429, the hint in retry_after_s), not slept through"""
+exceeded --max-retry-wait-s (status 429, the hint in retry_after_s), not slept through; `server_gone`: a
+connect refused (reset, unreachable) after the server had answered the run: it went away, not overload"""
 
 REQUEST_TYPE = "LLM"
 """Locust request_type of one attempt: e2e ms, output tokens"""

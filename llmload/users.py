@@ -31,7 +31,8 @@ server's hint (`--on-429 wait`, the default; a hint above `--max-retry-wait-s` i
 
 Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401
 before any success, cannot connect, endpoint does not stream, the first 20 requests all one
-4xx), which stops the run once with one line (exit code 2). Users never raise StopUser for
+4xx; a server that answered, then stayed away --server-gone-timeout-s: run/outage.py), which stops the run
+once with one line (exit code 2). Users never raise StopUser for
 it: they idle in Locust's WAITING state until the runner stops them (a stop kills a waiting
 user at once). Retry and backoff pauses are waits in the same sense, so they never outlast
 the run's stop.
@@ -260,6 +261,7 @@ class LLMUser(User):
         """Fire the events of one attempt, write its sample row, stop the run on a fatal condition."""
         ctx = self.ctx
         label = label or self.label
+        ctx.outage.mark(result)  # a refused connect after the server answered: server_gone (run/outage.py)
         fire_events(self.environment.events.request, label, result)
         ctx.sink.add_sample(sample_row(
             result, worker=ctx.worker, user=self.user_id, scenario=label, users_now=ctx.users_now(),
@@ -270,7 +272,8 @@ class LLMUser(User):
             if ctx.model_mismatches == 1:
                 logger.warning("llmload: asked for model %r, the answer names %r (silent downgrade?)",
                                result.model_requested, result.model_returned)
-        reason = ctx.guard.observe(result, time.monotonic())
+        now_s = time.monotonic()
+        reason = ctx.guard.observe(result, now_s) or ctx.outage.watch(result, now_s, ctx.guard)
         if reason:
             stop_run(self.environment, reason)
 

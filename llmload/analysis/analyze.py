@@ -21,7 +21,7 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.shape import climbs, shape_kind
-from llmload.analysis.tables import concurrency, hist_figures, samples, scenarios, tiers, totals, workers
+from llmload.analysis.tables import concurrency, hist_figures, outages, samples, scenarios, tiers, totals, workers
 from llmload.analysis.tables import phases as phases_mod
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
@@ -207,6 +207,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                    "average: users waiting out the hint may have sent nothing in its measure window, and histograms "
                    "cannot tell how many, so it is left out of the knees, the capacity and the saturation verdict "
                    "(record with --ship rows or both).")
+    out.extend(outages.sentences(outages.outages(run.samples) if run.per_request else (), table, unit))
     retries = int(table["retries"].sum())
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "

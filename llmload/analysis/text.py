@@ -94,6 +94,8 @@ def flags(row) -> str:
         out.append("cut short")
     if getattr(row, "under_applied", False):
         out.append("load not applied")
+    if getattr(row, "n_outage", 0):
+        out.append("server unreachable")
     return ", ".join(out)
 
 

@@ -80,6 +80,16 @@ class ConnectError(LLMError):
         self.detail = detail or str(self)
 
 
+class ServerGone(ConnectError):
+    """A connect that failed after the server had answered this run (it went away: run/outage.py)."""
+
+    kind = "server_gone"
+
+    def __init__(self, cause: ConnectError) -> None:
+        super().__init__(cause.host, cause.reason, cause.detail)
+        self.args = (f"server gone: {cause}",)
+
+
 class Timeout(LLMError):
     kind = "timeout"
 

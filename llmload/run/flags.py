@@ -63,6 +63,9 @@ def add_options(parser: Any) -> None:
     add("--failure-backoff", choices=("on", "off"), default="on" if d.failure_backoff else "off",
         include_in_web_ui=True, help="after 3 consecutive failures (not connect/401/429) a user pauses 0.1 s "
                                      "doubling to 5 s with jitter before its next request (on, default)")
+    add("--server-gone-timeout-s", type=float, default=d.server_gone_timeout_s, include_in_web_ui=True,
+        help="a server that answered, then refuses connections (it went away), stops the run after this many "
+             "seconds away (one line, exit code 2); 0: wait for it (the outage is named in the report)")
     add("--server-metrics", default=d.server_metrics, include_in_web_ui=True,
         help="the target's Prometheus metrics, scraped every second into server_metrics.csv: auto (try "
              "<host>/metrics once, off if it is not there), off, or a URL")

@@ -8,7 +8,8 @@ otherwise. Only runs that have not shown the target working are stopped:
 - HTTP 401 before any success: the API key was refused.
 - Cannot connect: no attempt has reached the server (no HTTP status ever came back) and
   the first `CONNECT_FAILURES` (20) attempts failed to connect, or connect failures have
-  lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure.
+  lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure. Once the server
+  has answered, refused connects are an outage, not this rule's: run/outage.py.
 - Not streaming: the first `NOT_SSE_LIMIT` (5) answers with status 200 were all not
   `text/event-stream` (a non-streaming endpoint, an HTML page, a wrong path behind a proxy).
 - The same 4xx every time: the first `SAME_4XX_LIMIT` (20) attempts of the process all failed
@@ -46,14 +47,14 @@ SAME_4XX_MIN = 5
 FAILURE_BACKOFF_AFTER = 3
 FAILURE_BACKOFF_FIRST_S = 0.1
 FAILURE_BACKOFF_MAX_S = 5.0
-NOT_BACKED_OFF = ("connect", "rate_limited", "retry_after_too_long")
+NOT_BACKED_OFF = ("connect", "server_gone", "rate_limited", "retry_after_too_long")
 """failure kinds with their own pause rule (connect backoff, --on-429)"""
 
 
 def failed_to_connect(result: StreamResult) -> bool:
     """The attempt never got a connection (refused, unresolvable, TLS refused, connect timeout)."""
     exc = result.exception
-    return exc is not None and (exc.kind == "connect" or getattr(exc, "phase", "") == "connect")
+    return exc is not None and (exc.kind in ("connect", "server_gone") or getattr(exc, "phase", "") == "connect")
 
 
 def next_connect_backoff_s(previous_s: float) -> float:

@@ -52,6 +52,7 @@ from llmload.run.health import HealthMonitor
 from llmload.run.locust_compat import kill_csv_writer_greenlet, use_cached_default_args, use_precise_buckets
 from llmload.run.once import first_time
 from llmload.run.options import OptionError, check_values, read_options, settings_of, warmup_seconds
+from llmload.run.outage import OutageWatch
 from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
 
@@ -131,6 +132,7 @@ def _start_generating(environment: Any, state: RunState) -> None:
     start the health monitor."""
     state.opts = None
     state.guard = RunGuard()
+    state.outage = OutageWatch()
     try:
         opts = read_options(environment)
     except OptionError as exc:
@@ -139,6 +141,7 @@ def _start_generating(environment: Any, state: RunState) -> None:
         return
     state.opts = opts
     state.guard.base_url = files.without_userinfo(opts.base_url)
+    state.outage = OutageWatch(state.guard.base_url, opts.server_gone_timeout_s)
     if opts.transport == "openai":  # build the shared SDK client before any user starts
         from llmload.client.sdk import shared_client
 

@@ -28,6 +28,7 @@ from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import gate_profile
 from llmload.run import knobs
+from llmload.run.outage import SERVER_GONE_TIMEOUT_S
 from llmload.run.retry import ON_429_MODES, RetryPolicy
 from llmload.sink.warmup import parse_span_s
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
@@ -87,6 +88,8 @@ class RunOptions(RunSettings):
     """--retries, --on-429, --max-retry-wait-s"""
     failure_backoff: bool = True
     """--failure-backoff on|off"""
+    server_gone_timeout_s: float = SERVER_GONE_TIMEOUT_S
+    """--server-gone-timeout-s: a server that answered, then went away, stops the run after this long (0: never)"""
     extra_body: dict | None = None
     """--extra-body, merged into every body (a user class's own extra_body wins)"""
     headers: dict = field(default_factory=dict)
@@ -177,6 +180,7 @@ NUMBER_RULES = (
     ("retries", "--retries", 0, False), ("connect_timeout_s", "--connect-timeout-s", 0, True),
     ("first_token_timeout_s", "--first-token-timeout-s", 0, True),
     ("request_timeout_s", "--request-timeout-s", 0, True), ("max_retry_wait_s", "--max-retry-wait-s", 0, False),
+    ("server_gone_timeout_s", "--server-gone-timeout-s", 0, False),
 )
 """(option, flag, lowest value, lowest excluded): the numbers a run cannot start with"""
 
@@ -263,6 +267,7 @@ def read_options(environment: Any) -> RunOptions:
                 max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", d.retry_policy.max_retry_wait_s)),
             ),
             failure_backoff=str(_get(parsed, "failure_backoff", "on")).lower() not in ("off", "false", "0"),
+            server_gone_timeout_s=float(_get(parsed, "server_gone_timeout_s", d.server_gone_timeout_s)),
         )
     except OptionError:
         raise

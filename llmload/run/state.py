@@ -33,6 +33,7 @@ from llmload.client.request import StreamRequest
 from llmload.run.drain import Drain
 from llmload.run.guard import RunGuard
 from llmload.run.options import RunOptions
+from llmload.run.outage import OutageWatch
 from llmload.run.repeats import RepeatedErrors
 from llmload.sink.ramps import RampWatch
 from llmload.sink.roles import is_worker
@@ -62,6 +63,8 @@ class RunState:
         """the run's options, validated at test start on a generating process (None: invalid, unread, a master)"""
         self.guard = RunGuard()
         """fatal-condition detector of this run (reset at test start)"""
+        self.outage = OutageWatch()
+        """the server went away after answering: live lines, server_gone rows, the stop (run/outage.py)"""
         self.scenario = ""
         """the run's user classes, comma-joined (run.json `scenario`)"""
         self.run_dir: Path | None = None

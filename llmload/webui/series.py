@@ -30,8 +30,8 @@ logger = logging.getLogger(__name__)
 ACTIVE_STATES = ("spawning", "running")
 """locust.runners.STATE_SPAWNING / STATE_RUNNING (not imported: importing locust patches gevent)"""
 ERROR_KINDS = {"RateLimited": "429", "RetryAfterTooLong": "429", "HTTP4xx": "http_4xx", "HTTP5xx": "http_5xx",
-               "ConnectError": "connect", "Timeout": "timeout", "StreamBroken": "stream_broken",
-               "ProtocolError": "protocol", "StreamError": "stream_error"}
+               "ConnectError": "connect", "ServerGone": "server_gone", "Timeout": "timeout",
+               "StreamBroken": "stream_broken", "ProtocolError": "protocol", "StreamError": "stream_error"}
 """exception class name (llmload/client/errors.py) -> kind shown on the errors chart"""
 
 

@@ -5,7 +5,7 @@ use every attempt sent in the tier's measure window (rates per second of that wi
 shorter than its longest request); latency percentiles use successful attempts only, so a fast 429
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
-other); p99 TTFT gets a bootstrap CI; TTFT is split into connect, headers-minus-connect and the rest.
+server gone, other); p99 TTFT gets a bootstrap CI; TTFT is split into connect, headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
@@ -153,17 +153,19 @@ def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
 
 
 def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -> None:
-    """Each failed attempt counted once: shed (429, 503, in-stream error event), timeout, or other;
+    """Each failed attempt counted once: shed (429, 503, in-stream error event), timeout, server gone, or other;
     Retry-After hints of the 429s and 503s by source header; the lowest quota left per tier."""
     error = rows["error"].astype(str).to_numpy()
     status = rows["status"].to_numpy()
     failed = error != ""
     shed = failed & (np.isin(error, SHED_ERRORS) | (status == 503) | is_429)
     timeout = failed & ~shed & (error == "timeout")
+    gone = failed & (error == "server_gone")
     table["n_stream_error"] = _count(rows, error == "stream_error", table.index)
     table["n_shed"] = _count(rows, shed, table.index)
     table["n_timeout"] = _count(rows, timeout, table.index)
-    table["n_other_fail"] = _count(rows, failed & ~shed & ~timeout, table.index)
+    table["n_gone"] = _count(rows, gone, table.index)
+    table["n_other_fail"] = _count(rows, failed & ~shed & ~timeout & ~gone, table.index)
     sent = table["sent"].where(table["sent"] > 0)
     for name in ("shed", "timeout", "other_fail"):
         table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)

@@ -18,6 +18,8 @@ so a fast 429 never makes the latency look good. Per tier:
 - TPOT and per-request mean ITL p50/p95/p99 and stalls (requests whose longest gap > --stall-ms);
 - open loop: TTFT/e2e percentiles from the intended send (`verdict_rows`: schedule_lag_ms added), which
   every verdict uses, and the actual-send ones beside them (`ttft_sent_*`, `e2e_sent_*`);
+- `n_outage`: measured attempts that failed because the server was away (`outages.py`: such a tier is not
+  judged);
 - model-field mismatches, generator health (loop lag, schedule lag, CPU) and two flags:
   `too_few` (< MIN_SAMPLES_P99 successes: p99 is noise) and `overloaded` (the load
   generator itself lagged, so the tier's latencies are not trustworthy).
@@ -29,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.run import Run
-from llmload.analysis.tables import concurrency, hist_figures, samples, server_metrics, workers
+from llmload.analysis.tables import concurrency, hist_figures, outages, samples, server_metrics, workers
 from llmload.analysis.tables import judged as judging
 from llmload.rules import trust
 from llmload.rules.limits import MIN_SAMPLES_P99
@@ -51,6 +53,12 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     table = table.reset_index().copy()  # one block: the per-tier figures were added column by column
     table["parked_unknown"] = False if run.per_request else hist_figures.possibly_parked(table, run)
     table.loc[table["parked_unknown"], "judged"] = False
+    if run.per_request:  # without rows (--ship histograms): a tier's server_gone attempts, no span
+        spans = outages.outages(run.samples)
+        table["n_outage"] = outages.per_tier(samples.measured(run), spans, pd.Index(table["tier"])).to_numpy()
+    else:
+        table["n_outage"] = table["n_gone"]
+    table.loc[table["n_outage"] > 0, "judged"] = False  # the server's absence, not the load (outages.py)
     return table
 
 
