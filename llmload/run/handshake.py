@@ -102,9 +102,13 @@ def attach_worker(runner: Any) -> None:
     runner.send_message(HELLO_MESSAGE, fingerprint(environment))
 
 
-def unknown_classes(environment: Any, msg: Any) -> list[str]:
-    """Worker: the user classes a spawn message asks for that this process does not have."""
-    if msg.type != "spawn" or not isinstance(msg.data, dict):
-        return []
-    mine = {c.__name__ for c in environment.user_classes or []}
-    return sorted(set(msg.data.get("user_classes_count") or {}) - mine)
+def refuse_spawn(runner: Any, missing: list[str]) -> None:
+    """Worker: the master asked for user classes this locustfile lacks (locust_compat.guard_worker_spawns):
+    one line, exit code 2, quit (the first such spawn only)."""
+    environment = runner.environment
+    if environment.process_exit_code == 2:
+        return
+    logger.error("llmload: the master asks for user class %s, which this worker's locustfile does not define: "
+                 "start the worker with the master's locustfile", ", ".join(missing))
+    environment.process_exit_code = 2
+    gevent.spawn(runner.quit)

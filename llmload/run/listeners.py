@@ -241,6 +241,7 @@ def install(events: Any) -> None:
     """Register llmload's options and listeners on a Locust `events` object (once)."""
     if not first_time(events, "run"):
         return
+    locust_compat.guard_worker_spawns(handshake.refuse_spawn)  # before any runner: see run/handshake.py
     events.init_command_line_parser.add_listener(add_options)
     events.init_command_line_parser.add_listener(add_warmup_option)
     events.init.add_listener(_on_init)

@@ -31,6 +31,27 @@ def use_precise_buckets() -> None:
     locust.stats.bucket_response_time = precise_bucket_response_time
 
 
+# --- a worker's spawn of user classes it does not have ------------------------------------------
+def guard_worker_spawns(refuse: Any) -> None:
+    """Make `WorkerRunner.start_worker` call `refuse(runner, missing)` instead of failing with a KeyError
+    when the master asks for user classes this worker lacks (patched on the class when llmload is
+    installed, before any runner exists: a spawn can arrive before the worker's `init` listeners run)."""
+    from locust.runners import WorkerRunner
+
+    original = WorkerRunner.start_worker
+    if getattr(original, "_llmload_guard", False):
+        return
+
+    def start_worker(self: Any, user_classes_count: dict, **kwargs: Any) -> Any:
+        missing = sorted(set(user_classes_count) - {c.__name__ for c in self.user_classes})
+        if missing:
+            return refuse(self, missing)
+        return original(self, user_classes_count, **kwargs)
+
+    start_worker._llmload_guard = True  # type: ignore[attr-defined]
+    WorkerRunner.start_worker = start_worker  # type: ignore[method-assign]
+
+
 # --- a worker's spawn message: Locust's default options built once, not once per option --------
 _default_args: dict | None = None
 

@@ -5,21 +5,16 @@ master's time sent back beside the worker's own, so the master can estimate the 
 watches every message from the master as it comes off the socket: a `spawn` message (a closed-loop
 tier change) or an open-loop target is reported to the master with the time it arrived
 (`llmload_seen`), which the master turns into the tier's `reach_ms`. It also sends the handshake
-(handshake.py) and refuses a spawn of a user class it does not have.
+(handshake.py).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
-import gevent
-
 from llmload.run import handshake, locust_compat
 from llmload.run.workers import CLOCK_MESSAGE, OPENLOOP_MESSAGE, SEEN_MESSAGE
-
-logger = logging.getLogger("llmload")
 
 
 def attach_worker(runner: Any) -> None:
@@ -29,14 +24,6 @@ def attach_worker(runner: Any) -> None:
         runner.send_message(CLOCK_MESSAGE, {"master_unix": msg.data["master_unix"], "worker_unix": time.time()})
 
     def seen(msg: Any, unix_s: float) -> bool:
-        missing = handshake.unknown_classes(runner.environment, msg)
-        if missing:  # Locust would fail on it with a KeyError at every spawn
-            if runner.environment.process_exit_code != 2:
-                logger.error("llmload: the master asks for user class %s, which this worker's locustfile does not "
-                             "define: start the worker with the master's locustfile", ", ".join(missing))
-                runner.environment.process_exit_code = 2
-                gevent.spawn(runner.quit)
-            return False
         if msg.type == "spawn" and isinstance(msg.data, dict):
             runner.send_message(SEEN_MESSAGE, {"kind": "spawn", "worker_unix": unix_s,
                                                "sent_unix": msg.data.get("timestamp")})
