@@ -195,7 +195,7 @@ class PlanShape(LoadTestShape):
         options = options_with_defaults(environment.parsed_options if environment else None)
         plan = self.build_plan(options)
         settings = settings_of(environment) if environment else RunSettings()
-        refining = refine.refine_settings(options, settings.slo_profile, self.refinable)
+        refining = refine.refine_settings(options, str(getattr(options, "slo_profile", "") or ""), self.refinable)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied

@@ -104,7 +104,7 @@ def check_header_rps(page, ui) -> tuple[float, float]:
 def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     run_dir = tmp_path / "run"
     ui = locust_ui(STEP_FILE, "--host", "embedded", "--tiers", "1,2,4,8", "--tier-seconds", "5",
-                   "--warmup-seconds", "1", "--min-tier-requests", "1", "--slo-profile", "voice",
+                   "--warmup-seconds", "1", "--min-tier-requests", "1", "--slo-profile", "voice", "--no-refine",
                    base_path=BASE_PATH)
     data_url = ui.url + "llmload/data.json?since=1e12"
     start_step_run(page, ui, run_dir)
