@@ -88,3 +88,20 @@ def canned_server(content_type: str, body: bytes, **ssl_args: Any) -> Any:
     server = StreamServer(("127.0.0.1", 0), handle, **ssl_args)
     server.start()
     return server
+
+
+def in_process_cluster(make_env: Any, tmp_path: Path, workers: int = 2) -> tuple[Any, Any, list[tuple[Any, Any]]]:
+    """A master and `workers` worker runners in this process on loopback, each `init` fired:
+    (master environment, master runner, [(worker environment, worker runner)]); `make_env(run_dir)` builds
+    each environment (the master's in tmp_path/run, worker i's in tmp_path/worker-i)."""
+    master_env = make_env(tmp_path / "run")
+    master = master_env.create_master_runner("127.0.0.1", 0)
+    master_env.events.init.fire(environment=master_env, runner=master, web_ui=None)
+    out = []
+    for i in range(workers):
+        env = make_env(tmp_path / f"worker-{i}")
+        worker = env.create_worker_runner("127.0.0.1", master.server.port)
+        env.events.init.fire(environment=env, runner=worker, web_ui=None)
+        out.append((env, worker))
+    return master_env, master, out
+

@@ -27,7 +27,7 @@ from llmload.shapes import StepShape
 from llmload.users import ChatUser
 from llmload.webui import pages
 from llmload.webui.tab import LLMTab
-from tests.helpers import llmload_options, read_csv
+from tests.helpers import in_process_cluster, llmload_options, read_csv
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,15 +73,8 @@ def test_the_llm_tab_says_the_load_applied_after_a_worker_is_lost(tmp_path):
     with EmbeddedServer(["--preset", "demo", "--slots", "8"]) as server, \
             mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3), \
             mock.patch("locust.runners.HEARTBEAT_LIVENESS", new=1):
-        master_env = make_env(server.url, tmp_path / "run", Steps())
-        master = master_env.create_master_runner("127.0.0.1", 0)
-        master_env.events.init.fire(environment=master_env, runner=master, web_ui=None)
-        workers = []
-        for i in range(2):
-            env = make_env(server.url, tmp_path / f"worker-{i}", Steps())
-            worker = env.create_worker_runner("127.0.0.1", master.server.port)
-            env.events.init.fire(environment=env, runner=worker, web_ui=None)
-            workers.append((env, worker))
+        master_env, master, workers = in_process_cluster(
+            lambda run_dir: make_env(server.url, run_dir, Steps()), tmp_path)
         tab = LLMTab(master_env)
         try:
             assert wait_for(lambda: master.worker_count == 2, 10)

@@ -35,7 +35,7 @@ from llmload.shapes import OpenLoopShape, StepShape
 from llmload.users import ChatUser
 from llmload.webui.tab import LLMTab
 from llmload.webui.verdicts import live_view
-from tests.helpers import llmload_options, read_csv
+from tests.helpers import in_process_cluster, llmload_options, read_csv
 from tests.integration.test_shapes_server import run_shape
 
 pytestmark = pytest.mark.integration
@@ -144,15 +144,8 @@ def make_env(url: str, run_dir: Path, shape=None) -> Environment:
 def test_distributed_master_refines_with_two_workers(tmp_path, caplog):
     with EmbeddedServer(["--preset", "demo", "--slots", "6"]) as server, \
             mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3):
-        master_env = make_env(server.url, tmp_path / "run", Steps())
-        master = master_env.create_master_runner("127.0.0.1", 0)
-        master_env.events.init.fire(environment=master_env, runner=master, web_ui=None)
-        workers = []
-        for i in range(2):
-            env = make_env(server.url, tmp_path / f"worker-{i}", Steps())
-            worker = env.create_worker_runner("127.0.0.1", master.server.port)
-            env.events.init.fire(environment=env, runner=worker, web_ui=None)
-            workers.append((env, worker))
+        master_env, master, workers = in_process_cluster(
+            lambda run_dir: make_env(server.url, run_dir, Steps()), tmp_path)
         try:
             deadline = time.monotonic() + 10
             while master.worker_count < 2 and time.monotonic() < deadline:

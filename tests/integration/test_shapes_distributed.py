@@ -16,7 +16,7 @@ from llmload.run.listeners import install
 from llmload.server.launch import EmbeddedServer
 from llmload.shapes import StepShape
 from llmload.users import ChatUser
-from tests.helpers import llmload_options
+from tests.helpers import in_process_cluster, llmload_options
 
 pytestmark = pytest.mark.integration
 
@@ -43,15 +43,8 @@ def make_env(url, run_dir, shape=None):
 def test_distributed_step_tiers_and_knee_stop(tmp_path, caplog):
     with EmbeddedServer(["--preset", "demo", "--slots", "2"]) as server, \
             mock.patch("locust.runners.WORKER_REPORT_INTERVAL", new=0.3):
-        master_env = make_env(server.url, tmp_path / "run", Shape())
-        master = master_env.create_master_runner("127.0.0.1", 0)
-        master_env.events.init.fire(environment=master_env, runner=master, web_ui=None)
-        workers = []
-        for i in range(2):
-            env = make_env(server.url, tmp_path / f"worker-{i}", Shape())
-            worker = env.create_worker_runner("127.0.0.1", master.server.port)
-            env.events.init.fire(environment=env, runner=worker, web_ui=None)
-            workers.append((env, worker))
+        master_env, master, workers = in_process_cluster(
+            lambda run_dir: make_env(server.url, run_dir, Shape()), tmp_path)
         try:
             deadline = time.monotonic() + 10
             while master.worker_count < 2 and time.monotonic() < deadline:
