@@ -32,7 +32,7 @@ from llmload.rules import capacity as cap_mod
 from llmload.rules import knees, replicas, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
 from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
-from llmload.rules.text import load_with_unit
+from llmload.rules.text import load_with_unit, tier_load
 from llmload.rules.verdicts import judge
 
 
@@ -143,7 +143,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
     table = tiers.tier_table(run, stall_ms)
     _add_goodput(run, table, profile)
     judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
-    tested = int((table["sent"] > 0).sum())
+    tested = int(table["tested"].sum())
     kept = set(judged["tier"])
     v = judge(tiers_of(table), run.load_unit, profile, lambda t: t.tier in kept, tested,
               totals.recorded(run, judged["tier"]), climbs(kind))
@@ -184,7 +184,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
     out = []
     unit = run.load_unit
     for row in table.itertuples():
-        where = f"Tier {row.tier} ({load_with_unit(row.load, unit)})"
+        where = f"Tier {row.tier} ({tier_load(row, unit)})"
         if row.dropped:
             out.append(f"{where}: {row.dropped} arrivals ({row.drop_rate:.0%} of the tier's) were dropped at the "
                        f"in-flight cap (--max-inflight): the generator sent {row.rps:.1f} req/s of the "
@@ -193,9 +193,9 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
         if row.schedule_lag_p99_ms > LATE_MS:
             out.append(f"{where}: schedule lag p99 {row.schedule_lag_p99_ms:.0f} ms: requests left later than "
                        "intended (the generator fell behind the arrival schedule).")
-        if row.sent == 0:
+        if not row.tested:
             out.append(f"{where}: no request was measured in it.")
-        elif row.too_few:
+        elif row.too_few and row.ok > 0:  # none: the verdicts say why (refused, failed); holding longer is no help
             out.append(f"{where}: only {row.ok} successful requests; p99 needs at least {tiers.MIN_SAMPLES_P99} "
                        "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from llmload.analysis.synthetic_files import health_frame, history_frame, tiers_frame
 from llmload.contract import SAMPLE_COLUMNS
 
 
@@ -48,6 +49,9 @@ class SimServer:
     jitter_sigma: float = 0.08
     swapped_model_ratio: float = 0.0
     """share of responses whose `model` field names another model"""
+    quota_per_min: int | None = None
+    """a fixed-window rate limit like LiteLLM's rpm: at most this many requests accepted per minute of the run
+    (windows from the run's start), the rest answered 429 with `retry_after_s`"""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ def simulate(server: SimServer, run: SimRun) -> pd.DataFrame:
     waiting: deque[float] = deque()
     rows: list[tuple] = []
     connected: set[int] = set()
+    quota: dict[int, int] = {}
     while arrivals:
         sent, user, retry_of = heapq.heappop(arrivals)
         if sent >= stop_unix:
@@ -114,7 +119,8 @@ def simulate(server: SimServer, run: SimRun) -> pd.DataFrame:
         while waiting and waiting[0] <= sent:
             waiting.popleft()
         must_wait = slots[0] > sent + server.network_ms / 1000.0
-        if server.queue_limit is not None and must_wait and len(waiting) >= server.queue_limit:
+        over_queue = server.queue_limit is not None and must_wait and len(waiting) >= server.queue_limit
+        if over_quota(server, quota, sent - run.start_unix) or over_queue:
             e2e_s = 2 * net_s + 0.0005
             rows.append((sent, rid, user, users_now, tier_idx, 429, "rate_limited", None, None,
                          e2e_s, connect_ms, 0, 0, 0, None, retry_of, server.retry_after_s, sent + e2e_s))
@@ -129,6 +135,17 @@ def simulate(server: SimServer, run: SimRun) -> pd.DataFrame:
                      row["done"] + net_s))
         heapq.heappush(arrivals, (row["done"] + net_s + 0.0005, user, ""))
     return _to_frame(rows, server, run, rng)
+
+
+def over_quota(server: SimServer, accepted: dict[int, int], since_start_s: float) -> bool:
+    """The fixed-window quota (`quota_per_min`): True when this minute's quota is spent, else take one unit."""
+    if server.quota_per_min is None:
+        return False
+    minute = int(since_start_s // 60.0)
+    if accepted.get(minute, 0) >= server.quota_per_min:
+        return True
+    accepted[minute] = accepted.get(minute, 0) + 1
+    return False
 
 
 def _serve(server: SimServer, run: SimRun, rng: np.random.Generator, slots: list[float], sent: float,
@@ -221,47 +238,12 @@ def _to_frame(rows: list[tuple], server: SimServer, run: SimRun, rng: np.random.
     return frame.reindex(columns=list(SAMPLE_COLUMNS), fill_value="")
 
 
-def tiers_frame(run: SimRun, dropped: list[int] | None = None) -> pd.DataFrame:
-    """tiers.csv as llmload writes it (`dropped` empty in closed loop)."""
-    starts = run.start_unix + run.tier_s * np.arange(run.n_tiers)
-    ends = starts + run.tier_s
-    if run.kill_at_s is not None:
-        kill = run.start_unix + run.kill_at_s
-        keep = starts < kill
-        starts, ends = starts[keep], np.where(ends[keep] > kill, np.nan, ends[keep])
-    n = len(starts)
-    rates = run.rate_tiers
-    return pd.DataFrame({"tier": np.arange(1, n + 1), "start_s": starts, "end_s": ends,
-                         "target_users": np.nan if rates is not None else list(run.tiers_users[:n]),
-                         "target_rps": list(rates[:n]) if rates is not None else np.nan,
-                         "warmup_s": run.warmup_s,
-                         "dropped": pd.array(dropped[:n], dtype="Int64") if dropped is not None else np.nan})
-
-
-def health_frame(run: SimRun, samples: pd.DataFrame) -> pd.DataFrame:
-    total_s = run.kill_at_s if run.kill_at_s is not None else run.tier_s * run.n_tiers
-    ts = run.start_unix + np.arange(int(total_s))
-    tier_idx = np.minimum(((ts - run.start_unix) // run.tier_s).astype(int), run.n_tiers - 1)
-    users = np.ones(len(ts), int) if run.rate_tiers is not None else np.asarray(run.tiers_users)[tier_idx]
-    hot = (tier_idx + 1 == run.overloaded_tier) if run.overloaded_tier is not None else np.zeros(len(ts), bool)
-    counts = np.bincount(((samples["ts_start_s"] - run.start_unix).astype(int)).clip(0, len(ts) - 1),
-                         minlength=len(ts))[: len(ts)]
-    return pd.DataFrame({"ts_s": ts, "worker": "local",
-                         "loop_lag_ms_max": np.where(hot, 140.0, 1.2),
-                         "loop_lag_ms_p50": np.where(hot, 60.0, 0.2),
-                         "cpu_percent": np.where(hot, 98.0, np.minimum(15.0 + counts * 0.05, 80.0)).round(1),
-                         "users": users, "inflight": users})
-
-
-def history_frame(samples: pd.DataFrame, run: SimRun) -> pd.DataFrame:
-    """A minimal locust_stats_history.csv (Aggregated rows, one per second)."""
-    sec = (samples["ts_start_s"] - run.start_unix).astype(int)
-    per_s = samples.groupby(sec).agg(rps=("e2e_ms", "size"), users=("users_now", "max"),
-                                     fails=("status", lambda s: int((s != 200).sum())))
-    return pd.DataFrame({"Timestamp": (run.start_unix + per_s.index).astype(int),
-                         "User Count": per_s["users"].astype(int).to_numpy(), "Type": "",
-                         "Name": "Aggregated", "Requests/s": per_s["rps"].to_numpy(),
-                         "Failures/s": per_s["fails"].to_numpy()})
+def _server_facts(server: SimServer) -> dict:
+    """run.json's `simulated_server`; a quota only when the server has one."""
+    facts = asdict(server)
+    if facts["quota_per_min"] is None:
+        del facts["quota_per_min"]
+    return facts
 
 
 def write_run(path: Path, server: SimServer, run: SimRun, health: bool = True, history: bool = False) -> Path:
@@ -290,7 +272,7 @@ def write_run(path: Path, server: SimServer, run: SimRun, health: bool = True, h
                   "tiers": list(run.rate_tiers if run.rate_tiers is not None else run.tiers_users),
                   "tier_seconds": [run.tier_s] * run.n_tiers, "warmup_seconds": run.warmup_s,
                   **({"max_inflight": run.max_inflight} if open_loop else {})},
-        "slo_profile": run.slo_profile, "simulated_server": asdict(server),
+        "slo_profile": run.slo_profile, "simulated_server": _server_facts(server),
     }
     (path / "run.json").write_text(json.dumps(info, indent=2) + "\n")
     return path

@@ -82,7 +82,9 @@ def applied_load(row) -> str:
 
 def flags(row) -> str:
     out = []
-    if row.sent == 0:
+    if row.sent == 0 and getattr(row, "parked_refused", 0):
+        out.append(f"all users refused and parked ({row.parked_codes})")
+    elif row.sent == 0:
         out.append("no requests")
     elif row.too_few:
         out.append("few samples")
@@ -196,11 +198,11 @@ def breakdown_rows(b: pd.DataFrame, table: pd.DataFrame) -> tuple[tuple[str, ...
 
 def knee_rows(table: pd.DataFrame) -> Rows:
     """Evidence of the two knees per tier (llmload.rules.knees)."""
-    t = table[table["sent"] > 0].sort_values("load", kind="stable")
+    t = table[table["tested"]].sort_values(["load_target", "load"], kind="stable")
     peak = t["ok_rps"].max() if len(t) > 1 else float("nan")  # one load level: no plateau to compare with
     headers = ("tier", "load", "ok req/s", "% of plateau", "TTFT mean", "TPOT mean", "wait (est.)",
                "waiting", "server waiting", "waits")
-    rows = [(str(r.tier), load(r.load), num(r.ok_rps), pct(r.ok_rps / peak if peak > 0 else
+    rows = [(str(r.tier), applied_load(r), num(r.ok_rps), pct(r.ok_rps / peak if peak > 0 else
                                                                             float("nan")),
              ms(r.ttft_mean_ms), ms(r.tpot_mean_ms), ms(r.wait_ms), num(r.queue_len),
              num(r.srv_waiting_mean), f"YES ({r.wait_source})" if r.waits else "")

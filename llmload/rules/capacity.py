@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from llmload.rules.slo import SloProfile, slo_text
-from llmload.rules.tier import Tier, with_sent
+from llmload.rules.tier import Tier, with_load
 
 RESOLUTION = 0.05
 """open loop: a bracket of rates within this share of the lower one is measured (closed loop: one user)"""
@@ -139,7 +139,7 @@ def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | Non
                        unit: str = "users") -> Capacity:
     """`tested`: tiers with requests in the whole run (judged or not; default: those of `tiers`), for the wording
     of one load level; `unit`: 'users' or 'req/s' (the bracket's resolution)."""
-    rows = with_sent(tiers)
+    rows = with_load(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
         return Capacity(profile, "none", math.nan, math.nan, math.nan, "no requests measured")

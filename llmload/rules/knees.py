@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_SHARE, REJECT_LIMIT
-from llmload.rules.text import load_with_unit
-from llmload.rules.tier import Tier, with_sent
+from llmload.rules.text import load_with_unit, tier_load
+from llmload.rules.tier import Tier, with_load
 
 RULE = (
     f"Compute saturation: the lowest tier whose successful req/s reaches {PLATEAU_SHARE:.0%} of the highest tier's "
@@ -57,7 +57,7 @@ def _ok_rps(tier: Tier) -> float:
 
 def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`)."""
-    rows = with_sent(tiers)
+    rows = with_load(tiers)
     if not rows or not any(t.ok > 0 for t in rows):
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
     if len(rows) == 1:
@@ -156,7 +156,7 @@ def shed_codes(row: Tier) -> str:
 
 def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`)."""
-    rows = with_sent(tiers)
+    rows = with_load(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
         return KneePoint("none", None, None, None, None, "unknown: no requests measured.")
@@ -180,7 +180,7 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
         prev = rows[i - 1]
         return KneePoint("beyond", None, None, None, None,
                          f"not reached up to {load_with_unit(prev.load, unit)} (tier {prev.tier}), where "
-                         f"{_no_wait(prev)}; at the next tier, {load_with_unit(first.load, unit)}, {why}.")
+                         f"{_no_wait(prev)}; at the next tier, {why}.")
     if i == 0:
         where = (f"{load_with_unit(first.load, unit)}, the only load tested" if tested == 1 else
                  f"the lowest tier tested, {load_with_unit(first.load, unit)}")
@@ -194,8 +194,11 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
 
 def _wait_evidence(row: Tier, unit: str) -> str:
     if row.ok == 0:
-        return (f"no request succeeded at tier {row.tier} ({load_with_unit(row.load, unit)}), so whether "
-                "requests waited there is unknown (see the saturation verdict)")
+        what = ("no request was sent" if row.sent == 0 else "no request succeeded")
+        parked = (": the server refused its users before it and they slept through it on a retry hint"
+                  if row.sent == 0 and row.parked_refused else "")
+        return (f"{what} at tier {row.tier} ({tier_load(row, unit)}{parked}), so whether requests waited there is "
+                "unknown (see the saturation verdict)")
     if row.wait_source == "server":
         return f"the server's queue held {row.srv_waiting_mean:.1f} requests on average (its own metrics)"
     if row.wait_source == "dropped":

@@ -42,7 +42,7 @@ from llmload.rules.capacity import Capacity
 from llmload.rules.knees import KneePoint, shed_codes
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
 from llmload.rules.text import load_with_unit
-from llmload.rules.tier import Tier, with_sent
+from llmload.rules.tier import Tier, with_load
 
 HINTED_ALL = 0.99
 """refusals with a retry hint on at least this share of them are said to come 'with Retry-After'"""
@@ -62,7 +62,7 @@ def classify(tiers: list[Tier], onset: KneePoint, compute: KneePoint, load_unit:
              recorded: str = "", tested: int | None = None) -> Saturation:
     """`recorded`: what the run holds when no attempt was measured; `tested`: tiers with requests in the whole
     run, judged or not (default: those of `tiers`)."""
-    rows = with_sent(tiers)
+    rows = with_load(tiers)
     if not rows:
         what = f"{recorded[0].upper()}{recorded[1:]}" if recorded else "No request was measured in any tier"
         return Saturation("cannot tell", None, f"{what}: saturation behaviour unknown.", 1)
@@ -120,7 +120,7 @@ def _ok_rps(tier: Tier) -> float:
 def throughput_drop(tiers: list[Tier], load_unit: str) -> str:
     """'throughput fell from X req/s at N to Y at M (Z% below): the server degrades under overload', or ''
     (module docstring)."""
-    applied = _applied(with_sent(tiers))
+    applied = _applied(with_load(tiers))
     if len(applied) < 2:
         return ""
     x = [_ok_rps(t) for t in applied]
@@ -151,7 +151,7 @@ def peak_within_slo(tiers: list[Tier], cap: Capacity, load_unit: str) -> tuple[s
     drop = throughput_drop(tiers, load_unit)
     if not drop:
         return "", None
-    applied = _applied(with_sent(tiers))
+    applied = _applied(with_load(tiers))
     x = [_ok_rps(t) for t in applied]
     peak = applied[x.index(max(x))]
     if cap.status == "within" and (peak.load > cap.goodput_load or peak.ok_rps <= cap.ok_rps):

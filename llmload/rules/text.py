@@ -10,3 +10,11 @@ def load_with_unit(value: float, unit: str) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def tier_load(tier, unit: str) -> str:
+    """A tier's load as a sentence gives it: '4 users', or '4 users asked, 2 applied' (an under-applied tier:
+    llmload.rules.applied). `tier`: a rules.tier.Tier or a row of the report's tier table."""
+    if getattr(tier, "under_applied", False):
+        return f"{load_with_unit(tier.load_target, unit)} asked, {tier.load:g} applied"
+    return load_with_unit(tier.load, unit)

@@ -125,6 +125,12 @@ class Tier:
         return self.parked_refused / self.target if self.target > 0 else 0.0
 
     @property
+    def tested(self) -> bool:
+        """Load was offered in its measure window: requests sent, or users refused before it and parked on a retry
+        hint through it (refused load: such a tier is judged, at 0 req/s, never dropped)."""
+        return self.sent > 0 or self.parked_refused > 0
+
+    @property
     def has_server_queue(self) -> bool:
         return self.srv_waiting_mean == self.srv_waiting_mean
 
@@ -176,6 +182,8 @@ def one_per_load(tiers: Iterable[Tier]) -> list[Tier]:
     return [t for t in tiers if id(t) in kept]
 
 
-def with_sent(tiers: Iterable[Tier]) -> list[Tier]:
-    """Tiers with requests, in load order (stable: equal loads keep their order)."""
-    return sorted((t for t in tiers if t.sent > 0), key=lambda t: (t.load != t.load, t.load))
+def with_load(tiers: Iterable[Tier]) -> list[Tier]:
+    """Tiers that were offered load (`Tier.tested`), in the order of the load asked, then of the load applied
+    (stable: equal loads keep their order): a tier whose users were all refused and parked applies 0 users but
+    stays where its shape put it."""
+    return sorted((t for t in tiers if t.tested), key=lambda t: (t.target != t.target, t.target, t.load))

@@ -39,7 +39,7 @@ def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[T
     waited = waiting.estimate(tiers)
     kept = [t for t in waited if judged(t)]
     kept = one_per_load(kept) if climbing else kept
-    tested = sum(t.sent > 0 for t in tiers) if tested is None else tested
+    tested = sum(t.tested for t in tiers) if tested is None else tested
     compute = knees.compute_saturation(kept, unit, tested)
     onset = knees.queueing_onset(kept, unit, tested)
     return Verdicts(tuple(waited), tuple(kept), compute, onset,

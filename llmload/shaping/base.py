@@ -43,11 +43,11 @@ from llmload.rules.stop import stop_reason
 from llmload.run import files, workers
 from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_verdicts
+from llmload.run.verdicts import live_tiers, live_verdicts
 from llmload.shaping import refine, sigterm
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
-from llmload.shaping.progress import PROGRESS_EVERY_S, format_line
+from llmload.shaping.progress import PROGRESS_EVERY_S, done_line, format_line
 from llmload.shaping.state import ShapeRun, progress_loop, progress_of, shape_info, spawn_rate_for
 from llmload.shaping.tiers_csv import TiersCsv
 from llmload.sink.timeline import Tier, Timeline
@@ -261,13 +261,13 @@ class PlanShape(LoadTestShape):
         measured = diff(run.at_warm or at_end, at_end)
         tier_no = run.index + 1
         run.writer.end(run.unix_offset_s + now, whole.dropped if self.open_loop else None)
-        p99 = f"{measured.ttft_p99_ms:.0f} ms" if measured.ttft_p99_ms is not None else "-"
-        logger.info("tier %d done: %d requests measured, p99 TTFT %s, errors %d (429: %d)%s", tier_no,
-                    measured.requests, p99, measured.failures, measured.rate_limited,
-                    f", dropped {whole.dropped}" if whole.dropped else "")
-        if measured.requests < run.options.min_tier_requests:
+        live = None if self.runner is None else next(
+            (t for t in live_tiers(self.runner.environment) if t.tier == tier_no), None)
+        logger.info("%s", done_line(tier_no, live, whole.dropped))
+        count = live.sent if live is not None else measured.requests
+        if count < run.options.min_tier_requests:
             logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
-                           "lengthen --tier-seconds", tier_no, measured.requests, run.options.min_tier_requests)
+                           "lengthen --tier-seconds", tier_no, count, run.options.min_tier_requests)
         if not run.options.stop_at_knee or self.runner is None or run.index >= run.planned:
             return None  # --refine's tiers lie below the sweep's highest load: never a reason to stop
         verdicts = live_verdicts(self.runner.environment)

@@ -8,6 +8,10 @@ How it works: the shape logs a line at every tier change and every `PROGRESS_EVE
 p99 TTFT is over the current tier so far (its measure phase once warm-up is over); tokens/s
 is output tokens over the last interval; 429s and drops are counted since the run started.
 On a distributed master the figures lag by up to one worker report (~3 s).
+
+At each tier's end `done_line` gives its measured figures as the report counts them (the live book's tier:
+attempts *sent* in its measure window, by the rule book's outcomes), so far: attempts still open at the
+tier's end are counted when they end, in the report and the web UI, not in this line.
 """
 
 from __future__ import annotations
@@ -55,3 +59,16 @@ def format_line(p: Progress) -> str:
     if p.target_rps is not None or p.dropped:
         line += f" | dropped {p.dropped}"
     return line
+
+
+def done_line(tier_no: int, live, dropped: int) -> str:
+    """'tier 3 done: 114 requests sent in its measure window ended, p99 TTFT 412 ms, 33 failed (32 x 429)';
+    `live`: the live book's rules.tier.Tier of the tier (None: no live book, e.g. a shape driven without a
+    runner)."""
+    if live is None:
+        return f"tier {tier_no} done" + (f", dropped {dropped}" if dropped else "")
+    p99 = f"{live.ttft_p99_ms:.0f} ms" if live.ttft_p99_ms == live.ttft_p99_ms else "-"
+    refused = f" ({live.n_429} x 429)" if live.n_429 else ""
+    return (f"tier {tier_no} done: {live.sent} requests sent in its measure window ended so far (any still open "
+            f"count when they end, as in the report), p99 TTFT {p99}, {live.failed} failed{refused}"
+            + (f", dropped {dropped}" if dropped else ""))

@@ -76,7 +76,10 @@ def test_users_parked_in_retry_after_are_not_credited_as_load():
     capacity = answers(a)["Capacity:"].split("): ", 1)[1]  # not 4: only 2 were applied; 4 were asked
     assert capacity.startswith("between 2 and 4 users: 2 users meet it (")
     assert "4 users asked (2 applied) miss" in capacity
-    assert any(w.startswith("Tier 3: only 2 of 4 users sent requests") for w in a.warnings)
+    note = next(w for w in a.warnings if w.startswith("Tier 3: the load applied fell below its target: only 2 of 4 "
+                                                       "users sent requests"))
+    assert "2 were refused before it (2 x 429) and slept through it on a retry hint" in note
+    assert "lost worker" not in note  # one local process: no worker to lose
     assert outcome_rows(a.table)[1][-1][1] == "2 of 4"
 
 
@@ -105,6 +108,40 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     from llmload.analysis.report import layout as report
 
     assert "raised tier by tier from 1 to 4 users" in report._load_story(a)
+
+
+def test_a_tier_whose_users_were_all_parked_is_refused_load_never_dropped():
+    """parkedall: an rpm quota answers 429 with a fixed 60 s hint; every user of tiers 2 and 3 (2 and 4 users) was
+    refused before its measure window and slept through it, and 7 of tier 4's 8. No tier vanishes from any table
+    or verdict, and each is judged at 0 req/s as load the server refused."""
+    a = run_of(FIXTURES / "parkedall")
+    rows = a.table.set_index("tier")
+    assert list(rows.index) == [1, 2, 3, 4]
+    for tier, users in ((2, 2), (3, 4)):
+        row = rows.loc[tier]
+        assert row["sent"] == 0 and bool(row["tested"]) and bool(row["under_applied"]) and bool(row["judged"])
+        assert row["parked_refused"] == users and row["parked_codes"] == f"{users} x 429" and row["load"] == 0
+    from llmload.analysis.text import knee_rows
+
+    assert [r[:2] for r in knee_rows(a.table)[1]] == [("1", "1"), ("2", "0 of 2"), ("3", "0 of 4"), ("4", "1 of 8")]
+    assert outcome_rows(a.table)[1][1][-1].startswith("all users refused and parked (2 x 429)")
+    assert a.saturation.sentence.startswith("At the highest load asked (8 users, tier 4) it sheds load")
+    assert "no request was sent at tier 2 (2 users asked, 0 applied: the server refused its users" \
+        in a.onset.sentence
+    assert a.capacity.status == "below"  # the quota ran out in tier 1 already (1 x 429 there)
+    assert not any("only 0 successful" in w for w in a.warnings)  # holding a refused tier longer is no help
+    notes = [w for w in a.warnings if "the load applied fell below its target" in w]
+    assert [w.split(":", 1)[0] for w in notes] == ["Tier 2", "Tier 3", "Tier 4"]
+    assert all("slept through it on a retry hint (up to 60 s)" in w and "lost worker" not in w for w in notes)
+
+
+def test_summary_json_calls_a_fully_parked_tier_under_applied():
+    from llmload.analysis.report.summary import summary
+
+    tiers = {t["tier"]: t for t in summary(run_of(FIXTURES / "parkedall"))["tiers"]}
+    assert [(tiers[n]["active_users"], tiers[n]["under_applied"], tiers[n]["parked_refused"]) for n in (2, 3)] \
+        == [(0.0, True, 2), (0.0, True, 4)]
+    assert tiers[1]["under_applied"] is False and tiers[1]["parked_refused"] == 0
 
 
 def test_shedding_sentence_counts_each_503_once():

@@ -99,9 +99,10 @@ def test_contract_imports_nothing_of_llmload():
 
 
 ANALYSIS = ROOT / "llmload" / "analysis"
-ANALYSIS_LAYERS = ["text", "synthetic", "read", "tables", "verdicts", "analyze", "report", "cli", "__main__",
-                   "__init__"]
-"""the analysis pipeline, lowest first (text and synthetic are leaves)"""
+ANALYSIS_LAYERS = ["text", "synthetic_files", "synthetic", "read", "tables", "verdicts", "analyze", "report", "cli",
+                   "__main__", "__init__"]
+"""the analysis pipeline, lowest first (text and synthetic are leaves; synthetic_files: the files synthetic
+writes beside samples.csv)"""
 
 
 def analysis_files() -> list[Path]:

@@ -177,10 +177,25 @@ def test_too_few_requests_for_p99_warns(tmp_path, caplog):
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2")
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)
-    fire(env, 100, 40)
+    sent(env, 2.0, 10.0, 40, 100.0)
     with caplog.at_level(logging.WARNING, logger="llmload.shape"):
         tick_at(shape, clock, 10.0)
     assert "tier 1: only 40 measured requests" in caplog.text
+
+
+def test_the_tier_done_line_counts_what_the_report_counts(tmp_path, caplog):
+    """Attempts sent in the measure window, by the rule book's outcomes (the report's count), not Locust's
+    requests completed in the window: one sent in the warm-up that ends after it is not the tier's."""
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2", min_tier_requests=1)
+    tick_at(shape, clock, 0.0)
+    tick_at(shape, clock, 2.0)
+    sent(env, 0.5, 1.0, 1, 100.0, e2e_ms=3000.0)  # sent in the warm-up, ended (Locust's event) in the window
+    sent(env, 2.0, 10.0, 18, 100.0)
+    sent(env, 2.0, 10.0, 2, 100.0, error="rate_limited", status=429)
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        tick_at(shape, clock, 10.0)
+    assert "tier 1 done: 20 requests sent in its measure window ended so far (any still open count when they " \
+        "end, as in the report), p99 TTFT 100 ms, 2 failed (2 x 429)" in caplog.text
 
 
 def test_bad_flag_exits_2_with_one_line_when_the_runner_is_attached(tmp_path, caplog):

@@ -31,6 +31,7 @@ import pandas as pd
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
 from llmload.rules.applied import applied_users, under_applied
+from llmload.rules.text import load_with_unit
 
 
 def effective(run: Run) -> pd.DataFrame:
@@ -57,20 +58,22 @@ def add_effective(table: pd.DataFrame, run: Run) -> None:
     else:  # no rows: only tiers.csv's users (distributed runs) say what was applied
         table["concurrency"] = table["active_users"] = np.nan
     recorded = run.tiers.set_index("tier")
-    for col in ("users_min", "users_mean"):
+    for col in ("users_min", "users_mean", "workers_min", "workers_max"):
         table[col] = pd.to_numeric(recorded[col], errors="coerce").reindex(table.index) if col in recorded \
             else np.nan
     table["applied_users"] = table["active_users"].where(
         ~(table["users_mean"] < table["active_users"]) & table["active_users"].notna(), table["users_mean"])
     table["load_target"] = table["load"]
     closed = run.load_unit == "users"
-    under = closed & under_applied(table["applied_users"], table["load"], table["sent"])
-    table["under_applied"] = under
-    table.loc[under, "load"] = applied_users(table.loc[under, "applied_users"])
-    parked = {tier: parked_after_refusal(run, tier) for tier in table.index[under]} if run.per_request else {}
+    short = closed & (table["applied_users"] < table["load"])  # then users may have been parked on a hint
+    parked = {tier: parked_after_refusal(run, tier) for tier in table.index[short]} if run.per_request else {}
     table["parked_refused"] = [parked[t][0] if t in parked else 0 for t in table.index]
     table["parked_codes"] = [parked[t][1] if t in parked else "" for t in table.index]
     table["parked_retry_after_s"] = [parked[t][2] if t in parked else np.nan for t in table.index]
+    under = closed & under_applied(table["applied_users"], table["load"], table["sent"], table["parked_refused"])
+    table["under_applied"] = under
+    table.loc[under, "load"] = applied_users(table.loc[under, "applied_users"])
+    table.loc[~under, ["parked_refused", "parked_codes", "parked_retry_after_s"]] = (0, "", np.nan)
     table["refused_load_share"] = (table["parked_refused"] / table["load_target"].where(table["load_target"] > 0)) \
         .fillna(0.0)
 
@@ -99,16 +102,41 @@ def parked_after_refusal(run: Run, tier_no: int) -> tuple[int, str, float]:
 
 
 def notes(table: pd.DataFrame) -> list[str]:
+    """One note per under-applied tier: the users asked, applied and active, and why the others sent nothing,
+    each cause only where the run shows it (`causes`)."""
     out = []
+    last = table["tier"].max() if len(table) else None
+    most_workers = table["workers_max"].max() if len(table) else np.nan
     for row in table[table["under_applied"]].itertuples():
-        if row.users_mean == row.users_mean:
-            out.append(f"Tier {row.tier}: the load applied fell below its target: {row.users_mean:.1f} users on "
-                       f"average (at least {row.users_min:g}) of {row.load_target:g} asked, {row.active_users:g} "
-                       f"of them sent requests ({row.concurrency:.1f} in flight on average): a lost worker's users "
-                       f"are not replaced. Knee and capacity use the load really applied, {row.load:g} users.")
-            continue
-        out.append(f"Tier {row.tier}: only {row.active_users:g} of {row.load_target:g} users sent requests in "
-                   f"its measure window ({row.concurrency:.1f} in flight on average); the others slept (a long "
-                   "Retry-After wait, or a lost worker). Knee and capacity use the load really applied, "
-                   f"{row.active_users:g} users.")
+        recorded = row.users_mean == row.users_mean
+        applied = (f"{row.users_mean:.1f} users on average (at least {row.users_min:g}) of {row.load_target:g} "
+                   f"asked, {row.active_users:g} of them sent requests" if recorded else
+                   f"only {row.active_users:g} of {row.load_target:g} users sent requests")
+        why = "; ".join(causes(row, row.tier == last, most_workers))
+        out.append(f"Tier {row.tier}: the load applied fell below its target: {applied} in its measure window "
+                   f"({row.concurrency:.1f} in flight on average): {why}. "
+                   f"Knee and capacity use the load really applied, {load_with_unit(row.load, 'users')}.")
     return out
+
+
+def causes(row, last_tier: bool, most_workers: float = np.nan) -> list[str]:
+    """Why users of an under-applied tier sent nothing, from the evidence: refused and parked on a retry hint;
+    fewer users run (a lost worker only when fewer workers were connected in it than in the run's fullest tier,
+    `most_workers`); idle with no attempt recorded across the window."""
+    out = []
+    target = float(row.load_target)
+    parked = int(row.parked_refused)
+    if parked:
+        out.append(f"{parked} were refused before it ({row.parked_codes}) and slept through it on a retry hint "
+                   f"(up to {row.parked_retry_after_s:g} s)")
+    running = float(row.users_mean) if row.users_mean == row.users_mean else target
+    lost_worker = float(row.workers_min) < most_workers
+    if running < target - 0.05:
+        out.append(f"{target - running:.1f} users were not running on average "
+                   + ("(a lost worker's users are not replaced)" if lost_worker else
+                      "(Locust ran fewer users than asked: spawning or stopping)"))
+    idle = running - float(row.active_users) - parked
+    if idle >= 0.5:
+        still = " (a request still open when the run stopped is never recorded)" if last_tier else ""
+        out.append(f"{idle:.0f} running users have no attempt recorded across the window{still}")
+    return out or ["the users asked sent nothing in it"]
