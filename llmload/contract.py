@@ -18,13 +18,17 @@ SAMPLE_COLUMNS = (
     "model_requested", "model_returned", "retry_of", "retry_after_s", "schedule_lag_ms", "loop_lag_ms",
     "retry_after_source", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
     "finish_reason", "streamed", "reasoning_tokens", "max_tokens", "prompt_tokens_target", "turn", "prompt_repeat",
+    "elapsed_ms",
 )
 """samples.csv: one row per request attempt. `finish_reason` as the server said it ('' when none);
 `streamed` 1, or 0 for a non-streamed answer (its ttft_ms is the whole answer's time, = e2e_ms);
 `reasoning_tokens` from usage.completion_tokens_details; `max_tokens` asked ('' for embeddings);
 `prompt_tokens_target` the input length the workload asked for ('' for fixed prompts); `turn`
 1..N of a multi-turn session ('' without sessions); `prompt_repeat` 1 when the prompt is an exact
-repeat of an earlier one of the same user, 0 when first seen ('' without --repeat-ratio)"""
+repeat of an earlier one of the same user, 0 when first seen ('' without --repeat-ratio); `elapsed_ms` the
+attempt's whole time, send to its end (a failure's end: a first-token timeout 60 s after a role chunk has an
+e2e_ms of a few ms, to that chunk, and an elapsed_ms of 60,000: the user was busy all along; files written
+before it have no such column)"""
 
 SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error",
                        "error_detail", "tokens_source", "model_requested", "model_returned", "retry_of",

@@ -100,7 +100,8 @@ class LiveBook:
         self.book.record(row, [], tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
-            took_ms = number(row.get("e2e_ms"))
+            took_ms = number(row.get("elapsed_ms"))  # to the attempt's end, as the report's windows.completions
+            took_ms = number(row.get("e2e_ms")) if took_ms is None else took_ms
             took_ms = number(row.get("headers_ms")) if took_ms is None else took_ms
             ended.append(float(row["ts_start_s"]) + max(took_ms or 0.0, 0.0) / 1000.0)
             for values, key in ((lags, "loop_lag_ms"), (scheduled, "schedule_lag_ms")):

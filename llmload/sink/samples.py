@@ -53,7 +53,7 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "ratelimit_remaining_tokens": _num(result.ratelimit_remaining_tokens),
         "finish_reason": result.finish_reason, "streamed": int(result.streamed),
         "reasoning_tokens": _num(result.reasoning_tokens), "max_tokens": _num(result.max_tokens),
-        "prompt_tokens_target": "", "turn": "", "prompt_repeat": "",
+        "prompt_tokens_target": "", "turn": "", "prompt_repeat": "", "elapsed_ms": _num(result.elapsed_ms),
         GAPS_KEY: result.itl_gaps_ms,
     }
     if workload:

@@ -144,6 +144,27 @@ def test_summary_json_calls_a_fully_parked_tier_under_applied():
     assert tiers[1]["under_applied"] is False and tiers[1]["parked_refused"] == 0
 
 
+def test_users_inside_a_long_first_token_timeout_were_busy_not_idle(tmp_path):
+    """vLLM sends its headers and a role chunk on arrival; a request that then times out after 60 s has an e2e_ms
+    of a few ms (to that chunk). Its user was busy the whole time: elapsed_ms says so, and the tier's load is
+    applied (one local process: no lost worker named)."""
+    run_dir = Path(shutil.copytree(FIXTURES / "single", tmp_path / "single"))
+    samples = pd.read_csv(run_dir / "samples.csv", keep_default_na=False)
+    stuck = samples["user"].isin([6, 7])
+    first = samples[stuck].groupby("user").head(1).index
+    samples["ttft_ms"] = samples["ttft_ms"].astype(object)
+    samples.loc[first, ["status", "error", "ttft_ms", "e2e_ms", "headers_ms"]] = [200, "timeout", "", 4.0, 3.0]
+    samples = samples[~stuck | samples.index.isin(first)].copy()  # nothing else: each waited out its timeout
+    samples.to_csv(run_dir / "samples.csv", index=False)
+    idle = run_of(run_dir)
+    assert bool(idle.table.iloc[0]["under_applied"]) and idle.table.iloc[0]["active_users"] == 6  # e2e only
+    samples["elapsed_ms"] = samples["e2e_ms"]
+    samples.loc[first, "elapsed_ms"] = 60_000.0
+    samples.to_csv(run_dir / "samples.csv", index=False)
+    busy = run_of(run_dir).table.iloc[0]
+    assert busy["active_users"] == 8 and not bool(busy["under_applied"]) and busy["load"] == 8
+
+
 def test_shedding_sentence_counts_each_503_once():
     sentence = run_of(FIXTURES / "shed503").saturation.sentence
     assert sentence == ("At the highest load (16 users, tier 5) it sheds load: 56.1% of requests refused (192 x "

@@ -70,6 +70,7 @@ def test_sample_row_has_every_column_and_blank_unknowns():
     assert row["error"] == "rate_limited" and row["retry_after_s"] == 1.5
     assert row["ttft_ms"] == "" and row["output_tokens"] == "" and row["conn_reused"] == 1
     assert row["error_detail"] == "slow down"
+    assert row["elapsed_ms"] == 251.0  # the attempt's whole time, beside e2e_ms (to the last chunk)
 
 
 def test_csv_log_writes_header_once_and_whole_rows(tmp_path):

@@ -23,8 +23,11 @@ from llmload.rules.limits import MIN_PLANNED_SHARE, SHORT_TIER_S
 
 
 def completions(samples: pd.DataFrame) -> np.ndarray:
-    """Unix time each attempt ended (sent + e2e, else + headers, else the send time)."""
-    took_ms = samples["e2e_ms"].fillna(samples["headers_ms"]).fillna(0.0).clip(lower=0.0)
+    """Unix time each attempt ended (sent + its elapsed time, else + e2e, else + headers, else the send time): a
+    failure's e2e runs to its last chunk, its elapsed time to the failure (a first-token timeout's user was busy
+    until it fired)."""
+    elapsed = samples["elapsed_ms"] if "elapsed_ms" in samples else pd.Series(np.nan, index=samples.index)
+    took_ms = elapsed.fillna(samples["e2e_ms"]).fillna(samples["headers_ms"]).fillna(0.0).clip(lower=0.0)
     return samples["ts_start_s"].to_numpy() + took_ms.to_numpy() / 1000.0
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from llmload.analysis.read import histograms
 from llmload.analysis.read.run import Run
+from llmload.analysis.read.windows import completions
 from llmload.analysis.tables.stats import quantile_ci
 from llmload.rules.limits import MIN_SAMPLES_P999
 from llmload.rules.outcomes import SHED_ERRORS
@@ -95,8 +96,7 @@ def _lag_in_window(rows: pd.DataFrame, tiers_end_s: pd.Series) -> pd.DataFrame:
     """Rows whose loop lag describes their tier: a row's `loop_lag_ms` is the generator's lag when the row
     was recorded, at the attempt's end; an attempt that ended after its tier did (in the next tier's ramp
     or the end-of-run shutdown, whose one-off stall is not the tier's) says nothing about the tier."""
-    took_s = rows["e2e_ms"].fillna(0).to_numpy(dtype=float) / 1000.0
-    ended = rows["ts_start_s"].to_numpy(dtype=float) + took_s
+    ended = completions(rows)
     end = rows["tier"].map(tiers_end_s).to_numpy(dtype=float)
     return rows[~(ended > end)]  # a tier without an end (killed run) keeps its rows
 
