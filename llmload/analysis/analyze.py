@@ -21,7 +21,17 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.shape import climbs, shape_kind
-from llmload.analysis.tables import concurrency, hist_figures, outages, samples, scenarios, tiers, totals, workers
+from llmload.analysis.tables import (
+    concurrency,
+    hist_figures,
+    outages,
+    samples,
+    scenarios,
+    splits,
+    tiers,
+    totals,
+    workers,
+)
 from llmload.analysis.tables import phases as phases_mod
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
@@ -208,10 +218,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                    "cannot tell how many, so it is left out of the knees, the capacity and the saturation verdict "
                    "(record with --ship rows or both).")
     out.extend(outages.sentences(outages.outages(run.samples) if run.per_request else (), table, unit))
-    retries = int(table["retries"].sum())
-    if retries:
-        out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "
-                   "tables, and 'Latency with and without retries' shows first attempt vs final outcome.")
+    out.extend(_retry_sentence(run, int(table["retries"].sum())))
     out.extend(concurrency.notes(table))
     out.extend(workers.lost_sentences(run))
     clocks = workers.clock_sentence(run)
@@ -221,4 +228,16 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
     if slo and slo not in PROFILES:
         out.append(f"run.json names an unknown SLO profile {slo!r}: used chat (pass --slo).")
     out.extend(run.notes)
-    return out
+    return list(dict.fromkeys(out))  # each sentence once, in its first place (two sources can say the same)
+
+
+def _retry_sentence(run: Run, retries: int) -> list[str]:
+    """The note on measured retries, naming the retry table only when the report shows it."""
+    if not retries:
+        return []
+    shown = run.per_request and bool(splits.retry_table(run).get("retried", pd.Series(dtype=int)).sum())
+    table = ", and 'Latency with and without retries' shows first attempt vs final outcome" if shown else ""
+    if retries == 1:
+        return [f"1 measured attempt was a retry of an earlier one; it is its own row in the tier tables{table}."]
+    return [f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier tables"
+            f"{table}."]

@@ -226,7 +226,7 @@ def _to_frame(rows: list[tuple], server: SimServer, run: SimRun, rng: np.random.
         "connect_ms": raw["connect_ms"], "conn_reused": (raw["connect_ms"] == 0).astype(int),
         "input_tokens": raw["input_tokens"].where(ok), "output_tokens": raw["output_tokens"].where(ok),
         "output_tokens_client": raw["output_tokens"].where(ok), "cached_tokens": raw["cached_tokens"].where(ok),
-        "tokens_source": np.where(ok, "usage", ""),
+        "tokens_source": np.where(ok, "usage", ""), "output_tokens_client_source": np.where(ok, "chunks", ""),
         "itl_mean_ms": tpot.round(2), "itl_p50_ms": (tpot * 0.97).round(2),
         "itl_p99_ms": (tpot * 1.6 * spread).round(2), "itl_max_ms": (tpot * 2.2 * spread).round(2),
         "tpot_ms": tpot.round(2), "out_tps": (1e3 / tpot).round(1),

@@ -51,7 +51,8 @@ class Attempt:
         self.result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=transport,
                                    ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of,
                                    streamed=streamed,
-                                   max_tokens=req.max_tokens if req.endpoint != "embeddings" else None)
+                                   max_tokens=req.max_tokens if req.endpoint != "embeddings" else None,
+                                   length_asked=req.length_asked)
         self.total = gevent.Timeout(limits.request_timeout_s)
         self.first = gevent.Timeout(limits.first_token_timeout_s)
         self.exc: LLMError | None = None

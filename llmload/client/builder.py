@@ -133,6 +133,7 @@ class StreamBuilder:
             result.output_tokens = client_tokens
             result.tokens_source = client_source
         result.output_tokens_client = client_tokens
+        result.output_tokens_client_source = client_source
         result.input_tokens = prompt if isinstance(prompt, int) else input_tokens_estimate
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         result.cached_tokens = cached if isinstance(cached, int) else None

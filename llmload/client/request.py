@@ -67,6 +67,15 @@ class StreamRequest:
             body.update(self.extra_body)
         return body
 
+    @property
+    def length_asked(self) -> str:
+        """What the body asks beside max_tokens for a fixed output length: `ignore_eos`, `min_tokens`, both
+        joined by '+', or '' (as sent: --output-len-mode, a class's output_len_mode or an extra_body's field)."""
+        if self.endpoint == "embeddings":
+            return ""
+        body = self.body()
+        return "+".join(k for k in ("ignore_eos", "min_tokens") if body.get(k))
+
 
 OUTPUT_LEN_MODES = ("usage", "ignore-eos", "min-tokens")
 """how a fixed output length is asked for: max_tokens only, + ignore_eos, + min_tokens = max_tokens"""
@@ -87,6 +96,8 @@ class StreamResult:
     input_tokens: int | None = None
     output_tokens: int | None = None
     output_tokens_client: int | None = None
+    output_tokens_client_source: str = ""
+    """what the client counted: `tokenizer` (the run's --tokenizer) or `chunks` (client/tokens.py)"""
     cached_tokens: int | None = None
     tokens_source: str = ""
     model_requested: str = ""
@@ -107,6 +118,8 @@ class StreamResult:
     """usage.completion_tokens_details.reasoning_tokens, when the server sends it"""
     max_tokens: int | None = None
     """the max_tokens asked (None for embeddings)"""
+    length_asked: str = ""
+    """StreamRequest.length_asked: ignore_eos, min_tokens, both ('+') or ''"""
 
     @property
     def ok(self) -> bool:

@@ -1,57 +1,29 @@
-"""Client-side output token count of a response, and where the count came from.
+"""Client-side output token count of a response, and what was counted.
 
-tiktoken's cl100k_base when the package is importable *and* its encoding file is already in
-the local cache (a download would stall the generator); otherwise the number of text chunks
-(one token per chunk is what OpenAI-compatible servers send by default). `LLMLOAD_TOKENIZER=off`
-forces chunk counts.
+The run's `--tokenizer` (the model's own tokenizer.json) when given: `use_tokenizer(count)` sets it for
+the process (run/listeners.py at test start), and the count is the tokens of the text received
+(content and reasoning), re-encoded without special tokens. Without it, the number of text chunks:
+one chunk carries one token or more (a server may send several tokens a step, a gateway may merge
+chunks), and a token that decodes to no text yet (part of a UTF-8 character) or at all (a special
+token) arrives in no text chunk, so usage is expected at or above the chunk count. The source
+(`tokenizer` or `chunks`) is recorded beside the count (samples.csv `output_tokens_client_source`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
+from collections.abc import Callable
 
-_CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+_count: Callable[[str], int] | None = None
 
 
-def _cached_encoding_path() -> str:
-    cache_dir = (
-        os.environ.get("TIKTOKEN_CACHE_DIR")
-        or os.environ.get("DATA_GYM_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    )
-    return os.path.join(cache_dir, hashlib.sha1(_CL100K_URL.encode()).hexdigest())
-
-
-_encoder: object | None = None
-_encoder_probed = False
-
-
-def offline_tokenizer():
-    """tiktoken's cl100k_base encoder if usable without network, else None (probed once)."""
-    global _encoder, _encoder_probed
-    if _encoder_probed:
-        return _encoder
-    _encoder_probed = True
-    if os.environ.get("LLMLOAD_TOKENIZER", "").lower() == "off":
-        return None
-    try:
-        import tiktoken
-    except ImportError:
-        return None
-    if not os.path.exists(_cached_encoding_path()):
-        return None
-    try:
-        _encoder = tiktoken.get_encoding("cl100k_base")
-    except Exception:  # a broken cache file: fall back to chunk counts
-        _encoder = None
-    return _encoder
+def use_tokenizer(count: Callable[[str], int] | None) -> None:
+    """Count output tokens with `count(text)` (the run's --tokenizer) from now on; None: count chunks."""
+    global _count
+    _count = count
 
 
 def count_tokens(text: str, chunks: int) -> tuple[int, str]:
     """Client-side output token count of a response and its source: tokenizer or chunks."""
-    encoder = offline_tokenizer()
-    if encoder is not None and text:
-        return len(encoder.encode(text, disallowed_special=())), "tokenizer"
+    if _count is not None:
+        return _count(text) if text else 0, "tokenizer"
     return chunks, "chunks"

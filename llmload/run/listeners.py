@@ -11,7 +11,8 @@
   server starts either).
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json, start the
   server-metrics scraper (server_metrics.py, --server-metrics); read and
-  validate the options once (a bad option stops the run with one line), build the shared SDK
+  validate the options once (a bad option stops the run with one line), set the client's output token
+  count to the --tokenizer's (client/tokens.py; else text chunks are counted), build the shared SDK
   client when `--transport openai`, start the health monitor and the sink's flusher; without a
   load shape, the warm-up watch (sink/ramps.py: the ramp and each user's first request are warm-up);
   warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
@@ -34,6 +35,7 @@ from typing import Any
 import locust
 from locust.runners import MasterRunner, WorkerRunner
 
+from llmload.client import tokens
 from llmload.run import (
     ending,
     exposure,
@@ -55,6 +57,7 @@ from llmload.run.options import OptionError, check_values, read_options, setting
 from llmload.run.outage import OutageWatch
 from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
+from llmload.workload.sizing import SizingError, TokenizerSizer
 
 logger = logging.getLogger("llmload")
 
@@ -136,6 +139,12 @@ def _start_generating(environment: Any, state: RunState) -> None:
     try:
         opts = read_options(environment)
     except OptionError as exc:
+        state.guard.halted = str(exc)
+        stop_run(environment, str(exc))
+        return
+    try:  # the client counts output tokens with the run's --tokenizer, else text chunks (client/tokens.py)
+        tokens.use_tokenizer(TokenizerSizer(opts.workload.tokenizer).count if opts.workload.tokenizer else None)
+    except SizingError as exc:
         state.guard.halted = str(exc)
         stop_run(environment, str(exc))
         return

@@ -26,7 +26,7 @@ from tests.helpers import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
-ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LLMLOAD_TOKENIZER": "off"}
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 RUN_LIMIT_S = 60.0
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from llmload.client import tokens
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser, EmbeddingsUser
 from llmload.workload.sizing import TokenizerSizer
@@ -94,10 +95,13 @@ def test_a_partly_bad_dataset_sends_only_its_good_prompts_and_says_once_what_it_
 def test_tokenizer_exact_grid_and_labels(tmp_path):
     log = tmp_path / "req.jsonl"
     sizer = TokenizerSizer(DATA / "tokenizer.json")
-    with EmbeddedServer(["--preset", "exact", "--request-log", str(log)]) as server:
-        run_locally(Chat, server.url, tmp_path / "run", ["--tokenizer", str(DATA / "tokenizer.json"),
-                                                         "--input-tokens", "64,200", "--output-tokens", "3,5"],
-                    users=2, seconds=1.0)
+    try:
+        with EmbeddedServer(["--preset", "exact", "--request-log", str(log)]) as server:
+            run_locally(Chat, server.url, tmp_path / "run", ["--tokenizer", str(DATA / "tokenizer.json"),
+                                                             "--input-tokens", "64,200", "--output-tokens", "3,5"],
+                        users=2, seconds=1.0)
+    finally:
+        tokens.use_tokenizer(None)  # the process's output count: the next run in this process sets its own
     entries = received(log)
     assert len(entries) >= 8
     for entry in entries:
@@ -109,6 +113,7 @@ def test_tokenizer_exact_grid_and_labels(tmp_path):
     for row in rows:
         assert row["scenario"] == f"wl-in{row['prompt_tokens_target']}-out{row['max_tokens']}"
         assert int(row["output_tokens"]) <= int(row["max_tokens"])
+        assert row["output_tokens_client_source"] == "tokenizer"  # output counted by --tokenizer, not chunks
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["options"]["prompt_token_sizing"]["method"] == "tokenizer"
 

@@ -56,3 +56,23 @@ def test_litellm_rate_limit_sheds_with_its_provider_retry_header():
 def test_no_nan_in_reports_of_real_stacks(name):
     text = to_markdown(blocks(run_of(name), []))
     assert not re.search(r"\bnan\b", text, re.IGNORECASE), re.search(r".{60}\bnan\b.{20}", text, re.I)
+
+
+@pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued"])
+def test_vllm_random_weights_chunk_count_below_usage_is_no_billing_accusation(name):
+    """vLLM generated exactly max_tokens (64) every time (its own metrics); random weights send tokens in empty and
+    partial-UTF-8 chunks, so the client's count (chunks, recorded before llmload said so) is below usage."""
+    a = run_of(name)
+    answer = dict(a.checklist)["Does billed usage match the output tokens received?"]
+    assert answer.startswith("Yes, as far as the client's count shows: no request was billed more than its "
+                             "max_tokens"), answer
+    assert "this run does not record which" in answer and "give --tokenizer" in answer
+    text = to_markdown(blocks(a, []))
+    assert "billing problem" not in text and "only usage above max_tokens is unexplained" in text
+
+
+@pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued", "litellm-rpm"])
+def test_reports_of_real_stacks_warn_about_no_optional_file(name):
+    warnings = run_of(name).warnings
+    assert not [w for w in warnings if "locust_stats_history.csv" in w], warnings
+    assert len(warnings) == len(set(warnings))

@@ -74,11 +74,31 @@ def test_the_checker_catches_what_the_schema_forbids():
 
 @pytest.mark.parametrize("name", sorted(make_fixtures.FIXTURES))
 def test_summary_matches_its_schema_on_every_fixture(name):
-    text = summary.dumps(analyze(r := load_run(FIXTURE_DIR / "runs" / name), choose_profile(r, None)))
+    a = analyze(r := load_run(FIXTURE_DIR / "runs" / name), choose_profile(r, None))
+    text = summary.dumps(a)
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
     assert violations(data, SCHEMA) == []
     assert data["schema"] == "llmload.summary/3"
+    assert len(data["warnings"]) == len(set(data["warnings"])), "a warning repeated"
+    assert not [w for w in data["warnings"] if "locust_stats_history.csv missing" in w]  # optional: no warning
+    billed = dict(a.checklist)["Does billed usage match the output tokens received?"]
+    tokens = data.get("output_tokens")
+    assert (tokens or {}).get("answer", billed) == billed
+    assert billed.startswith("NO") == bool(tokens and tokens["unexplained"]), billed  # accuses only the unexplained
+
+
+def test_each_warning_appears_once_even_when_two_sources_say_it():
+    import dataclasses
+
+    from llmload.analysis.analyze import warnings
+
+    run = load_run(FIXTURE_DIR / "runs" / "shed429")
+    a = analyze(run, choose_profile(run, None))
+    retry = next(w for w in a.warnings if "measured attempts were retries" in w)
+    twice = dataclasses.replace(run, notes=(*run.notes, retry, "a note.", "a note."))
+    out = warnings(twice, a.table)
+    assert out.count(retry) == 1 and out.count("a note.") == 1 and out[-1] == "a note."
 
 
 def test_a_histogram_runs_summary_matches_the_schema(tmp_path):
@@ -141,3 +161,16 @@ def test_tiers_formats_agree():
     _, md = make_fixtures.run_cli(["tiers", "runs/shed429", "--format", "md"])
     assert md.startswith("### Load and outcomes\n\n| tier | load |") and "| 5 | 16 | 246 | 150 | 96 |" in md
     assert make_fixtures.run_cli(["tiers", "runs/shed429"])[1].startswith("run shed429: load in users")
+
+
+def test_the_retry_note_is_singular_for_one_and_names_the_retry_table_only_when_shown():
+    from llmload.analysis.analyze import _retry_sentence
+
+    run = load_run(FIXTURE_DIR / "runs" / "shed429")
+    assert _retry_sentence(run, 1) == ["1 measured attempt was a retry of an earlier one; it is its own row in the "
+                                       "tier tables, and 'Latency with and without retries' shows first attempt vs "
+                                       "final outcome."]
+    assert _retry_sentence(run, 2)[0].startswith("2 measured attempts were retries of earlier ones; each is its own")
+    assert _retry_sentence(load_run(FIXTURE_DIR / "runs" / "knee16"), 3) == [
+        "3 measured attempts were retries of earlier ones; each is its own row in the tier tables."]  # no retry table
+    assert _retry_sentence(run, 0) == []

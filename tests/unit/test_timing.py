@@ -74,7 +74,7 @@ def test_itl_over_text_chunks():
 def test_usage_tokens_preferred_and_client_count_kept():
     builder, result = build(TRANSCRIPT)
     assert result.output_tokens == 5 and result.tokens_source == "usage"
-    assert result.output_tokens_client == 4  # chunks (no offline tokenizer here)
+    assert result.output_tokens_client == 4 and result.output_tokens_client_source == "chunks"  # no --tokenizer
     assert result.input_tokens == 9
     assert result.text == "Hi there big world!"
     # tpot / out_tps use the server count over first text -> last chunk (70 ms)
@@ -139,3 +139,21 @@ def test_no_text_no_figures():
     timing.start()
     figures = timing.figures(0)
     assert figures.ttft_ms is None and figures.itl_mean_ms is None and figures.tpot_ms is None
+
+
+def test_with_the_runs_tokenizer_the_client_counts_tokens_of_the_text_received():
+    from pathlib import Path
+
+    from llmload.client import tokens
+    from llmload.workload.sizing import TokenizerSizer
+
+    sizer = TokenizerSizer(Path(__file__).resolve().parents[2] / "llmload" / "workload" / "data")
+    tokens.use_tokenizer(sizer.count)
+    try:
+        _, result = build(TRANSCRIPT)
+    finally:
+        tokens.use_tokenizer(None)
+    assert result.output_tokens_client_source == "tokenizer"
+    assert result.output_tokens_client == sizer.count("Hi there big world!") != 4  # tokens, not the 4 chunks
+    assert result.output_tokens == 5 and result.tokens_source == "usage"
+    assert build(TRANSCRIPT)[1].output_tokens_client_source == "chunks"  # back to chunks once unset

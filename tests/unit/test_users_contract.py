@@ -138,3 +138,19 @@ def test_key_like_strings_are_masked_in_error_details_and_hosts():
     assert "sk-live" not in err.detail and "xyz" not in err.detail and "***" in err.detail
     assert without_userinfo("https://user:sk-secret@api.example.com/v1") == "https://api.example.com/v1"
     assert without_userinfo("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
+
+
+def test_length_asked_is_what_the_body_carries_whichever_knob_set_it():
+    from llmload.client.request import StreamRequest
+
+    def asked(**kw):
+        return StreamRequest(endpoint="chat", model="m", prompt="p", max_tokens=8, request_id="r", **kw).length_asked
+
+    assert asked() == "" and asked(output_len_mode="ignore-eos") == "ignore_eos"
+    assert asked(output_len_mode="min-tokens") == "min_tokens"
+    assert asked(extra_body={"ignore_eos": True}) == "ignore_eos"  # a scenario class's extra_body (bench/realtest)
+    assert asked(output_len_mode="min-tokens", extra_body={"ignore_eos": True}) == "ignore_eos+min_tokens"
+    assert asked(output_len_mode="ignore-eos", extra_body={"ignore_eos": False}) == ""  # the body wins
+    row = samples.sample_row(ok_result(length_asked="ignore_eos", output_tokens_client_source="chunks"),
+                             worker="local", user="local-1", scenario="chat", users_now=3)
+    assert row["length_asked"] == "ignore_eos" and row["output_tokens_client_source"] == "chunks"

@@ -6,6 +6,7 @@ import pandas as pd
 from llmload.analysis.tables.prefill import prefill_fit, prefill_sentence, prefill_table
 from llmload.analysis.tables.workload import (
     grid_rows,
+    ignored_fields,
     repeat_vs_first,
     short_outputs_by_tier,
     short_outputs_sentence,
@@ -58,9 +59,27 @@ def test_short_outputs_counted_per_tier():
         "output_tokens": [10, 64, 64, 3, 64, 0], "max_tokens": [64] * 6,
     })
     table = short_outputs_by_tier(frame)
-    assert table.to_dict("list") == {"tier": [1, 2], "requests": [3, 2], "short": [1, 1], "short_share": [1 / 3, 0.5]}
+    assert table.to_dict("list") == {"tier": [1, 2], "requests": [3, 2], "short": [1, 1], "short_share": [1 / 3, 0.5],
+                                     "short_ignored": [0, 0]}
     assert short_outputs_sentence(table).startswith("2 of 5 answers (40%) stopped at EOS before max_tokens")
+    assert short_outputs_sentence(table).endswith("use --output-len-mode ignore-eos or min-tokens.")
     assert short_outputs_sentence(short_outputs_by_tier(frame.assign(finish_reason="length"))).startswith("Every")
+
+
+def test_short_outputs_that_asked_a_fixed_length_say_the_server_ignored_it_instead_of_advising_it():
+    frame = pd.DataFrame({
+        "tier": [1, 1, 1, 2], "error": [""] * 4, "finish_reason": ["stop", "stop", "length", "stop"],
+        "output_tokens": [10, 20, 64, 3], "max_tokens": [64] * 4,
+        "length_asked": ["ignore_eos", "min_tokens", "ignore_eos", ""],
+    })
+    table = short_outputs_by_tier(frame)
+    assert list(table["short_ignored"]) == [2, 0]
+    mixed = short_outputs_sentence(table, ignored_fields(frame))
+    assert "2 of them asked ignore_eos and min_tokens and the server ignored it" in mixed
+    assert mixed.endswith("for the other 1, use --output-len-mode ignore-eos or min-tokens.")
+    asked = frame.assign(length_asked="ignore_eos")
+    every = short_outputs_sentence(short_outputs_by_tier(asked), ignored_fields(asked))
+    assert "all of them asked ignore_eos and the server ignored it" in every and "use --output-len-mode" not in every
 
 
 def test_repeat_turn_and_grid_tables():

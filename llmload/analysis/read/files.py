@@ -1,8 +1,10 @@
 """The files of a run folder besides samples.csv, each read into a frame or a dict, or None when absent.
 
-How it works: every reader takes the folder and the run's list of notes; a missing optional file is
-named in the notes (what it means for the report), a malformed one raises `RunError` with one line
-saying what to fix, or is ignored with a note when the report can do without it.
+How it works: every reader takes the folder and the run's list of notes; a missing file that llmload
+always writes is named in the notes (what it means for the report: run.json, health.csv), one that is
+optional is not (locust_stats_history.csv, written with Locust's --csv only: the samples stand in for it;
+locust_failures.csv, server_metrics.csv); a malformed one raises `RunError` with one line saying what to
+fix, or is ignored with a note when the report can do without it.
 """
 
 from __future__ import annotations
@@ -81,8 +83,7 @@ def read_optional(file: Path, required: tuple[str, ...], notes: list[str]) -> pd
 
 def read_history(path: Path, notes: list[str]) -> pd.DataFrame | None:
     file = path / "locust_stats_history.csv"
-    if not file.exists():
-        notes.append("locust_stats_history.csv missing: user count over time taken from the samples.")
+    if not file.exists():  # optional (Locust's --csv): the timeline's users come from the samples' users_now
         return None
     try:
         frame = pd.read_csv(file, usecols=lambda c: c in ("Timestamp", "User Count", "Name"))

@@ -17,9 +17,10 @@ How it works:
 - Optional sample columns (`retry_after_source`, `ratelimit_remaining_*`) are empty for runs
   written before they existed.
 - `histograms.csv` (every inter-token gap per tier and phase: `histograms.py`) is optional.
-- `run.json`, `health.csv` and `locust_stats_history.csv` are optional; each one missing
-  is named in `Run.notes`. `locust_failures.csv` (Locust's failures table) is read when
-  present, to reconcile run totals with what Locust showed.
+- `run.json` and `health.csv` (llmload always writes them) are named in `Run.notes` when missing;
+  `locust_stats_history.csv` (Locust's --csv only) is optional and not: the samples' users_now stand in
+  for it. `locust_failures.csv` (Locust's failures table) is read when present, to reconcile run totals
+  with what Locust showed.
 - tiers.csv's `dropped` (open-loop arrivals not sent at the in-flight cap, whole tier) is
   kept per tier; it is empty for closed-loop tiers and for runs written before it existed.
 - A folder of a run recorded with --ship histograms (histograms.csv and attempts.csv, no samples.csv)
@@ -51,7 +52,7 @@ from llmload.contract import SAMPLE_COLUMNS
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
 TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
                 "model_requested", "model_returned", "retry_of", "retry_after_source", "finish_reason",
-                "error_detail")
+                "error_detail", "output_tokens_client_source", "length_asked")
 """samples.csv columns read as text (categories); `request_id` as plain strings"""
 UNREAD_COLUMNS: tuple[str, ...] = ()
 """contract columns the analysis does not use"""

@@ -9,7 +9,8 @@ from __future__ import annotations
 from llmload.analysis import text
 from llmload.analysis.read import histograms
 from llmload.analysis.report.document import Block, Heading, Table
-from llmload.analysis.tables import splits
+from llmload.analysis.tables import splits, tokens
+from llmload.analysis.verdicts import billing
 
 ms, num = text.ms, text.num
 
@@ -60,19 +61,18 @@ def decode_blocks(a) -> list[Block]:
 
 
 def token_blocks(a) -> list[Block]:
-    frame = splits.token_table(a.run)
+    frame = tokens.token_table(a.run)
     if frame.empty:
         return []
     loads = a.table.set_index("tier")["load"]
     rows = tuple((str(r.tier), text.load(loads.get(r.tier, float("nan"))), str(r.compared), f"{r.usage_tokens:,}",
-                  f"{r.client_tokens:,}", str(r.mismatches), str(r.usage_above), str(r.usage_below))
-                 for r in frame.itertuples())
-    return [Heading("Output tokens: usage vs counted by the client", 3),
-            Table(("tier", "load", "requests", "usage tokens", "client tokens", "mismatches", "usage above",
-                   "usage below"), rows,
-                  note=f"Successful measured requests with both counts. A mismatch differs by more than "
-                       f"max({splits.MISMATCH_TOKENS} tokens, {splits.MISMATCH_SHARE:.0%}): the client count "
-                       "is a tokenizer estimate of the text received; usage is what is billed.")]
+                  f"{r.client_tokens:,}", str(r.usage_above), str(r.usage_below), str(r.over_max_tokens),
+                  str(r.unexplained)) for r in frame.itertuples())
+    client = billing.HEADER.get(tokens.client_kind(a.run), "client count")
+    return [Heading("Output tokens: usage vs received", 3),
+            Table(("tier", "load", "requests", "usage tokens", client, "usage above", "usage below",
+                   "above max_tokens", "unexplained"), rows,
+                  note=billing.caption(a.run, int(frame["reasoning_hidden"].sum())))]
 
 
 def connection_blocks(a) -> list[Block]:

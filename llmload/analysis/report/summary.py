@@ -23,7 +23,7 @@ from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
 from llmload.analysis.text import utc
-from llmload.analysis.verdicts import ending, health
+from llmload.analysis.verdicts import billing, ending, health
 from llmload.analysis.verdicts import gate as check
 from llmload.contract import HIST_RELATIVE_ERROR
 from llmload.rules import replicas
@@ -170,7 +170,7 @@ def gate_record(objective: Objective, result: check.Check) -> dict:
 
 def summary(a: Analysis) -> dict:
     plan = a.plan
-    optional = {"workload": summary_section(a.workload)}
+    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run)}
     return clean({
         "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
                                               () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),

@@ -4,8 +4,8 @@ How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`)
 lists all its fields as required and forbids others, so a field added to `summary.py` without
 being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
 `["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
-`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, present only
-when the run has such data) are the only fields left out of `required`, so a small checker can validate it
+`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, `output_tokens`,
+present only when the run has such data) are the only fields left out of `required`, so a small checker can validate it
 when the `jsonschema` package is not installed.
 """
 
@@ -88,7 +88,7 @@ PREFILL = obj(sweep=BOOL, sentence={"type": "string"}, intercept_ms=NUM, ms_per_
               lengths=rows(ints=("input_tokens", "requests"), nums=("ttft_p50_ms", "ttft_p95_ms", "fit_ms")))
 WORKLOAD = optional(obj(
     short_outputs=obj(sentence={"type": "string"},
-                      tiers=rows(ints=("tier", "requests", "short"), nums=("short_share",))),
+                      tiers=rows(ints=("tier", "requests", "short", "short_ignored"), nums=("short_share",))),
     repeat_vs_first=rows("prompt", ints=("requests",), nums=(*LATENCY, "cached_tokens_p50")),
     turns=rows(ints=("turn", "requests"), nums=(*LATENCY, "input_tokens_p50", "cached_tokens_p50")),
     grid=rows(ints=("input_tokens", "max_tokens", "requests"),
@@ -119,5 +119,10 @@ SCHEMA = {
         gate=obj(objective={"type": "string"}, status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]},
                  exit_code={"enum": [0, 1, 2]}, headline={"type": "string"}, verdicts=arr(VERDICT)),
         workload=WORKLOAD,
-    ), "workload"),
+        output_tokens=obj(client_count={"enum": ["tokenizer", "chunks", "unknown", "mixed"]},
+                          compared={"type": "integer"}, usage_tokens={"type": "integer"},
+                          client_tokens={"type": "integer"}, usage_above={"type": "integer"},
+                          usage_below={"type": "integer"}, over_max_tokens={"type": "integer"},
+                          unexplained={"type": "integer"}, answer={"type": "string"}),
+    ), "workload", "output_tokens"),
 }

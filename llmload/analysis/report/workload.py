@@ -22,11 +22,16 @@ def short_blocks(view) -> list[Block]:
     frame = view.short_outputs
     if frame.empty:
         return []
-    rows = tuple((str(r.tier), str(r.requests), str(r.short), text.pct(r.short_share)) for r in frame.itertuples())
+    ignored = bool(frame["short_ignored"].sum())
+    rows = tuple((str(r.tier), str(r.requests), str(r.short), text.pct(r.short_share),
+                  *((str(r.short_ignored),) if ignored else ())) for r in frame.itertuples())
     return [Heading("Outputs shorter than asked", 3), Para(view.short_sentence),
-            Table(("tier", "answers", "stopped at EOS before max_tokens", "share"), rows,
+            Table(("tier", "answers", "stopped at EOS before max_tokens", "share",
+                   *(("of which asked ignore_eos / min_tokens",) if ignored else ())), rows,
                   note="Successful measured requests with max_tokens recorded; short = finish_reason 'stop' with "
-                       "fewer output tokens than max_tokens.")]
+                       "fewer output tokens than max_tokens" + ("; asked = the request's body carried ignore_eos or "
+                                                                 "min_tokens (samples' length_asked)." if ignored
+                                                                 else "."))]
 
 
 def repeat_blocks(view) -> list[Block]:

@@ -1,4 +1,4 @@
-"""The report's splits: retries, token accounting, connections, open loop's intended send.
+"""The report's splits: retries, connections, open loop's intended send (token accounting: tokens.py).
 
 How it works (each a pure function of the run or the tier table, one frame per split; a split a
 run cannot show returns an empty frame and the report leaves it out):
@@ -8,10 +8,6 @@ run cannot show returns an empty frame and the report leaves it out):
   from the first attempt's send to the last attempt's first token / end, over chains that ended in a
   success. *Retry-After wait*: the gap between an attempt's end and its retry's send; a gap shorter
   than the attempt's hint (`retry_after_s`, less HINT_SLACK_S) is a retry that ignored the hint.
-- `token_table`: output tokens by usage (`output_tokens`, what is billed) against the client's own
-  count of the text received (`output_tokens_client`); a request mismatches when they differ by more
-  than max(MISMATCH_TOKENS, MISMATCH_SHARE of the client count) (the client count is a tokenizer
-  estimate, so an exact match is not expected).
 - `connection_table`: TTFT and connect time of new vs reused connections (`conn_reused`), for
   tiers where both occur.
 - `intended_table`: open loop: TTFT/e2e from the intended send (coordinated-omission corrected,
@@ -25,7 +21,6 @@ import pandas as pd
 
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
-from llmload.rules.limits import MISMATCH_SHARE, MISMATCH_TOKENS
 
 HINT_SLACK_S = 0.05
 
@@ -88,23 +83,6 @@ def _waits(s: pd.DataFrame) -> pd.DataFrame:
     hint = prev.loc[parent, "retry_after_s"].to_numpy(dtype=float)
     ignored = ~np.isnan(hint) & (wait_s < hint - HINT_SLACK_S)
     return pd.DataFrame({"root": retries["root"].to_numpy(), "wait_s": wait_s, "ignored": ignored})
-
-
-def token_table(run: Run) -> pd.DataFrame:
-    """Per tier: output tokens by usage vs the client's count, requests compared, mismatches each way."""
-    s = run.samples
-    ok = s[s["measured"] & s["ok"] & s["output_tokens"].notna() & s["output_tokens_client"].notna()]
-    if ok.empty:
-        return pd.DataFrame()
-    diff = ok["output_tokens"] - ok["output_tokens_client"]
-    off = diff.abs() > np.maximum(MISMATCH_TOKENS, MISMATCH_SHARE * ok["output_tokens_client"])
-    by = ok.groupby("tier")
-    out = pd.DataFrame({"compared": by.size(), "usage_tokens": by["output_tokens"].sum(),
-                        "client_tokens": by["output_tokens_client"].sum(),
-                        "mismatches": off.groupby(ok["tier"]).sum(),
-                        "usage_above": (off & (diff > 0)).groupby(ok["tier"]).sum(),
-                        "usage_below": (off & (diff < 0)).groupby(ok["tier"]).sum()})
-    return out.astype(int).reset_index()
 
 
 def connection_table(run: Run) -> pd.DataFrame:

@@ -37,31 +37,63 @@ def _latency(frame: pd.DataFrame, keys: list[str], columns: tuple[str, ...] = ("
     return pd.DataFrame(out).reset_index()
 
 
+def _short(frame: pd.DataFrame) -> pd.Series:
+    return (frame["finish_reason"].astype(str) == "stop") & (_num(frame, "output_tokens") < _num(frame, "max_tokens"))
+
+
+def _asked(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose body asked a fixed length beside max_tokens (samples' length_asked: ignore_eos, min_tokens)."""
+    if "length_asked" not in frame:
+        return pd.Series(False, index=frame.index)
+    return ~frame["length_asked"].astype(str).isin(["", "nan"])
+
+
 def short_outputs_by_tier(samples: pd.DataFrame) -> pd.DataFrame:
-    """Per tier: requests, short (finish_reason stop with fewer output tokens than max_tokens), short_share."""
+    """Per tier: requests, short (finish_reason stop with fewer output tokens than max_tokens), short_share,
+    short_ignored (short although the request asked ignore_eos or min_tokens: the server ignored it)."""
     if "finish_reason" not in samples or "max_tokens" not in samples:
-        return pd.DataFrame(columns=["tier", "requests", "short", "short_share"])
+        return pd.DataFrame(columns=["tier", "requests", "short", "short_share", "short_ignored"])
     frame = _ok(samples)
     frame = frame[_num(frame, "max_tokens").notna()]
     tier = _num(frame, "tier").fillna(0).astype(int) if "tier" in frame else pd.Series(0, index=frame.index)
-    short = (frame["finish_reason"].astype(str) == "stop") & (_num(frame, "output_tokens") < _num(frame, "max_tokens"))
-    table = pd.DataFrame({"tier": tier, "short": short.astype(int)}).groupby("tier")["short"].agg(["size", "sum"])
-    table = table.rename(columns={"size": "requests", "sum": "short"}).reset_index()
+    short = _short(frame)
+    table = pd.DataFrame({"tier": tier, "short": short.astype(int), "short_ignored": (short & _asked(frame))
+                          .astype(int)}).groupby("tier").agg(requests=("short", "size"), short=("short", "sum"),
+                                                             short_ignored=("short_ignored", "sum")).reset_index()
     table["short_share"] = table["short"] / table["requests"]
-    return table
+    return table[["tier", "requests", "short", "short_share", "short_ignored"]]
 
 
-def short_outputs_sentence(table: pd.DataFrame) -> str:
-    """One line: how many answers came back shorter than asked (and where), or that none did."""
+def ignored_fields(samples: pd.DataFrame) -> str:
+    """What the short answers' requests asked and the server ignored: 'ignore_eos', 'min_tokens', or both."""
+    frame = _ok(samples)
+    if "length_asked" not in frame or "finish_reason" not in frame or "max_tokens" not in frame:
+        return ""
+    asked = frame.loc[_short(frame) & _asked(frame), "length_asked"].astype(str)
+    fields = sorted({field for value in asked for field in value.split("+")})
+    return " and ".join(fields)
+
+
+def short_outputs_sentence(table: pd.DataFrame, fields: str = "") -> str:
+    """One line: how many answers came back shorter than asked (and where), or that none did; advice only where
+    it can help: --output-len-mode when the short answers did not ask a fixed length, else that the server
+    ignored what they asked (`fields`)."""
     if table.empty:
         return ""
     total, short = int(table["requests"].sum()), int(table["short"].sum())
     if short == 0:
         return f"Every one of the {total} answers ran to max_tokens or stopped for another reason than EOS."
     worst = table.sort_values("short_share", ascending=False).iloc[0]
+    ignored = int(table["short_ignored"].sum())
+    advice = "use --output-len-mode ignore-eos or min-tokens"
+    if ignored:
+        them = "all of them" if ignored == short else f"{ignored} of them"
+        advice = (f"{them} asked {fields or 'a fixed length'} and the server ignored it, so --output-len-mode "
+                  f"cannot help there (a server option or prompts asking for long answers may)"
+                  + (f"; for the other {short - ignored}, {advice}" if ignored < short else ""))
     return (f"{short} of {total} answers ({short / total:.0%}) stopped at EOS before max_tokens (most in tier "
             f"{int(worst['tier'])}: {worst['short_share']:.0%}); output lengths, ITL and the knee are measured on "
-            f"shorter answers than asked: use --output-len-mode ignore-eos or min-tokens.")
+            f"shorter answers than asked: {advice}.")
 
 
 def repeat_vs_first(samples: pd.DataFrame) -> pd.DataFrame:

@@ -53,7 +53,7 @@ def workload_view(run: Run) -> WorkloadView:
     short = workload.short_outputs_by_tier(rows)
     fit = prefill.prefill_fit(rows) if _asked_lengths(rows) >= prefill.MIN_LENGTHS else None
     return WorkloadView(
-        short_outputs=short, short_sentence=workload.short_outputs_sentence(short),
+        short_outputs=short, short_sentence=workload.short_outputs_sentence(short, workload.ignored_fields(rows)),
         repeat_vs_first=workload.repeat_vs_first(rows), turns=workload.turn_rows(rows),
         grid=workload.grid_rows(rows), reasoning=workload.reasoning_by_tier(rows),
         streamed=workload.streamed_vs_not(rows), prefill_fit=fit,

@@ -32,7 +32,7 @@ NO_ROWS = "Not answerable: the run kept no per-request rows (--ship histograms);
 
 
 def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation) -> list[tuple[str, str]]:
-    from llmload.analysis.verdicts import downgrade
+    from llmload.analysis.verdicts import billing, downgrade
 
     if not run.per_request:
         return list(zip(QUESTIONS, (_percentiles(table, run), _window(run, table), NO_ROWS, NO_ROWS, sat.sentence,
@@ -40,23 +40,8 @@ def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Satur
     return list(zip(QUESTIONS, (
         _percentiles(table, run), _window(run, table), _split(breakdown, "prompt", "short", "long", run),
         _split(breakdown, "cache", "hit", "miss", run), sat.sentence, downgrade.model_changes(run),
-        _usage(run), downgrade.decode_drift(run, table),
+        billing.answer(run), downgrade.decode_drift(run, table),
     )))
-
-
-def _usage(run: Run) -> str:
-    from llmload.analysis.tables.splits import token_table
-
-    frame = token_table(run)
-    if frame.empty:
-        return "Not answerable: no successful request had both the usage count and the client's count."
-    bad = frame[frame["mismatches"] > 0]
-    if bad.empty:
-        return f"Yes: usage matched the client's count on all {int(frame['compared'].sum())} requests compared."
-    where = ", ".join(f"tier {r.tier}: {r.mismatches} ({r.usage_above} above, {r.usage_below} below)"
-                      for r in bad.itertuples())
-    return (f"NO: {int(bad['mismatches'].sum())} of {int(frame['compared'].sum())} requests' usage differs from "
-            f"the tokens received ({where}): a billing problem to raise with the provider.")
 
 
 def _percentiles(table: pd.DataFrame, run: Run) -> str:
