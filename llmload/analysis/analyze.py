@@ -212,6 +212,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
     if retries:
         out.append(f"{retries} measured attempts were retries of earlier ones; each is its own row in the tier "
                    "tables, and 'Latency with and without retries' shows first attempt vs final outcome.")
+    out.extend(filter(None, [totals.empty_sentence(table, run.empty_is_error)]))
     out.extend(concurrency.notes(table))
     out.extend(workers.lost_sentences(run))
     clocks = workers.clock_sentence(run)

@@ -47,7 +47,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     table = samples.figures(run, stall_ms) if run.per_request else hist_figures.hist_figures(run, stall_ms)
     _add_health(table, run)
     workers.add_causes(table, run)
-    table = table.join(server_metrics.per_tier(run))
+    table = table.join(server_metrics.per_tier(run)).copy()  # one block before the columns added below
     concurrency.add_effective(table, run)
     judging.add_wait(table)  # on the load applied: the verdicts' waiting rule (llmload.rules.verdicts.judge)
     _add_flags(table)

@@ -102,7 +102,7 @@ def run_totals(run: Run) -> Totals:
     counts = counts.sort_values("total", ascending=False)
     counts.index.name = "kind"
     dropped = int(run.tiers["dropped"].fillna(0).sum()) if "dropped" in run.tiers else 0
-    return Totals(counts, len(samples), dropped, *_locust(run), error_examples(samples, kind),
+    return Totals(counts, len(samples), dropped, *_locust(run), error_examples(samples, kind.where(~empty, "")),
                   empty=(int(empty.sum()), int((empty & samples["measured"].to_numpy()).sum())))
 
 
@@ -132,7 +132,9 @@ def reconcile_lines(t: Totals) -> list[str]:
     for kind, row in t.by_kind.iterrows():
         rest = [f"{int(row[w])} {w}" if w != "warm-up" else f"{int(row[w])} in warm-up"
                 for w in WHERE[1:] if row[w]]
-        text = f"{int(row['total'])} x {kind_label(str(kind))} in the run, {int(row['measured'])} in measured windows"
+        total = int(row["total"])
+        count = empty_text(total) if kind == EMPTY_ANSWER else f"{total} x {kind_label(str(kind))}"
+        text = f"{count} in the run, {int(row['measured'])} in measured windows"
         lines.append(text + (f"; the rest: {', '.join(rest)}." if rest else "."))
     if t.empty[0]:
         lines.append(f"{empty_text(t.empty[0])} in the run, {t.empty[1]} in measured windows: answered (HTTP 200, "
@@ -184,3 +186,17 @@ def recorded(run: Run, judged_tiers) -> str:
         by_kind = ", ".join(f"{n} x {kind_label(k)}" for k, n in failed.value_counts().items())
         return text + f", and all {len(samples)} failed ({by_kind})"
     return text + f"; {len(failed)} of them failed"
+
+
+def empty_sentence(table: pd.DataFrame, empty_is_error: bool) -> str:
+    """The warning on measured answers with no text when they are not counted as errors ('' when none, or when
+    they are errors: the error rate holds them then)."""
+    empty = table[table["n_empty"] > 0] if "n_empty" in table else table.iloc[0:0]
+    if empty_is_error or empty.empty:
+        return ""
+    share = (empty["n_empty"] / empty["sent"]).max()
+    tiers = ", ".join(str(int(t)) for t in empty["tier"])
+    return (f"{empty_text(int(empty['n_empty'].sum()))} in measured windows (tier{'s' if len(empty) > 1 else ''} "
+            f"{tiers}; up to {share:.1%} of a tier's requests): HTTP 200 with a clean end, so answered and outside the "
+            "error rate and every latency figure. If a real client would fail or retry them, judge the run with "
+            "--empty-answer-is-error.")
