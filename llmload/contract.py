@@ -76,11 +76,16 @@ sweep (0 planned; files written before it have no such column: read as 0)"""
 
 PHASES = ("warmup", "measure", "after")
 
+EMPTY_ANSWER = "empty_answer"
+"""samples.csv `error` of an HTTP 200 answer that ended cleanly ([DONE] or a finish_reason) without a single
+character of text (no answer, reasoning or tool-call delta): answered, but no token to time. Not a failure unless
+the run counts it as one (--empty-answer-is-error, run.json `empty_answer_is_error`)"""
 ERROR_KINDS = ("rate_limited", "http_4xx", "http_5xx", "timeout", "connect", "stream_broken", "protocol",
-               "stream_error", "retry_after_too_long", "server_gone")
-"""samples.csv `error` values ('' for success); `retry_after_too_long`: a 429 whose retry hint
+               "stream_error", "retry_after_too_long", "server_gone", EMPTY_ANSWER)
+"""samples.csv `error` values ('' for an answer with text); `retry_after_too_long`: a 429 whose retry hint
 exceeded --max-retry-wait-s (status 429, the hint in retry_after_s), not slept through; `server_gone`: a
-connect refused (reset, unreachable) after the server had answered the run: it went away, not overload"""
+connect refused (reset, unreachable) after the server had answered the run: it went away, not overload;
+`empty_answer` (EMPTY_ANSWER): an outcome of its own, not an error by default. Files written before it have none"""
 
 REQUEST_TYPE = "LLM"
 """Locust request_type of one attempt: e2e ms, output tokens"""
@@ -90,7 +95,10 @@ ITL_TYPE = "ITL"
 """mean inter-token gap of a request, output tokens"""
 DROPPED_TYPE = "SCHED"
 """open loop: an arrival not sent (in-flight cap), a failure event with response_time 0"""
-METRIC_TYPES = frozenset({TTFT_TYPE, ITL_TYPE, DROPPED_TYPE})
+EMPTY_TYPE = "EMPTY"
+"""an HTTP 200 answer with no text (EMPTY_ANSWER), besides its LLM event: e2e ms, length 0 (a success event:
+the web UI names empty answers in their own row; with --empty-answer-is-error the LLM event is the failure)"""
+METRIC_TYPES = frozenset({TTFT_TYPE, ITL_TYPE, DROPPED_TYPE, EMPTY_TYPE})
 """request_types that are derived metrics or bookkeeping, not requests"""
 RATE_LIMITED_PREFIX = "RateLimited"
 """how a 429 failure's repr starts in Locust's error table"""
@@ -112,8 +120,9 @@ HISTOGRAM_METRICS = ("itl_gap_ms", "ttft_ms", "e2e_ms", "tpot_ms", "itl_mean_ms"
 ATTEMPT_COLUMNS = ("tier", "phase", "status", "error", "attempts", "ok", "retries", "hinted", "output_tokens",
                    "input_tokens")
 """attempts.csv (--ship histograms|both): delta rows of attempt counts per (tier, phase, status, error); sum
-every count over equal keys. `ok`: successes (no error, a first token); `retries`: attempts that retried
-another; `hinted`: attempts with a retry hint; `output_tokens`, `input_tokens`: sums over the successes"""
+every count over equal keys. `ok`: successes (no error, a first token: an `empty_answer` is not one);
+`retries`: attempts that retried another; `hinted`: attempts with a retry hint; `output_tokens`, `input_tokens`:
+sums over the successes"""
 
 HIST_RELATIVE_ERROR = 0.01
 """a histogram's value for a bucket is within 1 % of every value the bucket holds (values >= HIST_FLOOR)"""

@@ -262,7 +262,7 @@ class LLMUser(User):
         ctx = self.ctx
         label = label or self.label
         ctx.outage.mark(result)  # a refused connect after the server answered: server_gone (run/outage.py)
-        fire_events(self.environment.events.request, label, result)
+        fire_events(self.environment.events.request, label, result, self.options.empty_answer_is_error)
         ctx.sink.add_sample(sample_row(
             result, worker=ctx.worker, user=self.user_id, scenario=label, users_now=ctx.users_now(),
             schedule_lag_ms=schedule_lag_ms, loop_lag_ms=ctx.loop_lag_ms, workload=workload,

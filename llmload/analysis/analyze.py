@@ -219,6 +219,7 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                    "(record with --ship rows or both).")
     out.extend(outages.sentences(outages.outages(run.samples) if run.per_request else (), table, unit))
     out.extend(_retry_sentence(run, int(table["retries"].sum())))
+    out.extend(filter(None, [totals.empty_sentence(table, run.empty_is_error)]))
     out.extend(concurrency.notes(table))
     out.extend(workers.lost_sentences(run))
     clocks = workers.clock_sentence(run)

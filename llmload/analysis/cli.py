@@ -22,7 +22,7 @@ from pathlib import Path
 
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
-from llmload.analysis.read.run import RunError, load_run
+from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -32,6 +32,8 @@ from llmload.rules.slo import PROFILES, describe_objective
 
 def _analysis(args: argparse.Namespace, run_dir: str | None = None, target: Target | None = None):
     run = load_run(run_dir or args.run_dir)
+    if args.empty_answer_is_error:
+        run = counting_empty_as_error(run)
     profile = choose_profile(run, args.slo, args.ttft_p95_ms, args.max_error_rate, args.max_429_rate)
     stall_ms = getattr(args, "stall_ms", 1000.0)
     if stall_ms <= 0:
@@ -93,7 +95,7 @@ def cmd_tiers(args: argparse.Namespace) -> int:
     if a.scenario_table is not None and len(a.scenario_table):
         rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
         print(f"\nPer scenario (ms; out tok/s per request)\n{text.render(*rows)}\n{a.scenario_sentence}")
-    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped or a.totals.empty[0]):
         print(f"\nFailures in the whole run (every {a.totals.counted_in} {'row' if a.run.per_request else 'count'})")
         if len(a.totals.by_kind):
             print(text.render(*text.totals_rows(a.totals.by_kind)))
@@ -177,7 +179,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from llmload.rules import slo
 
     objective = slo.objective(args.slo or "chat", args.slo_file)
-    result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least)
+    result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
+                             args.empty_answer_is_error)
     print(check.render(result))
     if args.junit:
         Path(args.junit).write_text(check.junit(result))
@@ -197,6 +200,13 @@ def _slo_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ttft-p95-ms", type=float, help="override the profile's p95 TTFT limit")
     parser.add_argument("--max-error-rate", type=float, help="error-rate bound, 0..1 (default 0.01)")
     parser.add_argument("--max-429-rate", type=float, help="429-rate bound, 0..1 (default 0.01)")
+    _empty_option(parser)
+
+
+def _empty_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--empty-answer-is-error", action="store_true",
+                        help="count HTTP 200 answers with no text (empty_answer) as errors, as a run recorded with "
+                             "--empty-answer-is-error does (default: run.json's choice)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
     where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
+    _empty_option(p)
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")
     p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")

@@ -107,16 +107,23 @@ def open_loop_columns(table: pd.DataFrame, load_unit: str) -> bool:
     return load_unit == "req/s" or dropped
 
 
+def empty_column(table: pd.DataFrame) -> bool:
+    """Show the `empty` column (answers with no text): some tier had one."""
+    return bool((table["n_empty"] > 0).any()) if "n_empty" in table else False
+
+
 def outcome_rows(table: pd.DataFrame, load_unit: str = "users") -> Rows:
     open_loop = open_loop_columns(table, load_unit)
-    headers = ("tier", "load", "sent", "ok", "429", "429 %", "other err %",
+    empty = empty_column(table)
+    headers = ("tier", "load", "sent", "ok", *(("empty",) if empty else ()), "429", "429 %", "other err %",
                *(("sent req/s", "dropped", "drop %") if open_loop else ()), "ok req/s", "goodput req/s", "out tok/s",
                "in flight",
                "eff. conc.", "flags")
     rows = []
     for r in table.itertuples():
         extra = (num(r.rps), str(r.dropped), pct(r.drop_rate)) if open_loop else ()
-        rows.append((str(r.tier), applied_load(r), str(r.sent), str(r.ok), str(r.n_429), pct(r.rate_429),
+        rows.append((str(r.tier), applied_load(r), str(r.sent), str(r.ok), *((str(r.n_empty),) if empty else ()),
+                     str(r.n_429), pct(r.rate_429),
                      pct(r.error_rate), *extra, num(r.ok_rps), num(getattr(r, "goodput_rps", float("nan"))),
                      num(r.out_tok_s, 0), num(r.inflight),
                      num(r.concurrency), flags(r)))

@@ -18,7 +18,8 @@ transport cancels it when the first token arrives). A transport does only the wi
 
 `finish` is the shared tail: the failure, connection facts (`conn_reused`, `connect_ms`),
 timing figures and token counts (`StreamBuilder.fill`), t0 on the monotonic clock and
-`elapsed_ms` (t0 -> the end of the attempt, or -> the read that delivered a malformed chunk).
+`elapsed_ms` (t0 -> the end of the attempt, or -> the read that delivered a malformed chunk), and whether
+it was an empty answer (no failure, not one character of text: `StreamResult.empty_answer`).
 A non-streamed request (`--no-stream`, embeddings) has no first token to wait for: only
 its `total` cap is armed, and `answer(raw)` folds the whole body, timed when it was read.
 """
@@ -115,6 +116,8 @@ class Attempt:
         elif timing.t_headers is not None:
             result.conn_reused = True
         self.builder.fill(result, self.req.input_tokens_estimate)
+        result.empty_answer = (self.exc is None and self.req.endpoint != "embeddings" and timing.t0 is not None
+                               and not timing.text_times)  # answered cleanly, not one character of text
         result.t0_perf_s = timing.t0
         if timing.t0 is not None:
             result.elapsed_ms = (end - timing.t0) * 1000.0

@@ -155,6 +155,24 @@ def connect_reason(exc: BaseException) -> str:
     return fallback[:120] or type(exc).__name__
 
 
+class EmptyAnswer(LLMError):
+    """An HTTP 200 answer that ended cleanly with no text (`empty_answer`), as Locust's failure when the run counts
+    empty answers as errors (--empty-answer-is-error; run/events.py). The attempt itself stays an answer."""
+
+    kind = "empty_answer"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("HTTP 200 answer with no text (empty_answer)")
+        self.status = 200
+        self.detail = detail
+
+
+def empty_detail(finish_reason: str, output_tokens: int | None) -> str:
+    """What an empty answer's row says: 'no text; finish_reason length, 1 output token (usage)'."""
+    tokens = "" if output_tokens is None else f", {output_tokens} output token{'s' if output_tokens != 1 else ''}"
+    return f"no text; finish_reason {finish_reason or '(none)'}{tokens}"
+
+
 class StreamError(LLMError):
     kind = "stream_error"
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from llmload.client.errors import LLMError
 from llmload.client.timing import TimingFigures
+from llmload.contract import EMPTY_ANSWER
 
 
 @dataclass(frozen=True)
@@ -120,14 +121,21 @@ class StreamResult:
     """the max_tokens asked (None for embeddings)"""
     length_asked: str = ""
     """StreamRequest.length_asked: ignore_eos, min_tokens, both ('+') or ''"""
+    empty_answer: bool = False
+    """an HTTP 200 answer that ended cleanly ([DONE] / finish_reason) with no text at all (no answer, reasoning or
+    tool-call delta): answered, nothing to time. Its own outcome (`error` says `empty_answer`), not a failure"""
 
     @property
     def ok(self) -> bool:
+        """No failure: an empty answer is an answer (the analysis counts it apart, llmload.contract.EMPTY_ANSWER)."""
         return self.exception is None
 
     @property
     def error(self) -> str:
-        return self.exception.kind if self.exception else ""
+        """The samples.csv `error`: the failure's kind, `empty_answer`, or '' for an answer with text."""
+        if self.exception is not None:
+            return self.exception.kind
+        return EMPTY_ANSWER if self.empty_answer else ""
 
     @property
     def itl_gaps_ms(self) -> list[float]:

@@ -3,7 +3,8 @@
 Every verdict sentence about saturation comes from `classify`; no other code path states
 one. It looks at the highest-load tier with requests. Each failed attempt is counted once:
 *shed* (HTTP 429, HTTP 503, or an in-stream error event: vLLM sheds with both), *timeout*,
-or *other* (5xx other than 503, broken streams, protocol errors). Rows, first match wins:
+or *other* (5xx other than 503, broken streams, protocol errors; and answers with no text when the run counts
+them as errors, named apart: "5 answers had no text (empty_answer)"). Rows, first match wins:
 
 | # | condition at the highest tier                              | kind              |
 |---|------------------------------------------------------------|-------------------|
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from llmload.rules.capacity import Capacity
 from llmload.rules.knees import KneePoint, shed_codes
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
+from llmload.rules.outcomes import empty_text
 from llmload.rules.text import load_with_unit
 from llmload.rules.tier import Tier, with_load
 
@@ -210,10 +212,12 @@ def _accepted(top: Tier) -> str:
         if top.wait_ms == top.wait_ms else ""
 
 
-def _failures(top: Tier) -> str:
-    parts = [f"{top.n_timeout} timeouts"] if top.n_timeout else []
+def _failures(top: Tier, timeouts: bool = True) -> str:
+    parts = [f"{top.n_timeout} timeouts"] if top.n_timeout and timeouts else []
     if top.n_other_fail:
-        parts.append(f"{top.n_other_fail} other errors (5xx, broken streams, protocol)")
+        parts.append(f"{top.n_other_fail} other errors" + (" (5xx, broken streams, protocol)" if timeouts else ""))
+    if top.n_empty_failed:
+        parts.append(empty_text(top.n_empty_failed))
     return ", ".join(parts)
 
 
@@ -221,5 +225,4 @@ def _tail(top: Tier, skip: str) -> str:
     rate = top.other_fail_rate + (0.0 if skip == "timeout" else top.timeout_rate)
     if rate <= REJECT_LIMIT:
         return ""
-    counts = _failures(top) if skip != "timeout" else f"{top.n_other_fail} other errors"
-    return f"; besides, {rate:.1%} of requests failed ({counts})"
+    return f"; besides, {rate:.1%} of requests failed ({_failures(top, skip != 'timeout')})"

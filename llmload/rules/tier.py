@@ -27,7 +27,12 @@ class Tier:
     sent: int = 0
     """attempts sent in the measure window"""
     ok: int = 0
-    """successful attempts (no error, a first token)"""
+    """successful attempts (no error, a first token): answers with text"""
+    n_empty: int = 0
+    """HTTP 200 answers that ended with no text (`empty_answer`): sent and answered, with no token to time (out of
+    every latency figure); failed only when `empty_is_error`"""
+    empty_is_error: bool = False
+    """the run counts empty answers as errors (--empty-answer-is-error, run.json `empty_answer_is_error`)"""
     load_target: float = NAN
     """the load the shape asked (NaN: the same as `load`)"""
     under_applied: bool = False
@@ -92,8 +97,14 @@ class Tier:
         return self.load if self.load_target != self.load_target else self.load_target
 
     @property
+    def n_empty_failed(self) -> int:
+        """Empty answers counted as failures (all of them with `empty_is_error`, else none)."""
+        return self.n_empty if self.empty_is_error else 0
+
+    @property
     def failed(self) -> int:
-        return self.sent - self.ok
+        """Attempts neither answered with text nor, unless `empty_is_error`, answered empty."""
+        return self.sent - self.ok - (self.n_empty - self.n_empty_failed)
 
     def _share(self, count: int) -> float:
         return count / self.sent if self.sent > 0 else 0.0
@@ -117,7 +128,9 @@ class Tier:
 
     @property
     def other_fail_rate(self) -> float:
-        return self._share(self.n_other_fail)
+        """Failures neither refused nor timed out per attempt sent: `n_other_fail`, and the empty answers counted as
+        failures."""
+        return self._share(self.n_other_fail + self.n_empty_failed)
 
     @property
     def refused_load_share(self) -> float:

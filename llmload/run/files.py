@@ -139,6 +139,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "workers": workers,
         "shape": run_state(environment).shape_info,
         "slo_profile": settings.slo_profile,
+        "empty_answer_is_error": settings.empty_answer_is_error,
         **(worker_book or {}),
         **({"unwritten_rows": unwritten} if (unwritten := run_state(environment).sink.disk.unwritten()) else {}),
     }

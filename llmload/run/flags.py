@@ -83,6 +83,9 @@ def add_options(parser: Any) -> None:
     add("--slo-profile", choices=("", *SLO_PROFILES), default=d.slo_profile, include_in_web_ui=True,
         help=f"the use case the run is judged for ({profiles_help()}); recorded in run.json, used by the live "
              f"verdicts and the report (default: {DEFAULT_PROFILE})")
+    add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
+        help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
+             "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
     add_knob_options(parser)
     add_workload_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)

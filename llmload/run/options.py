@@ -60,6 +60,8 @@ class RunSettings:
     """--slo-profile (llmload.rules.slo.PROFILES), else --check-slo's stock objective ('' : neither; chat)"""
     check_slo: str = ""
     """--check-slo: the SLO gate of a headless run (run/gate.py; '' : none)"""
+    empty_answer_is_error: bool = False
+    """--empty-answer-is-error: HTTP 200 answers with no text count as errors (report, gate, live verdicts, Locust)"""
     server_metrics: str = "auto"
     """--server-metrics: auto, off or a URL (run/server_metrics.py)"""
     embedded_server_args: str = DEFAULT_SERVER_ARGS
@@ -162,6 +164,7 @@ def _settings(environment: Any) -> dict[str, Any]:
         "api_key": _api_key(parsed), "api_key_header": str(_get(parsed, "api_key_header", d.api_key_header)),
         "insecure": bool(_get(parsed, "insecure", d.insecure)), "run_dir": str(_get(parsed, "run_dir", d.run_dir)),
         "ship": ship if ship in SHIP_MODES else d.ship, "check_slo": str(_get(parsed, "check_slo", "")),
+        "empty_answer_is_error": bool(_get(parsed, "empty_answer_is_error", False)),
         "slo_profile": str(_get(parsed, "slo_profile", "") or gate_profile(str(_get(parsed, "check_slo", "")))),
         "server_metrics": str(_get(parsed, "server_metrics", d.server_metrics)),
         "embedded_server_args": d.embedded_server_args if embedded_args is None else str(embedded_args),

@@ -26,7 +26,7 @@ from llmload.server.faults import Faults
 from llmload.server.generation import Generation
 from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
-from llmload.server.plan import plan_output
+from llmload.server.plan import OutputPlan, plan_output
 from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
@@ -124,6 +124,8 @@ class App:
         gate = self._gate(req, truth, len(words) + asked)  # limiters count the tokens asked for
         if gate is None:
             return
+        if gate[0].empty:  # an answer with no text: one token of empty text, stopped at the length limit
+            plan = OutputPlan(1, 0, "length")
         generation = Generation(self, req, chat, body, words, plan, gate[0], truth,
                                 is_structured(body, words), gate[1])
         if self.cfg.gateway_ms > 0:

@@ -102,6 +102,9 @@ class ServerConfig:
     """an error event inside a 200 stream, as engines emit when admission races"""
     fault_model_swap_prob: float = 0.0
     """answer naming `swap_model` instead of the requested model (silent downgrade)"""
+    fault_empty_prob: float = 0.0
+    """an answer with no text: one empty chunk, finish_reason length, usage completion_tokens 1 (as vLLM with random
+    weights answers); non-streamed, content ''"""
     swap_model: str = "llmload-sim-small"
     """model name a swapped answer carries"""
 

@@ -12,7 +12,7 @@ What is generated follows the request's `OutputPlan` (plan.py): a reasoning phas
 (`reasoning_content` deltas) then the answer (content deltas, or the arguments of one tool
 call whose id and name go out in the same write as the first fragment). A phase is a
 prefix/suffix template pair, so the per-chunk work is the same whatever the kind. Faults
-drawn at arrival change this path (stall, cut, malformed chunk, error event, swapped model).
+drawn at arrival change this path (stall, cut, malformed chunk, error event, swapped model, empty text).
 A refusal from a full queue is an HTTP status, or with `--queue-full-mode error-event` a
 200 stream carrying one error event. If the client goes away, the slot is released at
 once, as real engines abort.
@@ -180,7 +180,8 @@ class Generation:
             assert self.templates is not None  # streaming (checked above); once per response
             conn.send(wire.frame(self.templates.malformed()))
         count = min(self.tokens_per_chunk, self.phase_end - seq.generated)
-        text = self.app.text.tokens(self.text_start + seq.generated, count, self.structured)
+        text = "" if self.faults.empty else self.app.text.tokens(self.text_start + seq.generated, count,
+                                                                   self.structured)
         seq.generated += count
         first_answer = self.first_answer_pending
         if self.wrap is not None:

@@ -5,8 +5,8 @@ How it works: the process that writes the run's files keeps a `LiveBook`, a cumu
 (local runs; a master with --ship rows), stamped with the tier and phase of samples.csv, or the
 workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it into one
 `llmload.rules.Tier` per tier of the timeline, with the figures the report computes from histograms
-(llmload/analysis/tables/hist_figures.py): attempts, successes and failures by kind (the rule book's
-outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
+(llmload/analysis/tables/hist_figures.py): attempts, successes, empty answers and failures by kind (the rule
+book's outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
 means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, the target's queue
 when its metrics are scraped, and the users really applied over a closed-loop tier's measure window (the
 worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier is judged at them,
@@ -119,14 +119,17 @@ class LiveBook:
             self.note(row, int(row["tier"]), str(row["phase"]))
 
     def tiers(self, records: Iterable[Any], now_s: float, dropped: dict[int, int] | None = None,
-              waiting: Waiting | None = None, applied: Applied | None = None) -> list[Tier]:
+              waiting: Waiting | None = None, applied: Applied | None = None,
+              empty_is_error: bool = False) -> list[Tier]:
         """One Tier per timeline record (sink/timeline.py TierRecord), its measure window up to its end or
         `now_s`; `dropped`: open-loop arrivals dropped per tier (the whole tier); `applied`: the users really
-        running (a closed-loop tier below its target is judged at them, as the report does)."""
-        return [_applied(self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting), r, now_s, applied)
-                for r in records]
+        running (a closed-loop tier below its target is judged at them, as the report does); `empty_is_error`:
+        --empty-answer-is-error (empty answers count as failures)."""
+        return [_applied(self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting, empty_is_error), r,
+                         now_s, applied) for r in records]
 
-    def tier(self, record: Any, now_s: float, dropped: int, waiting: Waiting | None) -> Tier:
+    def tier(self, record: Any, now_s: float, dropped: int, waiting: Waiting | None,
+             empty_is_error: bool = False) -> Tier:
         t = record.tier
         start_s = t.start_s + t.warmup_s
         end_s = record.end_s if record.end_s is not None else now_s
@@ -139,7 +142,8 @@ class LiveBook:
         return Tier(
             tier=t.tier, load=float(load) if load is not None else NAN, sent=c["sent"], ok=c["ok"], n_429=c["n_429"],
             n_503=c["n_503"], n_stream_error=c["n_stream_error"], n_shed=c["n_shed"], n_shed_hinted=c["n_shed_hinted"],
-            n_timeout=c["n_timeout"], n_other_fail=c["n_other_fail"], rate_window_s=window_s,
+            n_timeout=c["n_timeout"], n_other_fail=c["n_other_fail"], n_empty=c["n_empty"],
+            empty_is_error=empty_is_error, rate_window_s=window_s,
             rps=c["sent"] / window_s, ok_rps=c["ok"] / window_s,
             out_tok_s=_out_tokens(self.book.attempts, t.tier) / window_s,
             dropped=dropped, drop_rate=dropped / arrivals if arrivals else 0.0,
@@ -195,7 +199,7 @@ def _counts(attempts: dict, tier_no: int) -> dict[str, int]:
     """The tier's measured attempts by outcome (llmload.rules.outcomes), and `whole`: its attempts, warm-up
     included (the denominator of the drop rate, as in the report)."""
     out = dict.fromkeys(("sent", "ok", "n_429", "n_503", "n_stream_error", "n_shed", "n_shed_hinted", "n_timeout",
-                         "n_other_fail", "whole"), 0)
+                         "n_other_fail", "n_empty", "whole"), 0)
     for (tier, phase, status, error), numbers in attempts.items():
         if tier != tier_no or phase == "after":
             continue
@@ -215,6 +219,8 @@ def _counts(attempts: dict, tier_no: int) -> dict[str, int]:
             out["n_timeout"] += n
         elif outcome == "other":
             out["n_other_fail"] += n
+        elif outcome == "empty":
+            out["n_empty"] += n
     return out
 
 

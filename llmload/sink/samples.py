@@ -8,6 +8,7 @@ for the run's pooled ITL histogram (histograms.py) before the row is written or 
 
 from __future__ import annotations
 
+from llmload.client.errors import empty_detail
 from llmload.client.request import StreamResult
 
 GAPS_KEY = "_itl_gaps_ms"
@@ -35,7 +36,8 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "ts_start_s": round(result.ts_start_s, 6), "request_id": result.request_id, "worker": worker,
         "user": user, "scenario": scenario, "endpoint": result.endpoint, "transport": result.transport,
         "users_now": users_now, "status": result.status, "error": result.error,
-        "error_detail": (exc.detail or str(exc)) if exc else "",
+        "error_detail": (exc.detail or str(exc)) if exc else (
+            empty_detail(result.finish_reason, result.output_tokens) if result.empty_answer else ""),
         "ttft_ms": _num(f.ttft_ms if f else None), "reasoning_ttft_ms": _num(f.reasoning_ttft_ms if f else None),
         "e2e_ms": _num(f.e2e_ms if f else None), "headers_ms": _num(f.headers_ms if f else None),
         "connect_ms": _num(result.connect_ms), "conn_reused": _num(result.conn_reused),

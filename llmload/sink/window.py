@@ -6,7 +6,8 @@ So at every boundary (tier start, warm-up end, tier end) it takes a `StatsSnapsh
 TTFT histogram summed over all `TTFT` entries, the ITL histogram (each request's mean inter-token
 gap) summed over all `ITL` entries, request/failure counts and output tokens of the
 LLM entries (every request_type that is not a derived metric), 429s (errors whose exception is
-`RateLimited`) and open-loop drops. A tier's measure window is `diff(warmup_end, tier_end)`.
+`RateLimited`), open-loop drops and answers with no text (the `EMPTY` entries). A tier's measure window
+is `diff(warmup_end, tier_end)`.
 In distributed runs that window is blurred by up to one worker report interval (~3 s): keep
 tiers well above that (>= 30 s) when the early stop matters.
 """
@@ -17,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmload.contract import DROPPED_TYPE, ITL_TYPE, METRIC_TYPES, RATE_LIMITED_PREFIX, TTFT_TYPE
+from llmload.contract import DROPPED_TYPE, EMPTY_TYPE, ITL_TYPE, METRIC_TYPES, RATE_LIMITED_PREFIX, TTFT_TYPE
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class StatsSnapshot:
     """open-loop arrivals not sent (in-flight cap)"""
     itl_counts: dict[int, int] = field(default_factory=dict)
     """ITL histogram (ms -> count of requests with that mean inter-token gap), all ITL entries summed"""
+    empty: int = 0
+    """answers with no text (the EMPTY entries): counted in `requests` too, in `failures` with
+    --empty-answer-is-error"""
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class TierWindow:
     """TTFT histogram of the window (ms -> count)"""
     itl_counts: dict[int, int] = field(default_factory=dict)
     """ITL histogram of the window: each request's mean inter-token gap (ms -> count)"""
+    empty: int = 0
+    """answers with no text in the window (run/events.py EMPTY)"""
 
     @property
     def ttft_count(self) -> int:
@@ -96,7 +102,7 @@ def scenario_snapshots(stats: Any) -> dict[str, StatsSnapshot]:
 def _totals(entries: Any, errors: Any) -> StatsSnapshot:
     ttft: Counter[int] = Counter()
     itl: Counter[int] = Counter()
-    requests = failures = tokens = dropped = 0
+    requests = failures = tokens = dropped = empty = 0
     for entry in entries:
         if entry.method == TTFT_TYPE:
             ttft.update(entry.response_times)
@@ -104,12 +110,14 @@ def _totals(entries: Any, errors: Any) -> StatsSnapshot:
             itl.update(entry.response_times)
         elif entry.method == DROPPED_TYPE:
             dropped += entry.num_failures
+        elif entry.method == EMPTY_TYPE:
+            empty += entry.num_requests
         elif entry.method not in METRIC_TYPES:
             requests += entry.num_requests  # failures included
             failures += entry.num_failures
             tokens += entry.total_content_length
     limited = sum(e.occurrences for e in errors if is_rate_limited(e))
-    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped, dict(itl))
+    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped, dict(itl), empty)
 
 
 def percentile_ms(counts: dict[int, int], q: float) -> float | None:
@@ -140,6 +148,7 @@ def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
         dropped=max(0, after.dropped - before.dropped),
         ttft_counts=_grown(before.ttft_counts, after.ttft_counts),
         itl_counts=_grown(before.itl_counts, after.itl_counts),
+        empty=max(0, after.empty - before.empty),
     )
 
 

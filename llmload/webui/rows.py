@@ -10,7 +10,8 @@ the per-scenario snapshots taken when each window opened and closed; while the f
 goes on, its figures so far, labelled "warm-up". Percentiles are `window.percentile_ms` over
 Locust's 1 ms buckets: TTFT of the `TTFT` events, ITL mean of the `ITL` events (each request's mean
 inter-token gap; p50/p99 over requests, the report's "ITL mean" figures); output tokens/s is output
-tokens (the LLM events' response_length) over the window's wall-clock seconds.
+tokens (the LLM events' response_length) over the window's wall-clock seconds; empty answers (HTTP 200, no text)
+are the `EMPTY` events, named in their own column (also in Other errors with --empty-answer-is-error).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from llmload.contract import ITL_TYPE, METRIC_TYPES, TTFT_TYPE
+from llmload.contract import EMPTY_TYPE, ITL_TYPE, METRIC_TYPES, TTFT_TYPE
 from llmload.rules.applied import applied_text
 from llmload.sink.timeline import Tier, TierRecord
 from llmload.sink.warmup import RampWarmup
@@ -42,6 +43,7 @@ COLUMNS = (
     ("out_tps", "Output tokens/s"),
     ("rate_limited", "429s"),
     ("other_errors", "Other errors"),
+    ("empty_answers", "Empty answers"),
     ("slo", "SLO (p95 TTFT)"),
     ("verdict", "Knees"),
     ("generator", "Generator"),
@@ -131,7 +133,7 @@ def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, w: T
         "ttft_p50_ms": _ms(w.ttft_ms(0.50)), "ttft_p95_ms": _ms(w.ttft_ms(0.95)), "ttft_p99_ms": _ms(w.ttft_ms(0.99)),
         "itl_mean_p50_ms": gap_ms(w.itl_ms(0.50)), "itl_mean_p99_ms": gap_ms(w.itl_ms(0.99)),
         "out_tps": round(w.output_tokens / seconds, 1) if seconds > 0 else MISSING,
-        "rate_limited": w.rate_limited, "other_errors": max(0, w.failures - w.rate_limited),
+        "rate_limited": w.rate_limited, "other_errors": max(0, w.failures - w.rate_limited), "empty_answers": w.empty,
         "slo": MISSING, "verdict": "", "generator": MISSING,
     }
 
@@ -153,15 +155,19 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
         if entry.method in (TTFT_TYPE, ITL_TYPE):
             hists.setdefault((entry.name, entry.method), Counter()).update(entry.response_times)
         elif entry.method not in METRIC_TYPES:
-            row = per.setdefault(entry.name, {"requests": 0, "failures": 0, "tokens": 0, "limited": 0})
+            row = per.setdefault(entry.name, {"requests": 0, "failures": 0, "tokens": 0, "limited": 0, "empty": 0})
             row["requests"] += entry.num_requests
             row["failures"] += entry.num_failures
             row["tokens"] += entry.total_content_length
+    for entry in stats.entries.values():
+        if entry.method == EMPTY_TYPE and entry.name in per:
+            per[entry.name]["empty"] += entry.num_requests
     for error in stats.errors.values():
         if error.name in per and is_rate_limited(error):
             per[error.name]["limited"] += error.occurrences
     windows = {name: TierWindow(r["requests"], r["failures"], r["limited"], r["tokens"], 0,
-                                dict(hists.get((name, TTFT_TYPE), {})), dict(hists.get((name, ITL_TYPE), {})))
+                                dict(hists.get((name, TTFT_TYPE), {})), dict(hists.get((name, ITL_TYPE), {})),
+                                r["empty"])
                for name, r in sorted(per.items())}
     target = _users(users)
     rows = [_row("run", name, target, "whole run", seconds, w) for name, w in windows.items()]
@@ -190,13 +196,13 @@ def measured_rows(warmup: RampWarmup, stats: Any, users: int, now_s: float) -> l
 def _summed(windows: Any) -> TierWindow:
     ttft: Counter[int] = Counter()
     itl: Counter[int] = Counter()
-    requests = failures = limited = tokens = dropped = 0
+    requests = failures = limited = tokens = dropped = empty = 0
     for w in windows:
         ttft.update(w.ttft_counts)
         itl.update(w.itl_counts)
         requests, failures, limited = requests + w.requests, failures + w.failures, limited + w.rate_limited
-        tokens, dropped = tokens + w.output_tokens, dropped + w.dropped
-    return TierWindow(requests, failures, limited, tokens, dropped, dict(ttft), dict(itl))
+        tokens, dropped, empty = tokens + w.output_tokens, dropped + w.dropped, empty + w.empty
+    return TierWindow(requests, failures, limited, tokens, dropped, dict(ttft), dict(itl), empty)
 
 
 def _window_row(name: str, target: str, phase: str, seconds: float, w: TierWindow) -> dict:

@@ -31,7 +31,8 @@ ACTIVE_STATES = ("spawning", "running")
 """locust.runners.STATE_SPAWNING / STATE_RUNNING (not imported: importing locust patches gevent)"""
 ERROR_KINDS = {"RateLimited": "429", "RetryAfterTooLong": "429", "HTTP4xx": "http_4xx", "HTTP5xx": "http_5xx",
                "ConnectError": "connect", "ServerGone": "server_gone", "Timeout": "timeout",
-               "StreamBroken": "stream_broken", "ProtocolError": "protocol", "StreamError": "stream_error"}
+               "StreamBroken": "stream_broken", "ProtocolError": "protocol", "StreamError": "stream_error",
+               "EmptyAnswer": "empty_answer"}
 """exception class name (llmload/client/errors.py) -> kind shown on the errors chart"""
 
 

@@ -86,6 +86,21 @@ def test_whole_run_rows_per_scenario_and_all():
     assert rows["rag"]["ttft_p50_ms"] == 100
 
 
+def test_empty_answers_are_named_in_their_own_column_not_as_errors():
+    """The EMPTY events (HTTP 200 answers with no text, run/events.py): a count of their own in the whole-run rows
+    and in a tier's window; they are requests (their LLM event) without a failure."""
+    stats = _stats()
+    stats.entries[len(stats.entries)] = _entry("EMPTY", "chat", 2, 0, 0, {30: 2})
+    rows = {r["scenario"]: r for r in run_rows(stats, users=3, seconds=10.0)}
+    assert (rows["chat"]["empty_answers"], rows["rag"]["empty_answers"], rows["all"]["empty_answers"]) == (2, 0, 2)
+    assert (rows["chat"]["requests"], rows["chat"]["other_errors"]) == (10, 1)  # EMPTY is no request of its own
+    record = Timeline().begin_tier(Tier(tier=1, start_s=0.0, warmup_s=0.0, target_users=1), snap())
+    record.at_warm, record.warm_s = snap(), 0.0
+    record.at_end, record.end_s = StatsSnapshot(requests=5, empty=3), 10.0
+    assert window_row(record, snap(), now_s=20.0)["empty_answers"] == 3
+    assert ("empty_answers", "Empty answers") in COLUMNS
+
+
 def test_stats_json_gets_the_rows_under_a_base_path_and_other_routes_are_untouched():
     app = flask.Flask(__name__)
     bp = flask.Blueprint("locust", __name__, url_prefix="/base")

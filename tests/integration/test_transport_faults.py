@@ -65,3 +65,44 @@ def test_fault_kinds(embedded_server, transport, flag, error):
         assert r.elapsed_ms is not None and r.elapsed_ms < 1000
     if error == "protocol":  # the bad chunk comes half-way: the tokens before it were timed
         assert all(r.timing.ttft_ms is not None for r in results)
+
+
+class Events:
+    """A stand-in for Locust's request event: what was fired."""
+
+    def __init__(self) -> None:
+        self.fired: list[dict] = []
+
+    def fire(self, **kwargs) -> None:
+        self.fired.append(kwargs)
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_empty_answer_is_its_own_outcome(embedded_server, transport):
+    """A 200 answer of one empty chunk (finish_reason length, 1 completion token), streamed or not: an answer
+    (no failure) of kind empty_answer, with nothing to time; its row and its Locust events name it."""
+    from llmload.run.events import fire_events
+    from llmload.sink.samples import sample_row
+
+    server = embedded_server(*FAST_SERVER, "--fault-empty-prob", "1")
+    client = TRANSPORTS[transport](server.base_url)
+    results = []
+    for i, stream in enumerate((True, False, True)):
+        req = request(i)
+        req.stream = stream
+        results.append(client.stream(req))
+    client.close()
+    for r in results:
+        assert r.ok and r.empty_answer and r.error == "empty_answer", (r.exception, r.text)
+        assert (r.status, r.finish_reason, r.output_tokens, r.text) == (200, "length", 1, "")
+        assert r.timing.ttft_ms is None and r.timing.itl_mean_ms is None and r.timing.e2e_ms is not None
+        row = sample_row(r, worker="w", user="u", scenario="s", users_now=1)
+        assert (row["error"], row["error_detail"]) == ("empty_answer", "no text; finish_reason length, 1 output token")
+    assert results[2].conn_reused  # the connection is kept after an empty answer
+    events = Events()
+    fire_events(events, "s", results[0])
+    assert [(e["request_type"], e["exception"]) for e in events.fired] == [("LLM", None), ("EMPTY", None)]
+    events = Events()
+    fire_events(events, "s", results[0], empty_is_error=True)
+    assert [e["request_type"] for e in events.fired] == ["LLM", "EMPTY"]
+    assert repr(events.fired[0]["exception"]).startswith("EmptyAnswer(") and events.fired[1]["exception"] is None

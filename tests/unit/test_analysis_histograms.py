@@ -3,6 +3,7 @@ analysis, tables and verdicts as from rows, within the histograms' precision."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -178,3 +179,20 @@ def test_a_tier_whose_users_may_have_parked_on_a_retry_hint_is_not_judged_from_h
                "left out of the knees" in w for w in a.warnings)
     rows = analyze(run := load_run(FIXTURES / "runs" / "parked"), choose_profile(run, None))
     assert not rows.table["parked_unknown"].any() and rows.saturation.kind == "sheds"
+
+
+@pytest.mark.parametrize("empty_is_error", [False, True])
+def test_empty_answers_shipped_as_histograms_count_as_from_rows(tmp_path, empty_is_error):
+    """attempts.csv keeps `empty_answer` as its own kind: the same counts, error rates, kinds and totals as the
+    rows, whether the run counts empty answers as errors (run.json) or not."""
+    path = tmp_path / "emptyanswers"
+    shutil.copytree(FIXTURES / "runs" / "emptyanswers", path)
+    info = json.loads((path / "run.json").read_text())
+    (path / "run.json").write_text(json.dumps({**info, "empty_answer_is_error": empty_is_error}))
+    rows = analyze(run := load_run(path), choose_profile(run, None))
+    fixture_histograms.as_histograms(path)
+    hists = analyze(run := load_run(path), choose_profile(run, None))
+    columns = ["sent", "ok", "n_empty", "failed", "error_rate", "other_fail_rate"]
+    assert hists.table[columns].to_dict("list") == rows.table[columns].to_dict("list")
+    assert hists.kinds.to_dict() == rows.kinds.to_dict() and hists.totals.empty[1] == rows.totals.empty[1]
+    assert (hists.saturation.kind, hists.capacity.status) == (rows.saturation.kind, rows.capacity.status)

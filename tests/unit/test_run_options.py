@@ -29,7 +29,8 @@ def test_the_flags_default_to_the_typed_defaults(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     options = parsed()
     for name in ("model", "max_tokens", "prompt_tokens", "transport", "endpoint", "insecure", "run_dir", "ship",
-                 "slo_profile", "server_metrics", "api_key_header", "stream", "output_len_mode"):
+                 "slo_profile", "server_metrics", "api_key_header", "stream", "output_len_mode",
+                 "empty_answer_is_error"):
         assert getattr(options, name) == getattr(DEFAULTS, name), name
     assert options.retries == DEFAULTS.retry_policy.retries and options.on_429 == DEFAULTS.retry_policy.on_429
     assert options.request_timeout_s == DEFAULTS.timeouts.request_timeout_s
@@ -47,6 +48,8 @@ def test_settings_never_raise_and_the_host_of_the_environment_wins():
 def test_read_options_checks_what_the_requests_carry():
     opts = read_options(environment(parsed("--max-tokens", "7", "--ship", "both"), host="http://127.0.0.1:9"))
     assert (opts.max_tokens, opts.ship, opts.base_url) == (7, "both", "http://127.0.0.1:9/v1")
+    assert not opts.empty_answer_is_error
+    assert read_options(environment(parsed("--empty-answer-is-error"), host="http://127.0.0.1:9")).empty_answer_is_error
     assert [f.name for f in fields(RunSettings)] == [f.name for f in fields(opts)][:len(fields(RunSettings))]
     with pytest.raises(OptionError, match="--max-tokens must be >= 1"):
         read_options(environment(parsed("--max-tokens", "0"), host="http://127.0.0.1:9"))

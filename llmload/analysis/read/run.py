@@ -30,6 +30,7 @@ How it works:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ class Run:
     info: dict
     """run.json content ({} when missing)"""
     samples: pd.DataFrame
-    """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool)"""
+    """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool: no error and a
+    first token; an `empty_answer` row is not ok, and counted apart)"""
     tiers: pd.DataFrame
     """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, short, planned_s,
     dropped"""
@@ -110,6 +112,17 @@ class Run:
     def plain(self) -> bool:
         """a run without a load shape (run.json records none): one tier per ramp of users"""
         return ramps.plain(self.info)
+
+    @property
+    def empty_is_error(self) -> bool:
+        """HTTP 200 answers with no text (`empty_answer`) count as errors: recorded with --empty-answer-is-error
+        (run.json `empty_answer_is_error`), or so asked of the analysis (`counting_empty_as_error`)"""
+        return self.info.get("empty_answer_is_error") is True
+
+
+def counting_empty_as_error(run: Run) -> Run:
+    """The run judged with its empty answers counted as errors (the analysis' --empty-answer-is-error)."""
+    return dataclasses.replace(run, info={**run.info, "empty_answer_is_error": True})
 
 
 def load_run(path: str | Path) -> Run:

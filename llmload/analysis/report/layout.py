@@ -120,6 +120,10 @@ def _tier_blocks(a: Analysis) -> list[Block]:
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
                  "drop % = dropped / (dropped + attempts sent in the whole tier).")
+    if text.empty_column(a.table):
+        note += (" empty: HTTP 200 answers with no text (empty_answer), not in ok and with no token to time; "
+                 + ("counted as errors in other err % (--empty-answer-is-error)." if a.run.empty_is_error
+                    else "answered, so not in other err % (--empty-answer-is-error counts them)."))
     out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3),
                         Table(*_tuple(text.outcome_rows(a.table, a.run.load_unit)), note=note)]
     return out + _latency_blocks(a) + split_blocks(a)
@@ -133,7 +137,7 @@ def _failure_blocks(a: Analysis) -> list[Block]:
                      for (t, r), load in zip(a.kinds.iterrows(), a.table["load"]))
         out += [Heading("Failures by kind (measured windows)", 3),
                 Table(("tier", "load", *map(str, a.kinds.columns)), rows)]
-    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped):
+    if a.totals is not None and (len(a.totals.by_kind) or a.totals.dropped or a.totals.empty[0]):
         where = a.totals.counted_in
         out.append(Heading(f"Failures in the whole run (every {where} {'row' if a.run.per_request else 'count'})", 3))
         if len(a.totals.by_kind):

@@ -76,6 +76,7 @@ def run_facts(a: Analysis) -> dict:
         "stopped_early_sentence": ending.sentence(a) or None,
         "workers": info.get("workers") if isinstance(info.get("workers"), int) else None,
         "slo_profile": a.profile.name, "slo_profile_source": a.profile_source,
+        "empty_answer_is_error": a.run.empty_is_error,
     }
 
 
@@ -94,6 +95,7 @@ def tier_record(row, run_tiers) -> dict:
         "parked_refused": int(row["parked_refused"]),
         "refined": bool(window["refined"]) if "refined" in window else False,
         "sent": row["sent"], "ok": row["ok"], "failed": row["failed"], "n_429": row["n_429"],
+        "n_empty": row.get("n_empty", 0),
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
         "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],

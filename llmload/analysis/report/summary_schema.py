@@ -37,7 +37,7 @@ TIER = obj(
     tier={"type": "integer"}, load=NUM, load_target=NUM, effective_concurrency=NUM, active_users=NUM,
     judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL, parked_refused={"type": "integer"},
     refined=BOOL, sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"},
-    n_429={"type": "integer"},
+    n_429={"type": "integer"}, n_empty={"type": "integer"},
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
     goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
                                                       "p95_ci_high"),
@@ -53,7 +53,7 @@ RUN = obj(
     load_unit={"enum": ["users", "req/s"]}, start_unix=NUM, end_unix=NUM, first_send_utc=TEXT,
     last_send_utc=TEXT, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
     stopped_early=BOOL, stopped_early_sentence=TEXT, workers=INT, slo_profile={"type": "string"},
-    slo_profile_source={"enum": ["--slo", "run.json", "default"]},
+    slo_profile_source={"enum": ["--slo", "run.json", "default"]}, empty_answer_is_error=BOOL,
 )
 
 CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, max_error_rate=NUM,

@@ -16,8 +16,9 @@ import pandas as pd
 from llmload.analysis.read import histograms
 from llmload.analysis.read.histograms import Histograms
 from llmload.analysis.read.run import Run
+from llmload.analysis.tables import samples
 from llmload.rules.limits import MIN_SAMPLES_P999, REJECT_LIMIT, UNDER_APPLIED
-from llmload.rules.outcomes import SHED_ERRORS, SHED_STATUSES
+from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS, SHED_STATUSES
 
 METRICS = {"ttft": "ttft_ms", "e2e": "e2e_ms", "tpot": "tpot_ms", "itl_mean": "itl_mean_ms"}
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
@@ -27,15 +28,17 @@ def _summed(measure: pd.DataFrame, mask: pd.Series | np.ndarray, index: pd.Index
     return measure[col].where(mask, 0).groupby(measure["tier"]).sum().reindex(index).fillna(0).astype(int)
 
 
-def _counts(table: pd.DataFrame, attempts: pd.DataFrame) -> None:
-    """Attempts, successes and failures by kind (llmload.rules.outcomes) per tier, from attempts.csv."""
+def _counts(table: pd.DataFrame, attempts: pd.DataFrame, run_empty_is_error: bool) -> None:
+    """Attempts, successes, empty answers and failures by kind (llmload.rules.outcomes) per tier, from
+    attempts.csv."""
     measure = attempts[attempts["phase"] == "measure"]
     by = measure.groupby("tier")
     for col, name in (("attempts", "sent"), ("ok", "ok"), ("retries", "retries"), ("output_tokens", "out_tokens")):
         table[name] = by[col].sum().reindex(table.index).fillna(0).astype(int)
-    table["failed"] = table["sent"] - table["ok"]
     error, status = measure["error"].astype(str), measure["status"]
-    failed = error != ""
+    table["n_empty"] = _summed(measure, error == EMPTY_ANSWER, table.index)
+    samples.add_failed(table, run_empty_is_error)
+    failed = (error != "") & (error != EMPTY_ANSWER)  # an empty answer is its own outcome (n_empty)
     is_429 = (error == "rate_limited") | (status == 429)
     shed = failed & (error.isin(SHED_ERRORS) | status.isin(SHED_STATUSES))
     timeout = failed & ~shed & (error == "timeout")
@@ -52,6 +55,7 @@ def _counts(table: pd.DataFrame, attempts: pd.DataFrame) -> None:
     sent = table["sent"].where(table["sent"] > 0)
     for name in ("shed", "timeout", "other_fail"):
         table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)
+    table["other_fail_rate"] += (table["n_empty"].where(table["empty_is_error"], 0) / sent).fillna(0.0)  # as Tier's
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
     table["retry_after_sources"] = ""
@@ -95,7 +99,7 @@ def hist_figures(run: Run, stall_ms: float) -> pd.DataFrame:
     for col in ("load", "complete", "measure_s", "short"):
         table[col] = tiers[col]
     assert run.histograms is not None and run.histograms.attempts is not None  # load_hist_run checked it
-    _counts(table, run.histograms.attempts)
+    _counts(table, run.histograms.attempts, run.empty_is_error)
     _drops(table, tiers, run.histograms.attempts)
     window = table["measure_s"].where(table["measure_s"] > 0)
     table["rate_window_s"] = window
@@ -132,10 +136,12 @@ def possibly_parked(table: pd.DataFrame, run: Run) -> pd.Series:
 
 
 def error_kinds(run: Run) -> pd.DataFrame:
-    """Failed measured attempts per tier and error kind, from attempts.csv (columns: kinds; rows: tiers)."""
+    """Failed measured attempts per tier and error kind, from attempts.csv (columns: kinds; rows: tiers); empty
+    answers only when the run counts them as errors."""
     attempts = run.histograms.attempts if run.histograms is not None else None
     if attempts is None:
         return pd.DataFrame(index=run.tiers["tier"])
-    failed = attempts[(attempts["phase"] == "measure") & (attempts["error"] != "")]
+    error = attempts["error"].astype(str)
+    failed = attempts[(attempts["phase"] == "measure") & (error != "") & ((error != EMPTY_ANSWER) | run.empty_is_error)]
     kinds = failed.groupby(["tier", failed["error"].astype(str)])["attempts"].sum().unstack(fill_value=0)
     return kinds.reindex(run.tiers["tier"], fill_value=0).astype(int)

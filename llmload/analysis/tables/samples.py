@@ -5,7 +5,9 @@ use every attempt sent in the tier's measure window (rates per second of that wi
 shorter than its longest request); latency percentiles use successful attempts only, so a fast 429
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
-server gone, other); p99 TTFT gets a bootstrap CI; TTFT is split into connect, headers-minus-connect and the rest.
+server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
+when the run counts them as errors) and, with no token, are in no latency figure; p99 TTFT gets a bootstrap
+CI; TTFT is split into connect, headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
 from llmload.analysis.tables.stats import quantile_ci
 from llmload.rules.limits import MIN_SAMPLES_P999
-from llmload.rules.outcomes import SHED_ERRORS
+from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS
 
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 
@@ -64,7 +66,8 @@ def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.Dat
     is_429 = (rows["error"] == "rate_limited").to_numpy() | (rows["status"] == 429).to_numpy()
     table["sent"] = rows.groupby("tier").size().reindex(table.index).fillna(0).astype(int)
     table["ok"] = rows["ok"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0).astype(int)
-    table["failed"] = table["sent"] - table["ok"]
+    table["n_empty"] = _count(rows, (rows["error"] == EMPTY_ANSWER).to_numpy(), table.index)
+    add_failed(table, run.empty_is_error)
     table["n_429"] = _count(rows, is_429, table.index)
     table["n_503"] = _count(rows, (rows["status"] == 503).to_numpy(), table.index)
     with_ra = is_429 & rows["retry_after_s"].notna().to_numpy()
@@ -79,6 +82,13 @@ def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.Dat
     sent = table["sent"].where(table["sent"] > 0)
     table["rate_429"] = (table["n_429"] / sent).fillna(0.0)
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
+
+
+def add_failed(table: pd.DataFrame, empty_is_error: bool) -> None:
+    """`failed`: attempts sent that were not answered (llmload.rules.tier.Tier.failed): neither with text (`ok`)
+    nor, unless the run counts them as errors, empty (`n_empty`); `empty_is_error` kept for the rule book."""
+    table["empty_is_error"] = empty_is_error
+    table["failed"] = table["sent"] - table["ok"] - (0 if empty_is_error else table["n_empty"])
 
 
 def _add_rates(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
@@ -157,7 +167,7 @@ def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -
     Retry-After hints of the 429s and 503s by source header; the lowest quota left per tier."""
     error = rows["error"].astype(str).to_numpy()
     status = rows["status"].to_numpy()
-    failed = error != ""
+    failed = (error != "") & (error != EMPTY_ANSWER)  # an empty answer is its own outcome (n_empty)
     shed = failed & (np.isin(error, SHED_ERRORS) | (status == 503) | is_429)
     timeout = failed & ~shed & (error == "timeout")
     gone = failed & (error == "server_gone")
@@ -169,6 +179,7 @@ def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -
     sent = table["sent"].where(table["sent"] > 0)
     for name in ("shed", "timeout", "other_fail"):
         table[f"{name}_rate"] = (table[f"n_{name}"] / sent).fillna(0.0)
+    table["other_fail_rate"] += (table["n_empty"].where(table["empty_is_error"], 0) / sent).fillna(0.0)  # as Tier's
     hinted = shed & rows["retry_after_s"].notna().to_numpy()
     table["n_shed_hinted"] = _count(rows, hinted, table.index)
     source = rows["retry_after_source"].astype(str)

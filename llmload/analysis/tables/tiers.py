@@ -35,6 +35,7 @@ from llmload.analysis.tables import concurrency, hist_figures, outages, samples,
 from llmload.analysis.tables import judged as judging
 from llmload.rules import trust
 from llmload.rules.limits import MIN_SAMPLES_P99
+from llmload.rules.outcomes import EMPTY_ANSWER
 
 STALL_MS = 1000.0
 """a request whose longest inter-token gap (itl_max_ms) exceeds this stalled (`--stall-ms`)"""
@@ -46,7 +47,7 @@ def tier_table(run: Run, stall_ms: float = STALL_MS) -> pd.DataFrame:
     table = samples.figures(run, stall_ms) if run.per_request else hist_figures.hist_figures(run, stall_ms)
     _add_health(table, run)
     workers.add_causes(table, run)
-    table = table.join(server_metrics.per_tier(run))
+    table = table.join(server_metrics.per_tier(run)).copy()  # one block before the columns added below
     concurrency.add_effective(table, run)
     table = table.copy()  # one block again: the columns above were added one by one
     judging.add_wait(table)  # on the load applied: the verdicts' waiting rule (llmload.rules.verdicts.judge)
@@ -81,11 +82,13 @@ def _add_flags(table: pd.DataFrame) -> None:
 
 
 def error_kinds(run: Run) -> pd.DataFrame:
-    """Failed attempts per tier and error kind (columns: kinds; rows: tiers)."""
+    """Failed attempts per tier and error kind (columns: kinds; rows: tiers); empty answers (`empty_answer`) only
+    when the run counts them as errors."""
     if not run.per_request:
         return hist_figures.error_kinds(run)
     rows = samples.measured(run)
-    failed = rows[rows["error"] != ""]
+    error = rows["error"].astype(str)
+    failed = rows[(error != "") & ((error != EMPTY_ANSWER) | run.empty_is_error)]
     kinds = failed.groupby(["tier", failed["error"].astype(str)]).size().unstack(fill_value=0)
     return kinds.reindex(run.tiers["tier"], fill_value=0)
 

@@ -7,7 +7,8 @@ tier's warm-up, before the first tier, between tiers, or after the last tier end
 Open-loop arrivals dropped at the in-flight cap are not requests (no row); their count is
 the sum of tiers.csv `dropped`. When locust_failures.csv exists its totals are shown next
 to ours: LLM failures should equal the failed rows here, SCHED failures the dropped arrivals.
-samples.csv is the authoritative count; when Locust's differs, `locust_line` says why
+Answers with no text (`empty_answer`) are not failures unless the run counts them as errors: they get a line
+of their own (`Totals.empty`). samples.csv is the authoritative count; when Locust's differs, `locust_line` says why
 (Locust's CSV is last written when the test stops, from statistics that lag by up to a second,
 or a worker report interval: failures of the final seconds and of the stop drain are only in
 samples.csv; measured against a LiteLLM proxy, most of the difference was the last second).
@@ -22,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.run import Run
-from llmload.contract import DROPPED_TYPE, REQUEST_TYPE
+from llmload.contract import DROPPED_TYPE, EMPTY_ANSWER, REQUEST_TYPE
+from llmload.rules.outcomes import empty_text
 
 WHERE = ("measured", "warm-up", "before the first tier", "between tiers", "after the last tier")
 
@@ -39,6 +41,9 @@ class Totals:
     """per error kind, the server's (or client's) most frequent message, scrubbed, at most 200 chars"""
     counted_in: str = "samples.csv"
     """the file the counts come from (attempts.csv for a run recorded with --ship histograms)"""
+    empty: tuple[int, int] = (0, 0)
+    """answers with no text (`empty_answer`) not counted as failures: in the whole run, in measured windows ((0, 0)
+    when the run counts them as errors: they are a kind of `by_kind` then)"""
 
 
 def where_sent(run: Run) -> pd.Series:
@@ -61,14 +66,17 @@ def attempt_totals(run: Run) -> Totals:
         return Totals(pd.DataFrame(columns=["total", *WHERE]), 0, 0, None, None)
     error = attempts["error"].astype(str)
     kind = error.where(~((attempts["status"] == 429).to_numpy() & (error == "").to_numpy()), "rate_limited")
-    failed = attempts[(kind != "").to_numpy()]
+    empty = (kind == EMPTY_ANSWER).to_numpy() & (not run.empty_is_error)
+    failed = attempts[(kind != "").to_numpy() & ~empty]
     place = failed["phase"].map({"measure": WHERE[0], "warmup": WHERE[1], "after": WHERE[4]}).fillna(WHERE[3])
     counts = failed["attempts"].groupby([kind[failed.index], place]).sum().unstack(fill_value=0)
     counts = counts.reindex(columns=list(WHERE), fill_value=0).astype(int)
     counts.insert(0, "total", counts.sum(axis=1))
     counts = counts.sort_values("total", ascending=False)
     counts.index.name = "kind"
-    return Totals(counts, int(attempts["attempts"].sum()), 0, *_locust(run), counted_in="attempts.csv")
+    measured = empty & (attempts["phase"] == "measure").to_numpy()
+    return Totals(counts, int(attempts["attempts"].sum()), 0, *_locust(run), counted_in="attempts.csv",
+                  empty=(int(attempts["attempts"][empty].sum()), int(attempts["attempts"][measured].sum())))
 
 
 def _locust(run: Run) -> tuple[int | None, int | None]:
@@ -86,14 +94,16 @@ def run_totals(run: Run) -> Totals:
     samples = run.samples
     kind = samples["error"].astype(str)
     kind = kind.where(~((samples["status"] == 429).to_numpy() & (kind == "").to_numpy()), "rate_limited")
-    failed = (kind != "").to_numpy()
+    empty = (kind == EMPTY_ANSWER).to_numpy() & (not run.empty_is_error)
+    failed = (kind != "").to_numpy() & ~empty
     place = where_sent(run)[failed]
     counts = pd.crosstab(kind[failed], place).reindex(columns=list(WHERE), fill_value=0)
     counts.insert(0, "total", counts.sum(axis=1))
     counts = counts.sort_values("total", ascending=False)
     counts.index.name = "kind"
     dropped = int(run.tiers["dropped"].fillna(0).sum()) if "dropped" in run.tiers else 0
-    return Totals(counts, len(samples), dropped, *_locust(run), error_examples(samples, kind))
+    return Totals(counts, len(samples), dropped, *_locust(run), error_examples(samples, kind.where(~empty, "")),
+                  empty=(int(empty.sum()), int((empty & samples["measured"].to_numpy()).sum())))
 
 
 _SECRET_LIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{4,}")
@@ -122,8 +132,14 @@ def reconcile_lines(t: Totals) -> list[str]:
     for kind, row in t.by_kind.iterrows():
         rest = [f"{int(row[w])} {w}" if w != "warm-up" else f"{int(row[w])} in warm-up"
                 for w in WHERE[1:] if row[w]]
-        text = f"{int(row['total'])} x {kind_label(str(kind))} in the run, {int(row['measured'])} in measured windows"
+        total = int(row["total"])
+        count = empty_text(total) if kind == EMPTY_ANSWER else f"{total} x {kind_label(str(kind))}"
+        text = f"{count} in the run, {int(row['measured'])} in measured windows"
         lines.append(text + (f"; the rest: {', '.join(rest)}." if rest else "."))
+    if t.empty[0]:
+        lines.append(f"{empty_text(t.empty[0])} in the run, {t.empty[1]} in measured windows: answered (HTTP 200, "
+                     "a clean end), so not counted as failures, here or by Locust (its EMPTY rows); with no token "
+                     "they are in no latency figure (--empty-answer-is-error counts them as errors).")
     if t.dropped:
         lines.append(f"{t.dropped} open-loop arrivals dropped at the in-flight cap (tiers.csv, whole tiers; "
                      "not requests, so not in samples.csv).")
@@ -164,9 +180,23 @@ def recorded(run: Run, judged_tiers) -> str:
     place = where_sent(run).replace({"measured": "measured in tiers too short to judge", "warm-up": "in warm-up"})
     where = ", ".join(f"{n} {w}" for w, n in place.value_counts().items())
     kinds = samples["error"].astype(str)
-    failed = kinds[kinds != ""]
+    failed = kinds[(kinds != "") & ((kinds != EMPTY_ANSWER) | run.empty_is_error)]
     text = f"{len(samples)} attempts were recorded ({where}), none in a tier that can be judged"
     if len(failed) == len(samples):
         by_kind = ", ".join(f"{n} x {kind_label(k)}" for k, n in failed.value_counts().items())
         return text + f", and all {len(samples)} failed ({by_kind})"
     return text + f"; {len(failed)} of them failed"
+
+
+def empty_sentence(table: pd.DataFrame, empty_is_error: bool) -> str:
+    """The warning on measured answers with no text when they are not counted as errors ('' when none, or when
+    they are errors: the error rate holds them then)."""
+    empty = table[table["n_empty"] > 0] if "n_empty" in table else table.iloc[0:0]
+    if empty_is_error or empty.empty:
+        return ""
+    share = (empty["n_empty"] / empty["sent"]).max()
+    tiers = ", ".join(str(int(t)) for t in empty["tier"])
+    return (f"{empty_text(int(empty['n_empty'].sum()))} in measured windows (tier{'s' if len(empty) > 1 else ''} "
+            f"{tiers}; up to {share:.1%} of a tier's requests): HTTP 200 with a clean end, so answered and outside the "
+            "error rate and every latency figure. If a real client would fail or retry them, judge the run with "
+            "--empty-answer-is-error.")

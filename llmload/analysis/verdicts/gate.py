@@ -24,7 +24,7 @@ from xml.sax.saxutils import quoteattr
 import pandas as pd
 
 from llmload.analysis.read.histograms import Histograms
-from llmload.analysis.read.run import load_run
+from llmload.analysis.read.run import counting_empty_as_error, load_run
 from llmload.analysis.tables import samples, tiers
 from llmload.analysis.text import load_with_unit
 from llmload.analysis.verdicts import goodput
@@ -98,8 +98,11 @@ class Check:
 
 
 def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
-              capacity_at_least: float | None = None) -> Check:
+              capacity_at_least: float | None = None, empty_is_error: bool = False) -> Check:
+    """The gate on a run folder; `empty_is_error`: count its empty answers as errors whatever run.json says."""
     run = load_run(run_dir)
+    if empty_is_error:
+        run = counting_empty_as_error(run)
     table = tiers.tier_table(run)
     measured = samples.verdict_rows(run) if run.per_request else None  # --ship histograms: from the histograms
     if measured is not None:
