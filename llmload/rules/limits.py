@@ -13,6 +13,14 @@ MAJORITY = 0.5
 """the saturation verdict 'times out' needs at least this share of a tier's requests timed out"""
 PLATEAU_SHARE = 0.85
 """compute saturation: the lowest tier whose successful req/s reaches this share of the highest tier's"""
+PLATEAU_NOISE_Z = 2.0
+"""... or lies less than this many standard deviations of its own count below that line: a tier within noise of
+the line is not measurably below it, so a 2 % difference (0.866 vs 0.884 req/s) cannot move the point. The count's
+noise: closed loop, its window's edges (each user's request there falls in or out: at most half a request's
+standard deviation per user, sqrt(users) / 2), not Poisson, which would take a closed loop's regular completions
+for random arrivals and call 38 and 51 requests (4.8 and 6.4 req/s) one rate; open loop, Poisson arrivals
+(sqrt(count)). Two: the band only decides among tiers near the line, and only when a higher tier reads within
+it again (the plateau seen twice; a curve still climbing to its top tier is not on it)"""
 ONSET_TOLERANCE = 0.85
 """a fitted slot count agrees with the queueing onset when it lies in [this x onset, next tier]"""
 WAIT_MIN_REQUESTS = 0.5

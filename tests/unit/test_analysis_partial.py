@@ -96,7 +96,8 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     assert a.compute.tier == 2 and a.compute.load == 2.0  # the 2 slots
     assert a.fit is not None and round(a.fit.slots) == 2
     compute = answers(a)["Compute saturation:"]
-    assert "more load (up to 4 users asked, 2 applied)" in compute and "refused 2 of the 4 users asked" in compute
+    assert "more load (up to 4 users asked, 2 applied)" in compute  # the plateau came at 2, before any refusal
+    assert "Refusals began only above it (from 4 users on; 2 of the 4 users refused, 2 x 429)" in compute
     others = [row for row in a.table.itertuples() if row.tier < 3]
     assert all(row.parked_refused == 0 and row.refused_load_share == 0 for row in others)
     # the load levels named are the shape's (1, 2, 4), with what was applied where it fell short

@@ -45,6 +45,16 @@ def test_vllm_queue_limit_sheds_with_503_and_in_stream_errors_counted_once():
     assert "without a retry hint" in sentence
 
 
+def test_vllm_queue_limits_plateau_is_its_first_refusing_tier():
+    """--max-num-queued-reqs 6: 5.3 req/s at 4 users, 6.6 at 8, where it starts refusing. The 4-user tier is 0.31
+    req/s (7.7 requests over its 25 s window) under the 85 % line, beyond its counting noise (2 requests at 2
+    standard deviations of 4 users' window edges): saturation stays at 8, the refusing tier, an admission limit."""
+    a = run_of("vllm-queued")
+    assert (a.compute.status, a.compute.load) == ("within", 8.0), a.compute.sentence
+    assert "The server refused requests from 8 users on" in a.compute.sentence
+    assert "admission limit" in a.compute.sentence
+
+
 def test_litellm_rate_limit_sheds_with_its_provider_retry_header():
     a = run_of("litellm-rpm")
     sentence = a.saturation.sentence
