@@ -26,8 +26,10 @@ which one to trust and why. The SLO capacity (`capacity.py`) is a third, separat
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from llmload.rules import limiter
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
 from llmload.rules.text import load_with_unit
 from llmload.rules.tier import Tier, with_sent
@@ -66,7 +68,21 @@ def _ok_rps(tier: Tier) -> float:
 
 
 def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
-    """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`)."""
+    """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`). Behind a rate
+    limiter (`limiter.recognise`) only the tiers below its first refusal show the engine: the plateau is theirs,
+    or not measured."""
+    lim = limiter.recognise(tiers, unit)
+    if lim is None:
+        return _plateau(tiers, unit, tested)
+    below = [t for t in with_sent(tiers) if t.load < lim.first.load]
+    point = _plateau(below, unit, len(below))
+    if not point.reached:
+        return KneePoint("none", None, None, None, None, limiter.compute_sentence(lim, unit))
+    return dataclasses.replace(point, sentence=point.sentence + f" Above it a rate limiter caps throughput: "
+                               f"{limiter.what(lim, unit)}.")
+
+
+def _plateau(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     rows = with_sent(tiers)
     if not rows or not any(t.ok > 0 for t in rows):
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")

@@ -55,11 +55,19 @@ def test_vllm_queue_limits_plateau_is_its_first_refusing_tier():
     assert "admission limit" in a.compute.sentence
 
 
-def test_litellm_rate_limit_sheds_with_its_provider_retry_header():
+def test_litellm_rpm_limit_is_a_rate_limiter_with_its_provider_retry_header():
+    """LiteLLM rpm 60, a 60 s window: 60 requests through, then every request refused for the rest of the run.
+    x-ratelimit-remaining-requests fell to 1 and 0.1 requests were in service while it refused: a rate limiter,
+    whose window outlasts the tiers, so its sustained rate is not measured and nothing is planned on it."""
     a = run_of("litellm-rpm")
     sentence = a.saturation.sentence
-    assert "sheds load" in sentence and "620 x 429" in sentence
-    assert "via llm_provider-retry-after" in sentence
+    assert a.saturation.kind == "rate limited" and "a rate limiter refuses load" in sentence
+    assert "620 x 429" in sentence and "via llm_provider-retry-after" in sentence
+    assert a.limiter is not None and not a.limiter.measured and a.limiter.first.tier == 2
+    assert "x-ratelimit-remaining-requests fell to 1" in a.limiter.evidence
+    assert "its sustained rate is not measured" in sentence and "more load got less through" not in sentence
+    assert a.fit is None and "a rate limiter" in (a.fit_note or "")
+    assert a.compute.status == "none" and a.compute.sentence.startswith("not measured: a rate limiter")
 
 
 @pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued", "litellm-rpm"])

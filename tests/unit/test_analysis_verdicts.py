@@ -68,15 +68,20 @@ def test_issue_vllm_curve_two_knees():
 
 
 def test_a_plateau_is_called_an_admission_limit_only_where_the_server_starts_refusing():
-    """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429) refuses only above the 1-user plateau: no admission
-    clause there; a plateau whose own tier refuses (shed503) gets it."""
+    """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429, nothing in service) is a rate limiter: its tiers show
+    its quota, no compute plateau. A concurrency cap refusing only above the 1-user plateau gets no admission
+    clause; a plateau whose own tier refuses (shed503) gets it."""
     table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [60, 700, 800], "ok": [60, 1, 0],
                           "ok_rps": [2.1, 0.07, 0.0], "n_shed": [0, 699, 800], "n_429": [0, 690, 800],
                           "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0]})
     compute = knees.compute_saturation(tiers_of(table), "users")
-    assert compute.load == 1.0
-    assert "Refusals began only above it (from 2 users on; 99.9% there: 690 x 429)" in compute.sentence
-    assert "admission limit" not in compute.sentence
+    assert compute.status == "none" and compute.sentence.startswith(
+        "not measured: a rate limiter caps throughput: its quota ran out at 2 users (tier 2)"), compute.sentence
+    capped = table.assign(ok=[60, 600, 600], ok_rps=2.1, e2e_mean_ms=476.0, n_shed=[0, 100, 200],
+                          n_429=[0, 100, 200])  # one request in service at every tier: a cap of one
+    compute = knees.compute_saturation(tiers_of(capped), "users")
+    assert compute.load == 1.0 and "admission limit" not in compute.sentence
+    assert "Refusals began only above it (from 2 users on; 14.3% there: 100 x 429)" in compute.sentence
     calm = table.assign(n_shed=0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
     assert "refused" not in knees.compute_saturation(tiers_of(calm), "users").sentence
     # the plateau's own tier already refusing (shed503: 29.9% of 503s at 8 users, the saturation tier) counts too
