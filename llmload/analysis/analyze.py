@@ -40,6 +40,7 @@ from llmload.analysis.verdicts import goodput, headers, health, model_check, que
 from llmload.analysis.verdicts.checklist import checklist
 from llmload.rules import capacity as cap_mod
 from llmload.rules import knees, replicas, saturation
+from llmload.rules.limiter import RateLimiter
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
 from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
 from llmload.rules.text import load_with_unit, tier_load
@@ -96,7 +97,10 @@ class Analysis:
     """the fitted model's p95 TTFT against each tier's, and the capacity line's clause (None: no fit)"""
     planning_capacity: cap_mod.Capacity | None = None
     """what replicas are planned on: `capacity`, or, when throughput fell past a peak inside the SLO's range,
-    that peak's load and throughput (saturation.peak_within_slo)"""
+    that peak's load and throughput (saturation.peak_within_slo), or, behind a rate limiter, its sustained
+    rate where the capacity tier got more (`limited`)"""
+    limiter: RateLimiter | None = None
+    """the rate limiter behind the 429s (llmload.rules.limiter), or None"""
 
     @property
     def climbs(self) -> bool:
@@ -163,13 +167,14 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
     _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
     planning = capacity if peak is None else dataclasses.replace(
         capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)
+    planning = limited(planning, v.limiter)
     plan = None
     if target is not None and climbs(kind):
         plan = replicas.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
     rows = run.per_request  # per-request tables and splits exist only with rows (hist_run.CANNOT_SHOW)
     breakdown = tiers.breakdown_table(run)
     fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
-                                         tested)
+                                         tested, v.limiter)
     fit = queueing.fit_queue(judged, run.load_unit) if fit_note is None else None
     phase_frame = phases_mod.phase_table(run, table, kind) if not climbs(kind) else None
     return Analysis(
@@ -187,7 +192,18 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
+        limiter=v.limiter,
     )
+
+
+def limited(cap: cap_mod.Capacity, lim: RateLimiter | None) -> cap_mod.Capacity:
+    """Behind a rate limiter, a capacity above its sustained rate is its initial burst: what a plan can load is
+    the sustained rate (the load, tokens and goodput scaled with it); the capacity itself otherwise."""
+    if lim is None or not cap.ok_rps > lim.sustained_rps:
+        return cap
+    share = lim.sustained_rps / cap.ok_rps
+    return dataclasses.replace(cap, load=cap.load * share, ok_rps=lim.sustained_rps, out_tok_s=cap.out_tok_s * share,
+                               goodput_rps=min(cap.goodput_rps, lim.sustained_rps))
 
 
 def warnings(run: Run, table: pd.DataFrame) -> list[str]:

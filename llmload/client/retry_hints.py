@@ -5,8 +5,10 @@ Servers disagree on the header: `Retry-After` (seconds or an HTTP-date, RFC 9110
 `llm_provider-retry-after`, or only the quota reset time, `x-ratelimit-reset-requests` /
 `-tokens`, in OpenAI's duration format (`6m0s`, `1.5s`, `20ms`). `parse_retry_hint` reads
 them in that order of precision and says which header gave the value, so the report can
-name it. `x-ratelimit-remaining-requests` / `-tokens` are read on every answer
-(`remaining_quota`), so a run shows its quota draining before the first 429.
+name it. The quota left (`x-ratelimit-remaining-requests` / `-tokens`, Anthropic's
+`anthropic-ratelimit-requests-remaining` / `-tokens-remaining`, or a proxy's prefixed copy such as
+`llm_provider-x-ratelimit-remaining-requests`) is read on every answer (`remaining_quota`), so a run
+shows its quota draining before the first 429.
 
 Header names must be lower-case.
 """
@@ -88,13 +90,29 @@ def parse_retry_hint(headers: dict[str, str], now_unix_s: float | None = None) -
     return None
 
 
+QUOTA_HEADERS = {"requests": ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"),
+                 "tokens": ("x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining")}
+"""the quota left, by kind, in each provider's words; a proxy's prefixed copy (LiteLLM's
+`llm_provider-x-ratelimit-remaining-requests`) counts when the plain header is absent"""
+
+
 def remaining_quota(headers: dict[str, str]) -> tuple[int | None, int | None]:
-    """(`x-ratelimit-remaining-requests`, `x-ratelimit-remaining-tokens`) as integers, None when absent."""
-    def number(name: str) -> int | None:
-        value = headers.get(name)
+    """(requests, tokens) left of the rate-limit quota as integers, None when absent: OpenAI's
+    `x-ratelimit-remaining-*`, Anthropic's `anthropic-ratelimit-*-remaining`, or a proxy's prefixed copy."""
+    def number(value: str | None) -> int | None:
         try:
             return int(float(value)) if value is not None else None
         except ValueError:
             return None
 
-    return number("x-ratelimit-remaining-requests"), number("x-ratelimit-remaining-tokens")
+    def left(kind: str) -> int | None:
+        for name in QUOTA_HEADERS[kind]:
+            value = number(headers.get(name))
+            if value is None:
+                value = next((number(v) for n, v in sorted(headers.items()) if n.endswith("-" + name)
+                              and number(v) is not None), None)
+            if value is not None:
+                return value
+        return None
+
+    return left("requests"), left("tokens")

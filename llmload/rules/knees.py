@@ -4,8 +4,14 @@ On an engine whose batches slow down as they grow (CPU engines, GPUs at their co
 limit) these are different points, and a capacity planner needs both:
 - **Compute saturation**: tiers ordered by load (tiers with no success count with 0 req/s,
   never skipped). X_max is the highest successful req/s. The saturation point is the lowest
-  tier whose throughput reaches PLATEAU_SHARE of X_max; it is *reached* only when a higher
-  tier was tested (so we saw more load not adding throughput). It lies between the tier
+  tier whose throughput reaches PLATEAU_SHARE of X_max, or lies less than PLATEAU_NOISE_Z
+  standard deviations of its own count below that line (`count_noise`: closed loop, the window's
+  edges; open loop, Poisson arrivals) while a higher tier reads within that noise of it or less
+  (the plateau seen at its level again: the highest tier's excess is one reading): so a 2 %
+  difference cannot move the point; it is *reached* only when a higher tier was tested (so we saw more load not
+  adding throughput). The plateau is called an admission limit only when refusals (429, 503,
+  in-stream errors, users parked on a Retry-After) start at or below its tier; when they start
+  above it, throughput had stopped growing first, and the sentence says so. It lies between the tier
   below it and itself; the load where the low-load line (X_0 / load_0 per unit) meets the
   plateau, X_max / (X_0 / load_0), is given as the point estimate of that interval.
 - **Queueing onset**: the last tier before the first tier whose requests waited
@@ -20,15 +26,21 @@ which one to trust and why. The SLO capacity (`capacity.py`) is a third, separat
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_SHARE, REJECT_LIMIT
+from llmload.rules import limiter
+from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
 from llmload.rules.text import load_with_unit, tier_load
 from llmload.rules.tier import Tier, with_load
 
 RULE = (
-    f"Compute saturation: the lowest tier whose successful req/s reaches {PLATEAU_SHARE:.0%} of the highest tier's "
-    "(tiers with no success count as 0 req/s), reached only when a higher tier was tested. Queueing onset: the "
+    f"Compute saturation: the lowest tier whose successful req/s reaches {PLATEAU_SHARE:.0%} of the highest tier's, "
+    f"or lies less than {PLATEAU_NOISE_Z:g} standard deviations of its own count below that line (closed loop, the "
+    "window's edges: half a request per user; open loop, Poisson arrivals) while a higher tier reads within that "
+    "noise of it or less (the plateau seen again at its level), tiers with no success "
+    "counting as 0 req/s; reached only when a higher tier was tested; called an admission limit only when "
+    "refusals (429, 503, in-stream errors) start at or below that tier. Queueing onset: the "
     "last tier before the first tier whose requests waited: the server's queue metric above 0.5 requests when "
     "recorded; open loop, arrivals dropped at the in-flight cap; else the client estimate: TTFT growth beyond "
     "the lowest tier's TTFT scaled by the TPOT growth (slower batches), at least 0.5 requests waiting by "
@@ -56,7 +68,21 @@ def _ok_rps(tier: Tier) -> float:
 
 
 def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
-    """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`)."""
+    """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`). Behind a rate
+    limiter (`limiter.recognise`) only the tiers below its first refusal show the engine: the plateau is theirs,
+    or not measured."""
+    lim = limiter.recognise(tiers, unit)
+    if lim is None:
+        return _plateau(tiers, unit, tested)
+    below = [t for t in with_load(tiers) if t.load < lim.first.load]
+    point = _plateau(below, unit, len(below))
+    if not point.reached:
+        return KneePoint("none", None, None, None, None, limiter.compute_sentence(lim, unit))
+    return dataclasses.replace(point, sentence=point.sentence + f" Above it a rate limiter caps throughput: "
+                               f"{limiter.what(lim, unit)}.")
+
+
+def _plateau(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     rows = with_load(tiers)
     if not rows or not any(t.ok > 0 for t in rows):
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
@@ -68,7 +94,8 @@ def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) 
     x_max = max(x)
     if x_max <= 0:
         return KneePoint("none", None, None, None, None, "unknown: no tier has a measured request rate.")
-    i = next(k for k, v in enumerate(x) if v >= PLATEAU_SHARE * x_max)
+    top = rows[x.index(x_max)]
+    i = next(k for k, t in enumerate(rows) if reaches(t, top, unit, rows[k + 1:]))
     at = rows[i]
     where = f"{load_with_unit(at.load, unit)} (tier {at.tier})"
     if i == len(rows) - 1:
@@ -77,9 +104,9 @@ def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) 
     above = rows[i + 1:]
     measured = [t.ok_rps for t in above if t.ok_rps == t.ok_rps]
     gain = max(measured) / x[i] - 1 if measured and x[i] > 0 else float("nan")
-    text = (f"at {where}: throughput reached {x[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s, and more "
-            f"load (up to {_most(above, unit)}) added at most "
-            f"{max(0.0, gain):.0%}.{_refusing(at, above[0], unit)}")
+    text = (f"at {where}: throughput reached {x[i] / x_max:.0%} of its plateau of {x_max:.1f} req/s"
+            f"{_within_noise(at, top, unit)}, and more load (up to {_most(above, unit)}) added at most "
+            f"{max(0.0, gain):.0%}.{_refusing(rows, i, unit)}")
     if i == 0:
         return KneePoint("below", at.load, at.tier, None, None,
                          text + " It is the lowest tier tested: saturation may come at a lower load.")
@@ -127,21 +154,60 @@ def _most(above: list[Tier], unit: str) -> str:
     return load_with_unit(top.load, unit)
 
 
-def _refusing(at: Tier, above: Tier, unit: str) -> str:
-    """When the plateau's first tier, or the one right above it, already refused requests, the plateau may
-    be the server's admission limit (a gateway's rate limit), not its compute: say so, so "saturation at
-    1 user" is not read as a full engine."""
-    for row in (at, above):
-        if row.parked_refused:
-            return (f" The server refused {row.parked_refused} of the {row.target:g} users asked at "
-                    f"tier {row.tier} ({row.parked_codes}, Retry-After up to "
-                    f"{row.parked_retry_after_s:g} s): the plateau is where it starts refusing, an admission "
-                    "limit (a rate limit or a concurrency cap), which may sit below its compute limit.")
-        if row.shed_rate > REJECT_LIMIT:
-            return (f" The server refused requests from {load_with_unit(row.load, unit)} on ({row.shed_rate:.1%} "
-                    f"there: {shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a "
-                    "rate limit or a queue cap), which may sit below its compute limit.")
-    return ""
+def reaches(tier: Tier, top: Tier, unit: str, above: list[Tier] | None = None) -> bool:
+    """The tier's successful req/s reaches PLATEAU_SHARE of the highest tier's (`top`), or lies less than
+    PLATEAU_NOISE_Z standard deviations of its own count below that line (`count_noise`) while a tier above it
+    (`above`; default: none) reads within that much of it or less: the plateau shows at its level again, so the
+    highest tier's excess is one reading, not more throughput. A curve still climbing to its top tier (6.6 then
+    8.0 req/s) does not reach it that way."""
+    band = PLATEAU_NOISE_Z * count_noise(tier, unit)
+    short = PLATEAU_SHARE * _ok_rps(top) - _ok_rps(tier)
+    if short <= 0:
+        return True
+    return short < band and any(_ok_rps(t) <= _ok_rps(tier) + band for t in above or [])
+
+
+def count_noise(tier: Tier, unit: str) -> float:
+    """The standard deviation (req/s) of a tier's successful req/s from counting: closed loop, the window's edges
+    (sqrt(users) / 2 requests); open loop, Poisson arrivals (sqrt(count)); 0 when the window is unknown."""
+    if not tier.rate_window_s > 0:
+        return 0.0
+    requests = max(tier.load, 0.0) ** 0.5 / 2 if unit == "users" else tier.ok ** 0.5
+    return requests / tier.rate_window_s
+
+
+def _within_noise(at: Tier, top: Tier, unit: str) -> str:
+    """' (under 85%, but within noise of it: ...)' when the tier reached the plateau by the noise band only."""
+    if _ok_rps(at) >= PLATEAU_SHARE * _ok_rps(top):
+        return ""
+    how = "the window's edges, half a request per user" if unit == "users" else "Poisson arrivals"
+    return (f" ({_ok_rps(at):.2f} req/s, under the {PLATEAU_SHARE:.0%} line at {PLATEAU_SHARE * _ok_rps(top):.2f}, "
+            f"but within {PLATEAU_NOISE_Z:g} standard deviations of its count ({how}), and a higher tier read as "
+            "little again: not measurably below it)")
+
+
+def _refusing(rows: list[Tier], i: int, unit: str) -> str:
+    """When refusals start at or below the plateau's first tier (rows[i]), the plateau may be the server's
+    admission limit (a gateway's rate limit or concurrency cap), not its compute: say so, so "saturation at
+    1 user" is not read as a full engine. When they start only above it, throughput had stopped growing
+    before any refusal: say that, and never call the plateau an admission limit."""
+    first = next((k for k, t in enumerate(rows) if t.parked_refused or t.shed_rate > REJECT_LIMIT), None)
+    if first is None:
+        return ""
+    row = rows[first]
+    if first > i:
+        what = (f"{row.parked_refused} of the {row.target:g} users refused, {row.parked_codes}"
+                if row.parked_refused else f"{row.shed_rate:.1%} there: {shed_codes(row)}")
+        return (f" Refusals began only above it (from {load_with_unit(row.target, unit)} on; {what}), after "
+                "throughput had stopped growing.")
+    if row.parked_refused:
+        return (f" The server refused {row.parked_refused} of the {row.target:g} users asked at "
+                f"tier {row.tier} ({row.parked_codes}, Retry-After up to "
+                f"{row.parked_retry_after_s:g} s): the plateau is where it starts refusing, an admission "
+                "limit (a rate limit or a concurrency cap), which may sit below its compute limit.")
+    return (f" The server refused requests from {load_with_unit(row.load, unit)} on ({row.shed_rate:.1%} "
+            f"there: {shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a "
+            "rate limit or a queue cap), which may sit below its compute limit.")
 
 
 def shed_codes(row: Tier) -> str:

@@ -13,6 +13,21 @@ MAJORITY = 0.5
 """the saturation verdict 'times out' needs at least this share of a tier's requests timed out"""
 PLATEAU_SHARE = 0.85
 """compute saturation: the lowest tier whose successful req/s reaches this share of the highest tier's"""
+PLATEAU_NOISE_Z = 2.0
+"""... or lies less than this many standard deviations of its own count below that line: a tier within noise of
+the line is not measurably below it, so a 2 % difference (0.866 vs 0.884 req/s) cannot move the point. The count's
+noise: closed loop, its window's edges (each user's request there falls in or out: at most half a request's
+standard deviation per user, sqrt(users) / 2), not Poisson, which would take a closed loop's regular completions
+for random arrivals and call 38 and 51 requests (4.8 and 6.4 req/s) one rate; open loop, Poisson arrivals
+(sqrt(count)). Two: the band only decides among tiers near the line, and only when a higher tier reads within
+it again (the plateau seen twice; a curve still climbing to its top tier is not on it)"""
+INFLIGHT_KEPT = 0.75
+"""429s are a rate limiter's, not a concurrency cap's, when a refusing tier held fewer than this share of
+max(1, the most requests in service any lower tier held): a cap refuses only when full, and the refused users keep
+it full (Little's law on successes wobbles by a tenth; a drained token bucket falls by half or more)"""
+QUOTA_SPENT_SHARE = 0.05
+"""... or when, at the first refusing tier, x-ratelimit-remaining-requests fell to at most max(1 request, this
+share of the highest recorded): the quota ran out (a request or two in flight may take the last ones)"""
 ONSET_TOLERANCE = 0.85
 """a fitted slot count agrees with the queueing onset when it lies in [this x onset, next tier]"""
 WAIT_MIN_REQUESTS = 0.5

@@ -10,12 +10,15 @@ them as errors, named apart: "5 answers had no text (empty_answer)"). Rows, firs
 |---|------------------------------------------------------------|-------------------|
 | 1 | no request measured anywhere                               | cannot tell       |
 | 2 | at least MAJORITY of its requests timed out                | times out         |
-| 3 | more than REJECT_LIMIT shed, or users refused and parked   | sheds (+ queues when its requests also waited) |
+| 3 | more than REJECT_LIMIT shed, or users refused and parked   | sheds (+ queues when its requests also waited) (*) |
 | 4 | its requests waited (`waiting.py`; open loop: dropped)     | queues            |
 | 5 | more than REJECT_LIMIT timed out or failed otherwise       | fails             |
 | 6 | only one load level and no server queue metric             | cannot tell       |
 | 7 | throughput dropped past the plateau (below)                | degrades          |
 | 8 | otherwise                                                  | not saturated     |
+
+(*) "rate limited" when its 429s are a rate limiter's (`limiter.py`): the sentence says what the limiter
+sustains instead of a throughput drop (its spent quota, not a slower engine).
 
 *Parked*: users of the highest tier that sent nothing in its measure window because their last attempt
 was refused with a Retry-After reaching into it (the tier's load is then the users applied). The server
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmload.rules import limiter
 from llmload.rules.capacity import Capacity
 from llmload.rules.knees import KneePoint, shed_codes
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
@@ -53,7 +57,8 @@ HINTED_ALL = 0.99
 @dataclass(frozen=True)
 class Saturation:
     kind: str
-    """'queues', 'sheds', 'queues and sheds', 'times out', 'fails', 'degrades', 'not saturated', 'cannot tell'"""
+    """'queues', 'sheds', 'queues and sheds', 'rate limited', 'times out', 'fails', 'degrades', 'not saturated',
+    'cannot tell'"""
     tier: int | None
     sentence: str
     rule: int = 0
@@ -74,7 +79,8 @@ def classify(tiers: list[Tier], onset: KneePoint, compute: KneePoint, load_unit:
              else f"At the highest load ({load_with_unit(top.load, load_unit)}, tier {top.tier})")
     if load_unit == "req/s":
         where += f", sending {top.rps:.1f} req/s of the {top.load:g} asked ({top.ok_rps:.1f} ok),"
-    drop = throughput_drop(rows, load_unit)
+    lim = limiter.recognise(rows, load_unit)
+    drop = "" if lim is not None else throughput_drop(rows, load_unit)  # a spent quota, not a slower engine
     fell = f"; {drop}" if drop else ""
     if top.timeout_rate >= MAJORITY:
         return Saturation("times out", top.tier, f"{where} it times out: {top.n_timeout} of {top.sent} requests "
@@ -84,7 +90,16 @@ def classify(tiers: list[Tier], onset: KneePoint, compute: KneePoint, load_unit:
     if top.parked_refused:
         text = f"{_parked(top, load_unit)}; and it queues: {_wait(top, onset)}" if top.waits \
             else _parked(top, load_unit) + _accepted(top)
+        if lim is not None:  # refused and parked by a rate limiter's quota
+            rate = limiter.what(lim, load_unit)
+            return Saturation("rate limited", top.tier, f"{text}{_tail(top, '')}. A rate limiter: {rate}.", 3)
         return Saturation(kind, top.tier, text + _tail(top, "") + fell + ".", 3)
+    if top.shed_rate > REJECT_LIMIT and lim is not None:
+        text = (f"{where} a rate limiter refuses load: {top.shed_rate:.1%} of requests refused ({shed_codes(top)}), "
+                f"{hint_text(top)}")
+        text += f"; and it queues: {_wait(top, onset)}" if top.waits else _accepted(top)
+        rate = limiter.what(lim, load_unit)
+        return Saturation("rate limited", top.tier, f"{text}{_tail(top, '')}. {rate[0].upper()}{rate[1:]}.", 3)
     if top.shed_rate > REJECT_LIMIT:
         text = f"{where} it sheds load: {top.shed_rate:.1%} of requests refused ({shed_codes(top)}), " \
                f"{hint_text(top)}"
@@ -148,8 +163,8 @@ def peak_within_slo(tiers: list[Tier], cap: Capacity, load_unit: str) -> tuple[s
     SLO (nothing broke, or at or below the last tier within it) with more throughput than the capacity
     point: the drop sentence and the peak tier; else ('', None). A degrading server does more work at the
     peak's load than at its capacity load, at lower latency: plan on the peak."""
-    if cap.status not in ("within", "beyond"):
-        return "", None
+    if cap.status not in ("within", "beyond") or limiter.recognise(tiers, load_unit) is not None:
+        return "", None  # behind a rate limiter throughput fell because its quota ran out: the plan is its rate
     drop = throughput_drop(tiers, load_unit)
     if not drop:
         return "", None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from llmload.rules.tier import Tier
 from llmload.rules.verdicts import Verdicts
 
-SATURATED = ("queues", "sheds", "queues and sheds", "times out", "fails", "degrades")
+SATURATED = ("queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades")
 """saturation branches past the knee"""
 
 
@@ -27,5 +27,9 @@ def stop_reason(last: Tier, verdicts: Verdicts, max_error_rate: float) -> str | 
                 f"({last.failed} of {last.sent}, {last.n_429} were 429)")
     if verdicts.compute.reached and verdicts.saturation.kind in SATURATED:
         return (f"tier {last.tier}: knee passed: compute saturation {verdicts.compute.sentence.split(':')[0]}, "
-                f"and the server {verdicts.saturation.kind} at the highest load")
+                f"and the server {_verb(verdicts.saturation.kind)} at the highest load")
     return None
+
+
+def _verb(kind: str) -> str:
+    return "is rate limited" if kind == "rate limited" else kind

@@ -84,6 +84,10 @@ class Tier:
     """its requests waited (`waiting.estimate`)"""
     wait_source: str = ""
     """what says they waited: 'server', 'dropped', 'client' or ''"""
+    remaining_requests_min: float = NAN
+    """the lowest x-ratelimit-remaining-requests recorded in the window (NaN: none; report only)"""
+    remaining_requests_max: float = NAN
+    """... the highest"""
     parked_refused: int = 0
     """users of the tier refused before its window (a 429/503 whose Retry-After reached into it) who sent nothing"""
     parked_codes: str = ""

@@ -3,7 +3,7 @@
 How it works: `judge(tiers, ...)` takes every tier measured so far (the report: all of them), applies
 the waiting rule over all of them (the lowest load is the baseline), keeps the tiers that can be
 judged (in a climbing run, at a load tested twice, the one with the most attempts: `tier.one_per_load`), and returns the
-two knees, the saturation verdict and the capacity under the SLO profile:
+two knees, the saturation verdict, the capacity under the SLO profile and the rate limiter behind its 429s:
 the same functions on the same tiers, so a sentence the web UI shows for a set of tiers is the one
 the report prints for them. `stop_reason` is `--stop-at-knee`'s rule on those verdicts (`stop.py`).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from llmload.rules import capacity, knees, saturation, waiting
+from llmload.rules import capacity, knees, limiter, saturation, waiting
 from llmload.rules.slo import SloProfile
 from llmload.rules.tier import Tier, one_per_load
 
@@ -28,6 +28,8 @@ class Verdicts:
     onset: knees.KneePoint
     saturation: saturation.Saturation
     capacity: capacity.Capacity
+    limiter: limiter.RateLimiter | None = None
+    """the rate limiter behind the judged tiers' 429s (`limiter.recognise`), or None"""
 
 
 def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[Tier], bool] = lambda _t: True,
@@ -44,4 +46,4 @@ def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[T
     onset = knees.queueing_onset(kept, unit, tested)
     return Verdicts(tuple(waited), tuple(kept), compute, onset,
                     saturation.classify(kept, onset, compute, unit, recorded, tested),
-                    capacity.capacity_under_slo(kept, profile, tested, unit))
+                    capacity.capacity_under_slo(kept, profile, tested, unit), limiter.recognise(kept, unit))

@@ -126,6 +126,16 @@ def test_rate_limit_scenario_counts_429s_with_retry_after_and_links_retries(runs
     ids = {r["request_id"] for r in samples}
     retries = [r for r in samples if r["retry_of"]]
     assert retries and all(r["retry_of"] in ids for r in retries)
+    # the embedded server's token bucket (30 rpm, 2 s of burst) read by the report as a rate limiter: its quota
+    # header at 0 and less than one request in service while it refused; its sustained rate ~0.5 req/s
+    from llmload.analysis.analyze import analyze, choose_profile
+    from llmload.analysis.read.run import load_run
+
+    run = load_run(runs["rate_limit"][1])
+    a = analyze(run, choose_profile(run, None))
+    assert a.limiter is not None and a.saturation.kind == "rate limited", a.saturation.sentence
+    assert "x-ratelimit-remaining-requests stood at 0" in a.limiter.evidence
+    assert 0 < a.limiter.sustained_rps <= 1.0 and a.fit is None
 
 
 def test_open_loop_records_schedule_lag(runs):

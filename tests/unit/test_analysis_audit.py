@@ -21,7 +21,7 @@ from llmload.analysis.report.watch import watch, watch_text
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts.queueing import not_identifiable
 from llmload.contract import SAMPLE_COLUMNS
-from llmload.rules import knees, replicas
+from llmload.rules import knees, limiter, replicas
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T0 = 1_767_225_600.0
@@ -109,10 +109,17 @@ def test_queueing_model_not_fitted_on_a_rate_limited_server():
         "ttft_p99_ci_hi_ms": 65.0, "e2e_mean_ms": 384.0, "queue_delay_mean_ms": 0.0, "ttft_mean_ms": 40.0,
         "inflight": 0.384,
     })
-    compute = knees.compute_saturation(tiers_of(table), "users")
-    assert compute.reached
-    reason = not_identifiable(table, "users", compute, sheds=True)
-    assert reason == "not identifiable: the server sheds (rate limit), not a slots limit"
+    compute = knees.compute_saturation(tiers_of(table), "users")  # fewer than one request in service: a limiter
+    lim = limiter.recognise(tiers_of(table), "users")
+    assert lim is not None and lim.sustained_rps == 1.0 and not compute.reached
+    assert compute.sentence.startswith(
+        "not measured: a rate limiter caps throughput: it sustains 1.0 req/s (60 requests")
+    reason = not_identifiable(table, "users", compute, sheds=True, limiter=lim)
+    assert reason == ("not identifiable: a rate limiter (1.0 req/s sustained) caps requests per second, not requests "
+                      "in service, so the tiers show its quota, not slots")
+    plateau = knees.KneePoint("within", 2.0, 2, 1.0, 1, "")  # shedding that is not told a rate limiter's
+    assert not_identifiable(table, "users", plateau, sheds=True) == \
+        "not identifiable: the server sheds (rate limit), not a slots limit"
 
 
 def test_replica_plan_on_a_lower_bound_capacity_says_at_most():

@@ -132,13 +132,13 @@ def test_the_gate_judges_a_histogram_run_and_cannot_judge_goodput(hist_knee16, t
 
 def test_a_plateau_where_the_server_starts_refusing_reads_the_same_from_histograms(tmp_path):
     """shed429 shipped as histograms: attempts.csv's counts give the tier's shed rate and codes, so compute
-    saturation names the admission limit as it does from samples.csv."""
+    saturation names where refusals began as it does from samples.csv."""
     path = tmp_path / "shed429"
     shutil.copytree(FIXTURES / "runs" / "shed429", path)
     from_rows = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
     fixture_histograms.as_histograms(path)
     from_hists = analyze(load_run(path), choose_profile(load_run(path), None)).compute.sentence
-    assert "The server refused requests from 8 users on (17.8% there: 32 x 429)" in from_rows
+    assert "Refusals began only above it (from 8 users on; 17.8% there: 32 x 429)" in from_rows
     assert from_hists == from_rows
 
 

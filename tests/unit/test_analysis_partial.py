@@ -99,7 +99,8 @@ def test_users_refused_before_the_window_are_the_servers_refusal_not_a_quiet_tie
     assert a.compute.tier == 2 and a.compute.load == 2.0  # the 2 slots
     assert a.fit is not None and round(a.fit.slots) == 2
     compute = answers(a)["Compute saturation:"]
-    assert "more load (up to 4 users asked, 2 applied)" in compute and "refused 2 of the 4 users asked" in compute
+    assert "more load (up to 4 users asked, 2 applied)" in compute  # the plateau came at 2, before any refusal
+    assert "Refusals began only above it (from 4 users on; 2 of the 4 users refused, 2 x 429)" in compute
     others = [row for row in a.table.itertuples() if row.tier < 3]
     assert all(row.parked_refused == 0 and row.refused_load_share == 0 for row in others)
     # the load levels named are the shape's (1, 2, 4), with what was applied where it fell short
@@ -126,6 +127,7 @@ def test_a_tier_whose_users_were_all_parked_is_refused_load_never_dropped():
     assert [r[:2] for r in knee_rows(a.table)[1]] == [("1", "1"), ("2", "0 of 2"), ("3", "0 of 4"), ("4", "1 of 8")]
     assert outcome_rows(a.table)[1][1][-1].startswith("all users refused and parked (2 x 429)")
     assert a.saturation.sentence.startswith("At the highest load asked (8 users, tier 4) it sheds load")
+    assert a.saturation.kind == "rate limited" and "A rate limiter: it sustains at most" in a.saturation.sentence
     assert "no request was sent at tier 2 (2 users asked, 0 applied: the server refused its users" \
         in a.onset.sentence
     assert a.capacity.status == "below"  # the quota ran out in tier 1 already (1 x 429 there)

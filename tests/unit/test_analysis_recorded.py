@@ -45,11 +45,29 @@ def test_vllm_queue_limit_sheds_with_503_and_in_stream_errors_counted_once():
     assert "without a retry hint" in sentence
 
 
-def test_litellm_rate_limit_sheds_with_its_provider_retry_header():
+def test_vllm_queue_limits_plateau_is_its_first_refusing_tier():
+    """--max-num-queued-reqs 6: 5.3 req/s at 4 users, 6.6 at 8, where it starts refusing. The 4-user tier is 0.31
+    req/s (7.7 requests over its 25 s window) under the 85 % line, beyond its counting noise (2 requests at 2
+    standard deviations of 4 users' window edges): saturation stays at 8, the refusing tier, an admission limit."""
+    a = run_of("vllm-queued")
+    assert (a.compute.status, a.compute.load) == ("within", 8.0), a.compute.sentence
+    assert "The server refused requests from 8 users on" in a.compute.sentence
+    assert "admission limit" in a.compute.sentence
+
+
+def test_litellm_rpm_limit_is_a_rate_limiter_with_its_provider_retry_header():
+    """LiteLLM rpm 60, a 60 s window: 60 requests through, then every request refused for the rest of the run.
+    x-ratelimit-remaining-requests fell to 1 and 0.1 requests were in service while it refused: a rate limiter,
+    whose window outlasts the tiers, so its sustained rate is not measured and nothing is planned on it."""
     a = run_of("litellm-rpm")
     sentence = a.saturation.sentence
-    assert "sheds load" in sentence and "620 x 429" in sentence
-    assert "via llm_provider-retry-after" in sentence
+    assert a.saturation.kind == "rate limited" and "a rate limiter refuses load" in sentence
+    assert "620 x 429" in sentence and "via llm_provider-retry-after" in sentence
+    assert a.limiter is not None and not a.limiter.measured and a.limiter.first.tier == 2
+    assert "x-ratelimit-remaining-requests fell to 1" in a.limiter.evidence
+    assert "its sustained rate is not measured" in sentence and "more load got less through" not in sentence
+    assert a.fit is None and "a rate limiter" in (a.fit_note or "")
+    assert a.compute.status == "none" and a.compute.sentence.startswith("not measured: a rate limiter")
 
 
 @pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued", "litellm-rpm"])

@@ -67,16 +67,21 @@ def test_issue_vllm_curve_two_knees():
     assert list(table["waits"]) == [False, False, False, True, True]
 
 
-def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit():
-    """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429) flattens throughput at 1 user: the compute
-    saturation sentence must not read as a full engine."""
+def test_a_plateau_is_called_an_admission_limit_only_where_the_server_starts_refusing():
+    """A gateway's rate limit (LiteLLM at 2 users: 99.9% 429, nothing in service) is a rate limiter: its tiers show
+    its quota, no compute plateau. A concurrency cap refusing only above the 1-user plateau gets no admission
+    clause; a plateau whose own tier refuses (shed503) gets it."""
     table = pd.DataFrame({"tier": [1, 2, 3], "load": [1.0, 2.0, 4.0], "sent": [60, 700, 800], "ok": [60, 1, 0],
                           "ok_rps": [2.1, 0.07, 0.0], "n_shed": [0, 699, 800], "n_429": [0, 690, 800],
                           "n_503": [0, 0, 0], "n_stream_error": [0, 0, 0]})
     compute = knees.compute_saturation(tiers_of(table), "users")
-    assert compute.load == 1.0
-    assert "refused requests from 2 users on (99.9% there: 690 x 429)" in compute.sentence
-    assert "admission limit" in compute.sentence
+    assert compute.status == "none" and compute.sentence.startswith(
+        "not measured: a rate limiter caps throughput: its quota ran out at 2 users (tier 2)"), compute.sentence
+    capped = table.assign(ok=[60, 600, 600], ok_rps=2.1, e2e_mean_ms=476.0, n_shed=[0, 100, 200],
+                          n_429=[0, 100, 200])  # one request in service at every tier: a cap of one
+    compute = knees.compute_saturation(tiers_of(capped), "users")
+    assert compute.load == 1.0 and "admission limit" not in compute.sentence
+    assert "Refusals began only above it (from 2 users on; 14.3% there: 100 x 429)" in compute.sentence
     calm = table.assign(n_shed=0, n_429=0, ok_rps=[2.1, 2.1, 2.1], ok=[60, 700, 800])
     assert "refused" not in knees.compute_saturation(tiers_of(calm), "users").sentence
     # the plateau's own tier already refusing (shed503: 29.9% of 503s at 8 users, the saturation tier) counts too
@@ -84,6 +89,21 @@ def test_a_plateau_where_the_server_starts_refusing_is_called_an_admission_limit
                        n_429=0, n_503=[0, 210, 400])
     sentence = knees.compute_saturation(tiers_of(own), "users").sentence
     assert sentence.startswith("at 2 users") and "refused requests from 2 users on (30.0% there: 210 x 503)" in sentence
+
+
+def test_a_plateau_within_counting_noise_of_the_line_is_not_pushed_onto_the_refusing_tier():
+    """noisyplateau (vLLM CPU with a queue cap, issue 23): 4 users read 84 % of the plateau, refusals start at 8.
+    Under the 85 % line alone saturation would land at 8 and be called an admission limit."""
+    a = run_of("noisyplateau")
+    by_load = a.table.set_index("load")
+    assert by_load.loc[4.0, "shed_rate"] == 0 and by_load.loc[8.0, "shed_rate"] > 0.5
+    assert 0.80 < by_load.loc[4.0, "ok_rps"] / by_load["ok_rps"].max() < 0.85
+    assert (a.compute.status, a.compute.load, a.compute.next_load) == ("within", 4.0, 2.0), a.compute.sentence
+    assert "admission limit" not in a.compute.sentence
+    assert ("(0.80 req/s, under the 85% line at 0.81, but within 2 standard deviations of its count (the window's "
+            "edges, half a request per user), and a higher tier read as little again: not measurably below it)") \
+        in a.compute.sentence
+    assert "Refusals began only above it (from 8 users on; 80.8% there: 80 x 503)" in a.compute.sentence
 
 
 def test_throughput_that_grew_at_a_refusing_top_tier_is_not_advice_to_test_higher_loads():

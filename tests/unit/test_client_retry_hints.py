@@ -49,3 +49,9 @@ def test_remaining_quota():
     assert remaining_quota({"x-ratelimit-remaining-requests": "59", "x-ratelimit-remaining-tokens": "3900"}) \
         == (59, 3900)
     assert remaining_quota({"x-ratelimit-remaining-requests": "n/a"}) == (None, None)
+    # whichever provider or proxy says it: Anthropic's names, LiteLLM's prefixed copy of the provider's
+    assert remaining_quota({"anthropic-ratelimit-requests-remaining": "49",
+                            "anthropic-ratelimit-tokens-remaining": "7000"}) == (49, 7000)
+    assert remaining_quota({"llm_provider-x-ratelimit-remaining-requests": "12"}) == (12, None)
+    assert remaining_quota({"x-ratelimit-remaining-requests": "3",
+                            "llm_provider-x-ratelimit-remaining-requests": "12"}) == (3, None)  # the proxy's own

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -58,10 +60,34 @@ def test_latency_growth_while_throughput_scales_is_not_compute_saturation():
     assert knees.queueing_onset(tiers, "users").status == "beyond"
 
 
-def test_a_plateau_with_refusals_names_the_admission_limit():
-    tiers = curve([10, 20, 40, 41, 40, 41], n_429=[0, 0, 0, 300, 600, 800])
+def test_a_plateau_names_the_admission_limit_only_when_refusals_start_at_or_below_it():
+    refusing = curve([10, 20, 40, 41, 40, 41], n_429=[0, 0, 100, 300, 600, 800])  # from the plateau's own tier
+    compute = knees.compute_saturation(refusing, "users")
+    assert compute.load == 4 and "admission limit" in compute.sentence and "100 x 429" in compute.sentence
+    after = curve([10, 20, 40, 41, 40, 41], n_429=[0, 0, 0, 300, 600, 800])  # only above it: throughput first
+    compute = knees.compute_saturation(after, "users")
+    assert compute.load == 4 and "admission limit" not in compute.sentence
+    assert ("Refusals began only above it (from 8 users on; 30.0% there: 300 x 429), after throughput had stopped "
+            "growing.") in compute.sentence
+
+
+def test_a_tier_within_its_counting_noise_of_the_line_reaches_the_plateau():
+    """vLLM CPU with a queue cap (issue 23): the plateau came at 4 users (0.866 req/s), refusals from 8, and a noisy
+    8-user tier read 1.04 req/s: 4 users read 83% of it, 2 % under the 85 % line. 17 requests in a 20 s window are
+    known to within the window's edges (half a request per user): the tier is not measurably below the line."""
+    def tier(i: int, users: int, ok: int, refused: int = 0) -> Tier:
+        return Tier(tier=i, load=float(users), sent=ok + refused, ok=ok, ok_rps=ok / 20.0, n_429=refused,
+                    n_shed=refused, rate_window_s=20.0)
+    tiers = [tier(1, 1, 6), tier(2, 2, 12), tier(3, 4, 17), tier(4, 8, 21, 40), tier(5, 16, 17, 90)]
     compute = knees.compute_saturation(tiers, "users")
-    assert compute.load == 4 and "admission limit" in compute.sentence and "300 x 429" in compute.sentence
+    assert (compute.load, compute.next_load) == (4.0, 2.0), compute.sentence
+    assert "within 2 standard deviations of its count" in compute.sentence and "admission" not in compute.sentence
+    assert not knees.reaches(tiers[1], tiers[3], "users", tiers[2:])  # 0.6 of 1.05 req/s: measurably below
+    climbing = tiers[:4]  # the same 83 %, but the curve climbs to its top tier: no tier above reads as little
+    assert knees.compute_saturation(climbing, "users").status == "beyond"
+    # the same 83 % at 100 times the requests (and users) is measured: the point stays where the share says
+    many = [dataclasses.replace(t, load=t.load * 100, ok=t.ok * 100, ok_rps=t.ok_rps * 100) for t in tiers]
+    assert knees.compute_saturation(many, "users").load == 800.0
 
 
 @pytest.mark.parametrize(("slots", "tiers"), [(4, (1, 2, 4, 8, 16)), (8, (1, 2, 4, 8, 16, 32)),

@@ -17,7 +17,7 @@ from llmload.analysis.tables import totals, workers
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts import ending, health, queueing, ratelimit
 from llmload.rules import capacity as cap_mod
-from llmload.rules import capacity_text, replicas, saturation
+from llmload.rules import capacity_text, limiter, replicas, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM
 from llmload.rules.text import load_with_unit
 
@@ -33,6 +33,7 @@ def capacity_sentence(a: Analysis) -> str:
     sentence = _strip(capacity_text.describe(a.capacity, a.run.load_unit, plan_on=peak is None), "Capacity ")
     if a.model_check is not None and a.model_check.capacity_clause:
         sentence += " " + a.model_check.capacity_clause
+    sentence += limiter_clause(a)
     if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
         where = f"{load_with_unit(peak.load, a.run.load_unit)}, {peak.ok_rps:.1f} req/s"
         if a.capacity.status == "beyond":
@@ -41,6 +42,58 @@ def capacity_sentence(a: Analysis) -> str:
             sentence += (f" But {drop}: plan on the load of the peak ({where}, within the SLO), not the capacity "
                          "load.")
     return sentence + source
+
+
+def limiter_clause(a: Analysis) -> str:
+    """Behind a rate limiter, a capacity tier that got more than its sustained rate spent its initial burst."""
+    lim, cap = a.limiter, a.capacity
+    if lim is None or cap.status not in ("within", "beyond") or not cap.ok_rps > lim.sustained_rps:
+        return ""
+    at = load_with_unit(cap.load, a.run.load_unit)
+    if not lim.measured:
+        return (f" But {at} got {cap.ok_rps:.1f} req/s only while the rate limiter's quota lasted: it ran out at "
+                f"tier {lim.first.tier} and nothing succeeded after, so that is not a sustained rate.")
+    return (f" But a rate limiter sustains only {limiter.rate_text(lim, a.run.load_unit)}: the {cap.ok_rps:.1f} "
+            f"req/s at {at} spent its initial burst, and a longer tier at that load would be refused; plan on "
+            f"{lim.sustained_rps:.1f} req/s.")
+
+
+def _limit_items(a: Analysis) -> list[tuple[str, str]]:
+    """The 'Rate limit:' line: the rate limiter (when the 429s are one's) and the quota left per tier."""
+    quota = ratelimit.quota_sentence(a.table)
+    lim = f"{limiter.describe(a.limiter, a.run.load_unit)}." if a.limiter is not None else ""  # with its evidence
+    text = " ".join(filter(None, (lim[:1].upper() + lim[1:], quota)))
+    return [("Rate limit:", text)] if text else []
+
+
+def _plan_items(a: Analysis) -> list[tuple[str, str]]:
+    """The 'Replica plan:' line (--target-rps and the like) or the 'Per replica:' line."""
+    out: list[tuple[str, str]] = []
+    lower = replicas.lower_bound(a.capacity)
+    planned = a.planning_capacity or a.capacity
+    at_peak = planned is not a.capacity
+    if a.plan is not None:
+        peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
+        plan = replicas.describe_plan(a.plan, a.capacity, peak_load, a.run.load_unit, a.limiter)
+        out.append(("Replica plan:", _strip(plan, "Replica plan ")))
+    elif a.climbs and a.limiter is not None:
+        out.append(("Per replica:", limiter.plan_text(a.limiter, DEFAULT_HEADROOM)
+                    + (". Add --target-rps N to the report command for the replica count."
+                       if a.limiter.measured else "")))
+    elif a.climbs and a.capacity.status in ("within", "beyond"):
+        usable = 1 - DEFAULT_HEADROOM
+        at_least = "at least " if lower and not at_peak else ""
+        where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
+                 f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
+                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity"
+                 + (f" ({load_with_unit(planned.load, a.run.load_unit)})" if a.capacity.status == "within" else ""))
+        out.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
+                    f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
+                    f"deployment, {where}"
+                    + (f"; a lower bound, since {replicas.bound_text(a.capacity, a.run.load_unit)}"
+                       if lower and not at_peak else "")
+                    + " (add --target-rps N to the report command for the replica count)."))
+    return out
 
 
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
@@ -69,29 +122,8 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
     ]
     if a.model_check is not None:
         items.append(("Model check:", a.model_check.sentence))
-    quota = ratelimit.quota_sentence(a.table)
-    if quota:
-        items.append(("Rate limit:", quota))
-    lower = replicas.lower_bound(a.capacity)
-    planned = a.planning_capacity or a.capacity
-    at_peak = planned is not a.capacity
-    if a.plan is not None:
-        peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
-        plan = replicas.describe_plan(a.plan, a.capacity, peak_load, a.run.load_unit)
-        items.append(("Replica plan:", _strip(plan, "Replica plan ")))
-    elif a.climbs and a.capacity.status in ("within", "beyond"):
-        usable = 1 - DEFAULT_HEADROOM
-        at_least = "at least " if lower and not at_peak else ""
-        where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
-                 f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
-                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity"
-                 + (f" ({load_with_unit(planned.load, a.run.load_unit)})" if a.capacity.status == "within" else ""))
-        items.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
-                      f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
-                      f"deployment, {where}"
-                      + (f"; a lower bound, since {replicas.bound_text(a.capacity, a.run.load_unit)}"
-                         if lower and not at_peak else "")
-                      + " (add --target-rps N to the report command for the replica count)."))
+    items += _limit_items(a)
+    items += _plan_items(a)
     if a.scenario_table is not None and len(a.scenario_table):
         items.append(("Scenarios:", a.scenario_sentence))
     if view is not None and view.prefill_fit is not None and not view.sweep:
@@ -114,12 +146,24 @@ def capacity_table(a: Analysis) -> Table:
     rows = []
     for cap in a.all_capacities:
         limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
-        rows.append((cap.profile.name, limit, capacity_text.cell(cap), text.num(cap.ok_rps), text.num(cap.goodput_rps),
+        burst = a.limiter is not None and cap.status in ("within", "beyond") and cap.ok_rps > a.limiter.sustained_rps
+        rows.append((cap.profile.name, limit, capacity_text.cell(cap),
+                     text.num(cap.ok_rps) + (" (burst)" if burst else ""), text.num(cap.goodput_rps),
                      text.num(cap.out_tok_s, 0), cap.limited_by))
     return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
                   "out tok/s", "limited by"), tuple(rows), numeric_from=1,
                  note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1, a.run.per_request))
+                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1, a.run.per_request)
+                      + _burst_note(a))
+
+
+def _burst_note(a: Analysis) -> str:
+    if a.limiter is None:
+        return ""
+    rate = (f"sustains {limiter.rate_text(a.limiter, a.run.load_unit)}" if a.limiter.measured else
+            "let nothing through once its quota ran out (its sustained rate is not measured)")
+    return (f" A rate limiter {rate}: '(burst)' marks a capacity's req/s above that, let through by its initial "
+            "burst, not sustained.")
 
 
 def _interpolation(one_load: bool, per_request: bool = True) -> str:

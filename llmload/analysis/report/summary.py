@@ -26,7 +26,7 @@ from llmload.analysis.text import utc
 from llmload.analysis.verdicts import billing, ending, health
 from llmload.analysis.verdicts import gate as check
 from llmload.contract import HIST_RELATIVE_ERROR
-from llmload.rules import replicas
+from llmload.rules import limiter, replicas
 from llmload.rules.knees import KneePoint
 from llmload.rules.slo import Objective, describe_objective
 
@@ -149,6 +149,18 @@ def capacities(a: Analysis) -> list[dict]:
             for c in a.all_capacities]
 
 
+def rate_limiter(a: Analysis) -> dict | None:
+    """The rate limiter behind the 429s (llmload.rules.limiter): its sustained rate is the capacity."""
+    lim = a.limiter
+    if lim is None:
+        return None
+    return {"sustained_rps": lim.sustained_rps if lim.measured else None,
+            "per_minute": lim.per_minute if lim.measured else None, "measured": lim.measured,
+            "upper_bound": lim.upper_bound, "first_refusing_tier": lim.first.tier,
+            "measured_over_tiers": [t.tier for t in lim.over], "evidence": lim.evidence,
+            "sentence": limiter.describe(lim, a.run.load_unit)}
+
+
 def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
     """Where the figures come from: per-request rows (samples.csv) or histograms only (--ship histograms)."""
     return {"kind": kind, "relative_error": HIST_RELATIVE_ERROR if pooled or kind == "histograms" else None,
@@ -185,6 +197,7 @@ def summary(a: Analysis) -> dict:
         "capacity": capacities(a),
         "saturation": {"branch": a.saturation.kind, "rule": a.saturation.rule, "tier": a.saturation.tier,
                        "sentence": a.saturation.sentence},
+        "rate_limiter": rate_limiter(a),
         "replicas": None if plan is None else {"target": plan.target, "target_kind": plan.target_kind,
                                                "per_replica": plan.per_replica, "headroom": plan.headroom,
                                                "replicas": plan.replicas,

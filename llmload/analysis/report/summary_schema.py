@@ -99,8 +99,8 @@ WORKLOAD = optional(obj(
     prefill=PREFILL,
 ), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill")
 
-SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "times out", "fails", "degrades", "not saturated",
-                    "cannot tell"]
+SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades",
+                    "not saturated", "cannot tell"]
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -113,6 +113,9 @@ SCHEMA = {
         capacity=arr(CAPACITY),
         saturation=obj(nullable=True, branch={"enum": SATURATION_KINDS}, rule={"type": "integer"}, tier=INT,
                        sentence={"type": "string"}),
+        rate_limiter=obj(nullable=True, sustained_rps=NUM, per_minute=NUM, measured=BOOL, upper_bound=BOOL,
+                         first_refusing_tier=INT, measured_over_tiers=arr({"type": "integer"}),
+                         evidence={"type": "string"}, sentence={"type": "string"}),
         replicas=obj(nullable=True, target=NUM, target_kind={"enum": ["rps", "users", "tok_s"]}, per_replica=NUM,
                      headroom=NUM, replicas=INT, upper_bound=BOOL),
         warnings=arr({"type": "string"}),

@@ -88,7 +88,8 @@ def _latency(table: pd.DataFrame, hists: Histograms) -> None:
 
 UNKNOWN = ("ttft_p99_ci_lo_ms", "ttft_p99_ci_hi_ms", "ttft_p95_ci_lo_ms", "ttft_p95_ci_hi_ms", "itl_p50_ms",
            "itl_p99_ms", "connect_ms", "gateway_queue_ms", "after_headers_ms", "model_mismatch", "loop_lag_p99_ms",
-           "schedule_lag_p99_ms", "stalls", "remaining_requests_min", "remaining_tokens_min")
+           "schedule_lag_p99_ms", "stalls", "remaining_requests_min", "remaining_tokens_min",
+           "remaining_requests_max")
 """tier-table columns only per-request rows give (NaN here)"""
 
 

@@ -189,6 +189,8 @@ def _add_outcomes(table: pd.DataFrame, rows: pd.DataFrame, is_429: np.ndarray) -
     for kind in ("requests", "tokens"):
         left = rows[f"ratelimit_remaining_{kind}"]
         table[f"remaining_{kind}_min"] = left.groupby(rows["tier"]).min().reindex(table.index)
+    table["remaining_requests_max"] = rows["ratelimit_remaining_requests"].groupby(rows["tier"]).max() \
+        .reindex(table.index)
 
 
 def _count(rows: pd.DataFrame, mask: np.ndarray, index: pd.Index) -> pd.Series:

@@ -19,6 +19,8 @@ When the model is identifiable (`not_identifiable` returns the reason when it is
 - only on runs that raise the load tier by tier (step or open-loop rate tiers);
 - only when a throughput plateau was reached (compute saturation, `llmload.rules.knees`);
   otherwise the top tier's in-flight count is only a lower bound of the slots;
+- not behind a rate limiter (`llmload.rules.limiter`): it caps requests per second, so the tiers above
+  its first refusal show its quota, and X_max is its initial burst;
 - not when the server sheds (429/503) rather than running out of slots: a rate limiter caps
   requests/s, so X_max x service time is not a slot count (0.4 "slots" on a 512-slot
   server). A shedding closed-loop run still gets a fit when its compute saturation lies
@@ -38,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.rules.knees import KneePoint
+from llmload.rules.limiter import RateLimiter
 from llmload.rules.limits import ONSET_TOLERANCE, REJECT_LIMIT
 
 
@@ -82,12 +85,16 @@ def fit_queue(table: pd.DataFrame, load_unit: str) -> QueueFit | None:
 
 
 def not_identifiable(table: pd.DataFrame, load_unit: str, compute: KneePoint, sheds: bool, climbs: bool = True,
-                     kind: str = "step", tested: int | None = None) -> str | None:
+                     kind: str = "step", tested: int | None = None, limiter: RateLimiter | None = None) -> str | None:
     """Why the slots model cannot be fitted on this run, or None when it can (see the docstring); `compute`: the
     compute saturation (`llmload.rules.knees`); `tested`: tiers with requests in the whole run, judged or not
-    (default: those of `table`)."""
+    (default: those of `table`); `limiter`: the rate limiter behind its 429s (`llmload.rules.limiter`)."""
     if not climbs:
         return f"not identifiable: a {kind} run does not raise the load tier by tier"
+    if limiter is not None:
+        rate = f"{limiter.sustained_rps:.1f} req/s sustained" if limiter.measured else "its rate not measured"
+        return (f"not identifiable: a rate limiter ({rate}) caps requests per second, not requests in service, "
+                "so the tiers show its quota, not slots")
     fit = fit_queue(table, load_unit)
     if fit is not None and "drop_rate" in table:
         plateau = table.loc[(table["ok"] > 0) & (table["ok_rps"] >= fit.x_max_rps)]

@@ -1,0 +1,105 @@
+"""A rate limiter is told from a concurrency cap by its 429s, and every line of a report says the same of it
+(issue 23 item 5: fakeai with rpm 120 read as '2.8 effective parallel slots', 'more load got less through' and
+'plan on 2.3 req/s per replica', above the 2.0 req/s its limiter sustains)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmload.analysis.analyze import Target, analyze, choose_profile
+from llmload.analysis.read.run import load_run
+from llmload.analysis.report.answer import answer_items, capacity_table
+from llmload.analysis.report.summary import summary
+from llmload.rules import limiter
+from llmload.rules.tier import Tier
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REFUSING = ("shed429", "shedhint", "shed503", "shedstream", "cap429", "parked", "noisyplateau", "ratelimit")
+"""fixtures whose server refuses load: only `ratelimit` is a rate limiter"""
+
+
+def run_of(name: str, target: Target | None = None, folder: str = "runs"):
+    run = load_run(FIXTURES / folder / name)
+    return analyze(run, choose_profile(run, None), target)
+
+
+def test_the_token_bucket_is_a_rate_limiter_and_its_sustained_rate_is_the_late_tiers():
+    a = run_of("ratelimit")
+    lim = a.limiter
+    assert lim is not None and lim.first.tier == 2 and [t.tier for t in lim.over] == [3, 4]
+    assert round(lim.sustained_rps, 2) == 2.0 and round(lim.per_minute) == 120  # the bucket's 120 rpm refill
+    assert "x-ratelimit-remaining-requests fell to 0" in lim.evidence
+    assert "fewer than the 1.7 at 2 users" in lim.evidence  # the drained bucket: 0.6 in service at 4 users
+
+
+@pytest.mark.parametrize("name", REFUSING)
+def test_every_line_of_a_refusing_run_agrees_on_whether_it_is_a_rate_limiter(name):
+    a = run_of(name)
+    items = dict(answer_items(a))
+    text = " ".join(items.values()) + " " + " ".join(dict(a.checklist).values())
+    data = json.loads(json.dumps(summary(a)))
+    if name != "ratelimit":
+        assert a.limiter is None and data["rate_limiter"] is None and "rate limiter" not in text
+        assert a.saturation.kind != "rate limited"
+        return
+    sustained = a.limiter.sustained_rps
+    assert a.saturation.kind == data["saturation"]["branch"] == "rate limited"
+    assert data["rate_limiter"]["sustained_rps"] == pytest.approx(sustained)
+    assert items["Queueing model:"].startswith("not identifiable: a rate limiter") and a.fit is None  # no slots
+    assert "more load got less through" not in text and "degrades" not in text
+    assert "admission limit" not in text and "effective parallel slots" not in text
+    assert items["Compute saturation:"].startswith("not measured: a rate limiter caps throughput: it sustains 2.0")
+    assert "It sustains 2.0 req/s (120 requests a minute" in items["Saturation:"]
+    assert "plan on 2.0 req/s" in items["Capacity:"] and "spent its initial burst" in items["Capacity:"]
+    assert "plan on at most 1.4 req/s each (30% below its sustained rate)" in items["Per replica:"]
+    assert "A quota belongs to the API key or the proxy, not to a replica" in items["Per replica:"]
+    assert items["Rate limit:"].startswith("A rate limiter, not a concurrency cap")
+    assert all(row[3].endswith("(burst)") for row in capacity_table(a).rows)  # 3.3 req/s at 1 user: the burst
+    assert a.planning_capacity is not None and a.planning_capacity.ok_rps == pytest.approx(sustained)
+
+
+def test_a_replica_plan_behind_a_rate_limiter_is_on_its_sustained_rate_and_says_a_quota_is_shared():
+    a = run_of("ratelimit", Target(10.0, "rps"))
+    assert a.plan is not None and a.plan.replicas == 8  # 10 / (2.0 x 0.7), never on the burst's 3.3
+    plan = dict(answer_items(a))["Replica plan:"]
+    assert "each loaded to at most 1.4 req/s (30% headroom below the rate limiter's sustained 2.0 req/s)" in plan
+    assert "behind one shared quota (one API key, one proxy) the whole deployment gets 2.0 req/s" in plan
+    assert summary(a)["replicas"]["upper_bound"] is False
+
+
+def test_a_window_that_outlasts_the_tiers_plans_nothing():
+    """LiteLLM rpm 60 (recorded): nothing succeeded after the quota ran out: no rate to plan on."""
+    a = run_of("litellm-rpm", Target(10.0, "rps"), "recorded")
+    assert a.limiter is not None and not a.limiter.measured
+    assert dict(answer_items(a))["Replica plan:"].endswith(
+        "not possible: a rate limiter sets the throughput and its sustained rate was not measured (its window "
+        "outlasts the tiers).")
+    assert summary(a)["rate_limiter"]["sustained_rps"] is None
+
+
+def tier(i: int, users: int, ok: int, refused: int, e2e_ms: float, **kw) -> Tier:
+    return Tier(tier=i, load=float(users), sent=ok + refused, ok=ok, ok_rps=ok / 10.0, n_429=refused,
+                n_shed=refused, e2e_mean_ms=e2e_ms, rate_window_s=10.0, **kw)
+
+
+def test_a_concurrency_cap_keeps_its_requests_in_service_and_is_no_rate_limiter():
+    """A cap of 4 (LiteLLM max_parallel_requests): 4 in service at every refusing tier, even as a busy CPU slows each
+    request (its successes scale with 1 / service time, not with the clock)."""
+    capped = [tier(1, 2, 100, 0, 200.0), tier(2, 4, 200, 0, 200.0), tier(3, 8, 150, 300, 270.0),
+              tier(4, 16, 110, 900, 360.0)]
+    assert limiter.recognise(capped, "users") is None
+    # the same counts with a quota header that ran dry at the first refusal: the server says it is a quota
+    quota = [*capped[:2], tier(3, 8, 150, 300, 270.0, remaining_requests_min=0.0, remaining_requests_max=40.0),
+             capped[3]]
+    lim = limiter.recognise(quota, "users")
+    assert lim is not None and lim.evidence == "x-ratelimit-remaining-requests fell to 0 of 40"
+    # a reset header as the retry hint names a quota too
+    reset = [*capped[:2], tier(3, 8, 150, 300, 270.0, retry_after_sources="x-ratelimit-reset-requests"), capped[3]]
+    assert limiter.recognise(reset, "users") is not None
+    # quota left when the refusals began (shedhint): the cap's 429s, not the quota's
+    left = [*capped[:2], tier(3, 8, 150, 300, 270.0, remaining_requests_min=15.0, remaining_requests_max=60.0),
+            capped[3]]
+    assert limiter.recognise(left, "users") is None
