@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_SHARE, REJECT_LIMIT
-from llmload.rules.text import load_with_unit
+from llmload.rules.text import load_with_unit, none_judged
 from llmload.rules.tier import Tier, with_sent
 
 RULE = (
@@ -58,7 +58,9 @@ def _ok_rps(tier: Tier) -> float:
 def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`)."""
     rows = with_sent(tiers)
-    if not rows or not any(t.ok > 0 for t in rows):
+    if not rows:
+        return KneePoint("none", None, None, None, None, f"unknown: {none_judged(tested)}.")
+    if not any(t.ok > 0 for t in rows):
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
     if len(rows) == 1:
         one = "one load level" if (tested or 1) <= 1 else "one load level judged (the others are left out)"
@@ -159,7 +161,7 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
     rows = with_sent(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
-        return KneePoint("none", None, None, None, None, "unknown: no requests measured.")
+        return KneePoint("none", None, None, None, None, f"unknown: {none_judged(tested)}.")
     hit = [t.waits or t.ok == 0 for t in rows]
     if not any(hit):
         top = rows[-1]

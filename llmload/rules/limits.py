@@ -48,6 +48,11 @@ SHORT_TIER_S = 5.0
 """an incomplete tier (cut by a kill or a stop) with a measure window shorter than this is too short to judge"""
 MIN_PLANNED_SHARE = 0.2
 """... or shorter than this share of its planned measure window"""
+MIN_WINDOW_REQUESTS = 2.0
+"""a tier's measure window should hold at least this many of its longest successful requests back to back: a
+longer request spans the window's edges, so the attempts counted by send (req/s, latencies) mix the load of the
+tiers around it; with two, at most half the window's requests straddle an edge (output tokens are counted where
+they were delivered, so tok/s holds either way)"""
 PHASE_TOLERANCE = 0.25
 """spike, soak and schedule runs: a phase's p99 TTFT more than this share above the first phase's has degraded"""
 LATE_MS = 10.0

@@ -10,3 +10,12 @@ def load_with_unit(value: float, unit: str) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def none_judged(tested: int | None) -> str:
+    """Why a verdict has no tier: none had requests, or every one that had was left out of the verdicts."""
+    if tested == 1:
+        return "no tier can be judged: the only tier with requests was left out of the verdicts"
+    if tested:
+        return f"no tier can be judged: the {tested} tiers with requests were all left out of the verdicts"
+    return "no requests measured"

@@ -67,6 +67,8 @@ class Tier:
     ttft_mean_ms: float = NAN
     tpot_mean_ms: float = NAN
     e2e_mean_ms: float = NAN
+    longest_ms: float = NAN
+    """the longest successful measured request's e2e (a tier too short for its requests: llmload.rules.delivery)"""
     srv_waiting_mean: float = NAN
     """the server's own queue: requests waiting on average over the window (NaN: no server metrics)"""
     wait_ms: float = NAN

@@ -112,9 +112,13 @@ def _cannot_show_blocks(a: Analysis) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = (f"goodput = {describe_objective(a.objective)}; in flight = ok req/s x mean e2e of successful "
-            "requests (Little's law); eff. conc. = time all attempts spent in flight in the measure window / its "
-            "length (mean requests in flight, failures included); "
+    tokens = ("output tokens delivered inside the window, each successful request's spread evenly from its first "
+              "token to its last, whichever tier sent it" if a.run.per_request else
+              "output tokens of the successful attempts sent in the window (histograms: not by delivery)")
+    note = (f"ok req/s = successful attempts sent in the measure window, per second of it; out tok/s = {tokens}, "
+            f"per second of it; goodput = {describe_objective(a.objective)}; in flight = ok req/s x mean e2e of "
+            "successful requests (Little's law); eff. conc. = time all attempts spent in flight in the measure "
+            "window / its length (mean requests in flight, failures included); "
             "'2 of 4' = only 2 of the 4 users sent requests in the window.")
     if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "

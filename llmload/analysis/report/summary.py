@@ -91,6 +91,7 @@ def tier_record(row, run_tiers) -> dict:
         "effective_concurrency": row["concurrency"], "active_users": row["active_users"],
         "judged": row["judged"], "too_few": row["too_few"], "overloaded": row["overloaded"],
         "short": bool(row["short"]), "under_applied": row["under_applied"],
+        "short_for_requests": bool(row["short_for_requests"]), "hold_s": row["hold_s"], "longest_ms": row["longest_ms"],
         "refined": bool(window["refined"]) if "refined" in window else False,
         "sent": row["sent"], "ok": row["ok"], "failed": row["failed"], "n_429": row["n_429"],
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
