@@ -27,7 +27,7 @@ from tests.helpers import llmload_options
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
 LIVE = ("knee16", "batchslow", "vllmmetrics", "shed429", "shed503", "shedstream", "overload", "thrash", "cap429",
-        "failing", "noknee", "timeouts", "openloop", "longreq")
+        "failing", "noknee", "timeouts", "openloop", "longreq", "gateway")
 """fixtures whose every verdict the live path can see (parked users and ramps need per-user rows: report only)"""
 
 

@@ -200,7 +200,10 @@ def _latency_blocks(a: Analysis) -> list[Block]:
                           "slows down is not counted as waiting" + (
                               ". With one load level that tier is its own baseline: 0 by construction, whether or "
                               "not requests waited (the server's queue metric, when recorded, tells)." if
-                              len(a.table) == 1 else ".")))
+                              len(a.table) == 1 else ".") + (
+                              " Here the engine's queue stayed empty (server metrics): the estimated wait is time "
+                              "spent in front of the engine (a gateway or proxy), not in its queue."
+                              if a.header_mode.mode == "gateway" else "")))
     if a.run.per_request:
         out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
         labels = a.header_mode.labels
