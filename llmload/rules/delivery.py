@@ -8,18 +8,19 @@ window, whichever tier sent the request: a request that outlasts a tier counts i
 not where it was sent, so output tokens/s is the engine's while the tier held (the report's tier table:
 llmload/analysis/tables/delivery.py, the same rule on arrays; the live book: llmload/sink/live.py).
 
-A tier is *too short for its requests* when its measure window is shorter than MIN_WINDOW_REQUESTS times its
-longest successful request: such requests span the window's edges, so what is counted by send (attempts, req/s,
-latencies) mixes the load of the tiers around it: it is left out of the knees, the capacity and the saturation
-verdict (llmload.rules.trust.judged, as a tier cut too short). The length to hold each tier is its warm-up plus
-that many of the run's longest requests.
+A tier is *too short for its requests* when the longest decode of its successful measured requests (first token
+to last) lasted more than LONGEST_DECODE_SHARE of its measure window: such requests stream across the window's
+edges, so what is counted by send (attempts, req/s, TPOT) mixes the load of the tiers around it (a request long
+only because it waited does not count: its wait is its TTFT, the tier's own figure). Such a tier is left out of
+the knees, the capacity and the saturation verdict (llmload.rules.trust.judged, as a tier cut too short). The
+length to hold each tier is its warm-up plus HOLD_REQUESTS of the run's longest decodes.
 """
 
 from __future__ import annotations
 
 import math
 
-from llmload.rules.limits import MIN_WINDOW_REQUESTS
+from llmload.rules.limits import HOLD_REQUESTS, LONGEST_DECODE_SHARE
 from llmload.rules.tier import Tier
 
 
@@ -37,17 +38,17 @@ def share_in(first_s: float, last_s: float, start_s: float, end_s: float) -> flo
     return inside / (last_s - first_s) if inside > 0 else 0.0
 
 
-def too_short(measure_s: float, longest_s: float) -> bool:
-    """The tier's measure window is shorter than MIN_WINDOW_REQUESTS of its longest successful request (NaN:
-    not known, never too short)."""
-    return longest_s == longest_s and measure_s == measure_s and measure_s < MIN_WINDOW_REQUESTS * longest_s
+def too_short(measure_s: float, decode_max_s: float) -> bool:
+    """The tier's longest decode lasted more than LONGEST_DECODE_SHARE of its measure window (NaN: not known,
+    never too short)."""
+    return decode_max_s == decode_max_s and measure_s == measure_s and decode_max_s > LONGEST_DECODE_SHARE * measure_s
 
 
 def tier_too_short(tier: Tier) -> bool:
-    """`too_short` on a rule-book tier: its rate window against its longest request."""
-    return too_short(tier.rate_window_s, tier.longest_ms / 1000.0)
+    """`too_short` on a rule-book tier: its rate window against its longest decode."""
+    return too_short(tier.rate_window_s, tier.decode_max_ms / 1000.0)
 
 
-def hold_s(warmup_s: float, longest_s: float) -> float:
-    """Seconds to hold a tier for requests this long: its warm-up plus MIN_WINDOW_REQUESTS of them, rounded up."""
-    return float(math.ceil((warmup_s if warmup_s == warmup_s else 0.0) + MIN_WINDOW_REQUESTS * longest_s))
+def hold_s(warmup_s: float, decode_max_s: float) -> float:
+    """Seconds to hold a tier for decodes this long: its warm-up plus HOLD_REQUESTS of them, rounded up."""
+    return float(math.ceil((warmup_s if warmup_s == warmup_s else 0.0) + HOLD_REQUESTS * decode_max_s))

@@ -9,10 +9,10 @@ workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it 
 outcomes), req/s and output tokens/s per second of the measure window so far (the tokens delivered in it by
 every successful attempt, each one's spread from its first token to its last: llmload.rules.delivery, as the
 report counts them; by the send of their attempt when the run keeps no rows), TTFT p95/p99, the means of
-TTFT, TPOT and e2e and the longest e2e (each within HIST_RELATIVE_ERROR), open-loop drops, the target's queue
-when its metrics are scraped, and the users really applied over a closed-loop tier's measure window (the
-worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier is judged at them,
-llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
+TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), the longest decode when rows are kept, open-loop drops,
+the target's queue when its metrics are scraped, and the users really applied over a closed-loop tier's measure
+window (the worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier is judged
+at them, llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
 way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a
 tier's figures settle a request's length after the tier ends.
 """
@@ -89,12 +89,14 @@ class LiveBook:
         self.decodes: tuple[array, array, array] = (array("d"), array("d"), array("d"))
         """every successful attempt's first and last token (unix s) and its output tokens (llmload.rules.delivery)"""
         self._delivered: dict[int, tuple[float | None, int, float]] = {}
+        self.decode_max_ms: dict[int, float] = {}
+        """per tier, the longest decode (e2e - TTFT) of its successful measured attempts (llmload.rules.delivery)"""
         """per tier, (the window end it was summed to, decodes summed, tokens delivered)"""
 
     def reset(self) -> None:
         """A new run starts."""
         self.book = HistogramBook(full=True)
-        self.health, self.lags, self._generator, self._delivered = {}, {}, {}, {}
+        self.health, self.lags, self._generator, self._delivered, self.decode_max_ms = {}, {}, {}, {}, {}
         self.decodes = (array("d"), array("d"), array("d"))
 
     def note_health(self, row: dict, tier: Any, phase: str) -> None:
@@ -109,7 +111,7 @@ class LiveBook:
     def note(self, row: dict, tier: int, phase: str) -> None:
         """One attempt's row, in its tier and phase."""
         self.book.record(row, [], tier, phase)
-        self._note_decode(row)
+        self._note_decode(row, tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
             took_ms = number(row.get("e2e_ms"))
@@ -126,14 +128,19 @@ class LiveBook:
             if taken:
                 self.book.merge(taken)
             for row in rows:  # --ship both: the rows' decodes (--ship histograms ships none)
-                self._note_decode(row)
+                self._note_decode(row, int(row["tier"]), str(row["phase"]))
             return
         for row in rows:
             self.note(row, int(row["tier"]), str(row["phase"]))
 
-    def _note_decode(self, row: dict) -> None:
+    def _note_decode(self, row: dict, tier: int, phase: str) -> None:
+        """A success's decode: its tier's longest (measured), and when its tokens arrived."""
         tokens, ttft_ms, e2e_ms = (number(row.get(key)) for key in ("output_tokens", "ttft_ms", "e2e_ms"))
-        if not succeeded(row) or not tokens or tokens <= 0 or ttft_ms is None or e2e_ms is None:
+        if not succeeded(row) or ttft_ms is None or e2e_ms is None:
+            return
+        if phase == "measure":
+            self.decode_max_ms[tier] = max(self.decode_max_ms.get(tier, -math.inf), e2e_ms - ttft_ms)
+        if not tokens or tokens <= 0:
             return
         first_s, last_s = decode_span(float(row["ts_start_s"]), ttft_ms, e2e_ms)
         for values, value in zip(self.decodes, (first_s, last_s, tokens)):
@@ -180,7 +187,7 @@ class LiveBook:
             ttft_p50_ms=percentile(hist["ttft_ms"], 0.5), ttft_p95_ms=percentile(hist["ttft_ms"], 0.95),
             ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
             ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
-            longest_ms=percentile(hist["e2e_ms"], 1.0),
+            decode_max_ms=self.decode_max_ms.get(t.tier, NAN) if self.rows_kept else NAN,
             srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
 
     def measured(self, tier_no: int, metric: str, q: float) -> float:

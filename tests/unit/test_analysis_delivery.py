@@ -14,7 +14,7 @@ from llmload.analysis.read.run import load_run
 from llmload.analysis.report.answer import answer_items
 from llmload.analysis.tables import delivery
 from llmload.rules import delivery as rule
-from llmload.rules.limits import MIN_WINDOW_REQUESTS
+from llmload.rules.limits import HOLD_REQUESTS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -53,9 +53,9 @@ def test_a_request_across_two_tiers_splits_its_tokens_by_time():
 
 
 def test_too_short_and_the_length_to_hold():
-    assert rule.too_short(28.0, 15.0) and not rule.too_short(30.0, 15.0)
+    assert rule.too_short(28.0, 28.5) and not rule.too_short(28.0, 28.0) and not rule.too_short(28.0, 15.0)
     assert not rule.too_short(28.0, float("nan"))
-    assert rule.hold_s(2.0, 84.2) == np.ceil(2.0 + MIN_WINDOW_REQUESTS * 84.2)
+    assert rule.hold_s(2.0, 84.2) == np.ceil(2.0 + HOLD_REQUESTS * 84.2)
 
 
 def true_delivered(samples: pd.DataFrame, start_s: float, end_s: float) -> float:
@@ -85,16 +85,33 @@ def test_long_requests_count_their_tokens_where_they_arrived():
     left_out = "no tier can be judged: the 2 tiers with requests were all left out of the verdicts"
     assert a.compute.sentence == a.onset.sentence == f"unknown: {left_out}." and a.capacity.limited_by == left_out
     line = dict(answer_items(a))["Tiers too short:"]
-    assert line.startswith("tiers 2, 3 held requests of up to 84 s in 28 s measure windows: left out of the verdicts")
-    assert table.loc[3, "hold_s"] == np.ceil(2.0 + MIN_WINDOW_REQUESTS * table["longest_ms"].max() / 1000.0)
+    assert line.startswith("tiers 2, 3 held requests streaming for up to 83 s in 28 s measure windows: left out of "
+                           "the verdicts")
+    assert table.loc[3, "hold_s"] == np.ceil(2.0 + HOLD_REQUESTS * table["decode_max_ms"].max() / 1000.0)
     warning = next(w for w in a.warnings if w.startswith("Tiers too short for their requests"))
-    assert "tier 3 (16 users): up to 84 s in a 28 s measure window" in warning
+    assert "tier 3 (16 users): decodes of up to 83 s in a 28 s measure window" in warning
     assert warning.endswith(f"Hold each tier at least {table.loc[3, 'hold_s']:.0f} s (its warm-up and 2 x the "
-                            "longest request, 84 s).")
+                            "longest decode, 83 s).")
 
 
 def test_tiers_long_enough_are_not_flagged():
-    for name in ("knee16", "vllmmetrics", "overload", "openloop"):
+    """Nor a tier whose requests are long only because they waited: its TTFT is its own figure (overload's
+    32-user tier waits, the killed run's last tier measured 1 s)."""
+    for name in ("knee16", "vllmmetrics", "overload", "openloop", "killed"):
         run = load_run(FIXTURES / name)
         table = analyze(run, choose_profile(run, None)).table
         assert not table["short_for_requests"].any() and table["hold_s"].isna().all(), name
+
+
+def test_a_tier_is_too_short_for_long_decodes_not_for_long_waits(tmp_path):
+    """Requests of 6 s in a 4 s window: flagged when they streamed for 5.9 s, not when they waited 5.9 s for the
+    first token (an overloaded tier's wait is its own figure: its SLO breach stays judged)."""
+    from test_analysis_audit import T0, ok_row, write_folder
+
+    tiers = [{"tier": 1, "start_s": T0, "end_s": T0 + 5.0, "target_users": 8, "warmup_s": 1.0}]
+    for ttft, flagged in ((100.0, True), (5900.0, False)):
+        rows = [ok_row(T0 + 1.0 + 0.1 * i, 1, ttft=ttft, e2e=6000.0) for i in range(20)]
+        run = load_run(write_folder(tmp_path / f"t{ttft:.0f}", rows, tiers))
+        table = analyze(run, choose_profile(run, None)).table
+        assert list(table["short_for_requests"]) == [flagged], ttft
+        assert table["decode_max_ms"].iloc[0] == pytest.approx(6000.0 - ttft)

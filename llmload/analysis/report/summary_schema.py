@@ -36,7 +36,7 @@ KNEE = obj(nullable=True, status={"enum": ["within", "below", "beyond", "none"]}
 TIER = obj(
     tier={"type": "integer"}, load=NUM, load_target=NUM, effective_concurrency=NUM, active_users=NUM,
     judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL, refined=BOOL,
-    short_for_requests=BOOL, hold_s=NUM, longest_ms=NUM,
+    short_for_requests=BOOL, hold_s=NUM, decode_max_ms=NUM,
     sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"}, n_429={"type": "integer"},
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
     goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",

@@ -7,8 +7,8 @@ before x, D(x) = sum over decodes begun before x of slope x (x - first) minus th
 before x (each such decode then counts its whole tokens), so sorting the firsts and the lasts once answers
 every window by binary search (times are taken from the run's first send, so the sums keep their precision).
 It is the rule book's `share_in` summed over the attempts, on arrays (the live book sums `share_in` itself).
-`add_short_for_requests` adds the longest successful measured request per tier and the rule book's
-too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
+`add_short_for_requests` adds the longest decode of the successful measured requests per tier and the rule
+book's too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.rules import delivery
-from llmload.rules.limits import MIN_WINDOW_REQUESTS
+from llmload.rules.limits import HOLD_REQUESTS
 
 
 def spans(samples: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -63,11 +63,11 @@ def _before(first: np.ndarray, last: np.ndarray, tokens: np.ndarray, x: np.ndarr
     return out
 
 
-def add_short_for_requests(table: pd.DataFrame, longest_ms: pd.Series, tiers: pd.DataFrame) -> None:
-    """`longest_ms` (the tier's longest successful measured request), `short_for_requests` and `hold_s` (the
-    seconds to hold each tier for the run's longest request; NaN for a tier long enough)."""
-    table["longest_ms"] = longest_ms.reindex(table.index)
-    longest_s = table["longest_ms"] / 1000.0
+def add_short_for_requests(table: pd.DataFrame, decode_max_ms: pd.Series, tiers: pd.DataFrame) -> None:
+    """`decode_max_ms` (the tier's longest decode), `short_for_requests` and `hold_s` (the seconds to hold each
+    tier for the run's longest decode; NaN for a tier long enough)."""
+    table["decode_max_ms"] = decode_max_ms.reindex(table.index)
+    longest_s = table["decode_max_ms"] / 1000.0
     short = [delivery.too_short(float(m), float(s)) for m, s in zip(table["measure_s"], longest_s)]
     table["short_for_requests"] = short
     warmup = tiers["warmup_s"].reindex(table.index).fillna(0.0) if "warmup_s" in tiers else table["measure_s"] * 0.0
@@ -80,12 +80,12 @@ def _short(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _hold(short: pd.DataFrame) -> str:
-    """'hold each tier at least 170 s (its warm-up and 2 x the longest request, 84 s)'."""
-    worst = short.loc[short["longest_ms"].idxmax()]
-    longest_s = float(worst["longest_ms"]) / 1000.0
-    warm = float(worst["hold_s"]) - MIN_WINDOW_REQUESTS * longest_s
+    """'hold each tier at least 170 s (its warm-up and 2 x the longest decode, 84 s)'."""
+    worst = short.loc[short["decode_max_ms"].idxmax()]
+    longest_s = float(worst["decode_max_ms"]) / 1000.0
+    warm = float(worst["hold_s"]) - HOLD_REQUESTS * longest_s
     return (f"hold each tier at least {worst['hold_s']:.0f} s ({'its warm-up and ' if warm > 0.5 else ''}"
-            f"{MIN_WINDOW_REQUESTS:g} x the longest request, {longest_s:.0f} s)")
+            f"{HOLD_REQUESTS:g} x the longest decode, {longest_s:.0f} s)")
 
 
 def warning(table: pd.DataFrame, load_unit: str) -> str:
@@ -93,10 +93,10 @@ def warning(table: pd.DataFrame, load_unit: str) -> str:
     short = _short(table)
     if short.empty:
         return ""
-    each = "; ".join(f"tier {r.tier} ({r.load:g} {load_unit}): up to {r.longest_ms / 1000.0:.0f} s in a "
+    each = "; ".join(f"tier {r.tier} ({r.load:g} {load_unit}): decodes of up to {r.decode_max_ms / 1000.0:.0f} s in a "
                      f"{r.measure_s:.0f} s measure window" for r in short.itertuples())
-    return (f"Tiers too short for their requests ({each}): a request longer than 1/{MIN_WINDOW_REQUESTS:g} of the "
-            "window spans its edges, so what is counted by send (attempts, req/s, latencies) mixes the load of "
+    return (f"Tiers too short for their requests ({each}): a request streaming for longer than "
+            "the window spans its edges, so what is counted by send (attempts, req/s, TPOT) mixes the load of "
             "the tiers around it, and those tiers are left out of the knees, the capacity and the saturation "
             "verdict; output tok/s counts the tokens delivered inside each window and holds. "
             f"{_hold(short)[0].upper()}{_hold(short)[1:]}.")
@@ -108,6 +108,6 @@ def answer(table: pd.DataFrame) -> str:
     if short.empty:
         return ""
     tiers = ", ".join(str(t) for t in short["tier"])
-    return (f"{'tier' if len(short) == 1 else 'tiers'} {tiers} held requests of up to "
-            f"{short['longest_ms'].max() / 1000.0:.0f} s in {short['measure_s'].min():.0f} s measure windows: left "
+    return (f"{'tier' if len(short) == 1 else 'tiers'} {tiers} held requests streaming for up to "
+            f"{short['decode_max_ms'].max() / 1000.0:.0f} s in {short['measure_s'].min():.0f} s measure windows: left "
             f"out of the verdicts (the warnings say why); {_hold(short)}.")

@@ -3,9 +3,9 @@
 How it works: attempts, successes and failures by status and kind (the rule book's outcomes) come
 from attempts.csv's exact counts; open-loop drops from tiers.csv; req/s and output tokens/s per
 second of the measure window (the tokens of the successes sent in it: without rows they cannot be
-counted where they were delivered, `delivery.py`); the longest request (the too-short flag) from the
-e2e histogram; TTFT / e2e / TPOT / mean-ITL / every-gap percentiles and means from the histograms
-(each within HIST_RELATIVE_ERROR, 1 %); in flight by Little's law. `tiers.py` adds what both kinds of
+counted where they were delivered, `delivery.py`, nor a tier found too short for its decodes); TTFT,
+e2e, TPOT, mean-ITL and every-gap percentiles and means from the histograms (each within
+HIST_RELATIVE_ERROR, 1 %); in flight by Little's law. `tiers.py` adds what both kinds of
 run share (generator health, server metrics, the waiting rule, the flags).
 Figures only per-request rows give stay NaN (UNKNOWN; read/hist_run.CANNOT_SHOW says so).
 """
@@ -105,8 +105,8 @@ def hist_figures(run: Run, stall_ms: float) -> pd.DataFrame:
     table["rps"], table["ok_rps"] = table["sent"] / window, table["ok"] / window
     table["out_tok_s"] = table["out_tokens"] / window
     _latency(table, run.histograms)
-    longest = pd.Series([run.histograms.percentile(int(t), "e2e_ms", 1.0) for t in table.index], index=table.index)
-    delivery.add_short_for_requests(table, longest, tiers)  # tokens by send: no rows to spread them by arrival
+    no_decodes = pd.Series(np.nan, index=table.index)  # without rows no decode's length is known
+    delivery.add_short_for_requests(table, no_decodes, tiers)  # tokens by send: no rows to spread them by arrival
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     for col in UNKNOWN:
         table[col] = np.nan

@@ -49,8 +49,9 @@ def figures(run: Run, stall_ms: float) -> pd.DataFrame:
     table["short"] = tiers.get("short", False)
     _add_counts(table, rows, run, tiers)
     ok_by = rows[rows["ok"]].groupby("tier")
+    ok = rows[rows["ok"]]
+    _add_rates(table, run, tiers, (ok["e2e_ms"] - ok["ttft_ms"]).groupby(ok["tier"]).max())
     judged_rows = verdict_rows(run)
-    _add_rates(table, run, tiers, judged_rows[judged_rows["ok"]].groupby("tier")["e2e_ms"].max())
     _add_latency(table, judged_rows[judged_rows["ok"]].groupby("tier"))
     _add_decode(table, ok_by, stall_ms)
     histograms.add_pooled_itl(table, run.histograms)
@@ -83,10 +84,10 @@ def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.Dat
     table["error_rate"] = ((table["failed"] - table["n_429"]) / sent).fillna(0.0)
 
 
-def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, longest_ms: pd.Series) -> None:
+def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, decode_max_ms: pd.Series) -> None:
     """Per second of the measure window: attempts sent and successes among them (counted by send), and the
     output tokens delivered inside it by every successful attempt, whichever tier sent it (`delivery`); the
-    tiers too short for their longest successful request (`longest_ms`)."""
+    tiers too short for their longest decode (`decode_max_ms`: first token to last)."""
     window = table["measure_s"].where(table["measure_s"] > 0)
     table["rate_window_s"] = window
     table["rps"] = table["sent"] / window
@@ -94,7 +95,7 @@ def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, longest_ms: p
     tokens = delivery.delivered(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
     table["out_tokens"] = pd.Series(tokens, index=tiers.index).reindex(table.index)
     table["out_tok_s"] = table["out_tokens"] / window
-    delivery.add_short_for_requests(table, longest_ms, tiers)  # from the intended send, as every verdict
+    delivery.add_short_for_requests(table, decode_max_ms, tiers)
 
 
 def _lag_in_window(rows: pd.DataFrame, tiers_end_s: pd.Series) -> pd.DataFrame:
