@@ -32,6 +32,7 @@ from llmload.analysis.tables import (
     totals,
     workers,
 )
+from llmload.analysis.tables import delivery as delivery_mod
 from llmload.analysis.tables import phases as phases_mod
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
@@ -226,6 +227,9 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                        "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:
             out.append(health.warning(where, row))
+    too_short = delivery_mod.warning(table, unit)
+    if too_short:
+        out.append(too_short)
     hinted = hist_figures.hinted_refusals_before(run) if not run.per_request else {}
     for row in table[table["parked_unknown"]].itertuples():
         out.append(f"Tier {row.tier} ({load_with_unit(row.load, unit)}): {hinted.get(row.tier, 0)} refused attempts "

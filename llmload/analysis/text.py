@@ -94,6 +94,8 @@ def flags(row) -> str:
         out.append("too short to judge")
     elif not row.complete:
         out.append("cut short")
+    if getattr(row, "short_for_requests", False):
+        out.append("too short for its requests")
     if getattr(row, "under_applied", False):
         out.append("load not applied")
     if getattr(row, "n_outage", 0):

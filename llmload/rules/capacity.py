@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from llmload.rules.slo import SloProfile, slo_text
+from llmload.rules.text import none_judged
 from llmload.rules.tier import Tier, with_load
 
 RESOLUTION = 0.05
@@ -142,7 +143,7 @@ def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | Non
     rows = with_load(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
-        return Capacity(profile, "none", math.nan, math.nan, math.nan, "no requests measured")
+        return Capacity(profile, "none", math.nan, math.nan, math.nan, none_judged(tested))
     for i, row in enumerate(rows):
         bounds = broken(row, profile)
         if not bounds:

@@ -51,7 +51,7 @@ def describe(cap: Capacity, load_unit: str, plan_on: bool = True) -> str:
     head = f"Capacity under the {cap.profile.name} SLO ({slo_text(cap.profile)}): "
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "none":
-        return head + "unknown (no requests measured)."
+        return head + f"unknown ({cap.limited_by})."
     if cap.status == "below":
         lowest = f" of {load_with_unit(cap.lowest_load, load_unit)}" if cap.lowest_load == cap.lowest_load else ""
         if cap.tiers == 1 and lowest:

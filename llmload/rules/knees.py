@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from llmload.rules import limiter
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
-from llmload.rules.text import load_with_unit, tier_load
+from llmload.rules.text import load_with_unit, none_judged, tier_load
 from llmload.rules.tier import Tier, with_load
 
 RULE = (
@@ -84,7 +84,9 @@ def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) 
 
 def _plateau(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
     rows = with_load(tiers)
-    if not rows or not any(t.ok > 0 for t in rows):
+    if not rows:
+        return KneePoint("none", None, None, None, None, f"unknown: {none_judged(tested)}.")
+    if not any(t.ok > 0 for t in rows):
         return KneePoint("none", None, None, None, None, "unknown: no tier has a successful request.")
     if len(rows) == 1:
         one = "one load level" if (tested or 1) <= 1 else "one load level judged (the others are left out)"
@@ -225,7 +227,7 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
     rows = with_load(tiers)
     tested = len(rows) if tested is None else tested
     if not rows:
-        return KneePoint("none", None, None, None, None, "unknown: no requests measured.")
+        return KneePoint("none", None, None, None, None, f"unknown: {none_judged(tested)}.")
     hit = [t.waits or t.ok == 0 for t in rows]
     if not any(hit):
         top = rows[-1]

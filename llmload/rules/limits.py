@@ -63,6 +63,17 @@ SHORT_TIER_S = 5.0
 """an incomplete tier (cut by a kill or a stop) with a measure window shorter than this is too short to judge"""
 MIN_PLANNED_SHARE = 0.2
 """... or shorter than this share of its planned measure window"""
+LONGEST_DECODE_SHARE = 1.0
+"""a tier whose longest decode (first token to last, of a successful measured request) lasted more than this share
+of its measure window is too short for its requests and left out of the verdicts: such a request streams across
+the window's edges, so what is counted by send (req/s, TPOT) mixes the load of the tiers around it and a closed
+loop's sends in the window lag a tier behind (output tokens are counted where they were delivered, so tok/s
+holds either way). At 1, longer than the whole window; the decode, not the e2e: a request long only because it
+waited has its wait measured in its TTFT, which is the tier's figure (an overloaded tier's SLO breach must stay
+judged)"""
+HOLD_REQUESTS = 2.0
+"""the length to hold each tier instead: its warm-up plus this many of the run's longest decodes, so that at
+most half the window's requests stream across an edge (a margin above the flag's bound)"""
 PHASE_TOLERANCE = 0.25
 """spike, soak and schedule runs: a phase's p99 TTFT more than this share above the first phase's has degraded"""
 LATE_MS = 10.0

@@ -18,3 +18,12 @@ def tier_load(tier, unit: str) -> str:
     if getattr(tier, "under_applied", False):
         return f"{load_with_unit(tier.load_target, unit)} asked, {tier.load:g} applied"
     return load_with_unit(tier.load, unit)
+
+
+def none_judged(tested: int | None) -> str:
+    """Why a verdict has no tier: none had requests, or every one that had was left out of the verdicts."""
+    if tested == 1:
+        return "no tier can be judged: the only tier with requests was left out of the verdicts"
+    if tested:
+        return f"no tier can be judged: the {tested} tiers with requests were all left out of the verdicts"
+    return "no requests measured"

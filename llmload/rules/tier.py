@@ -40,7 +40,7 @@ class Tier:
     applied_users: float = NAN
     """closed loop: the users really applied over the measure window (NaN: not known, or open loop)"""
     rate_window_s: float = NAN
-    """the seconds its rates are per (the measure window, never shorter than its longest request)"""
+    """the seconds its rates are per (the measure window)"""
     rps: float = NAN
     """attempts sent per second"""
     ok_rps: float = NAN
@@ -72,6 +72,9 @@ class Tier:
     ttft_mean_ms: float = NAN
     tpot_mean_ms: float = NAN
     e2e_mean_ms: float = NAN
+    decode_max_ms: float = NAN
+    """the longest decode (first token to last) of its successful measured requests (too short for its requests:
+    llmload.rules.delivery; NaN without rows)"""
     srv_waiting_mean: float = NAN
     """the server's own queue: requests waiting on average over the window (NaN: no server metrics)"""
     wait_ms: float = NAN

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from llmload.rules import capacity, trust
+from llmload.rules import capacity, delivery, trust
 from llmload.rules.slo import SloProfile, profile_or_default
 from llmload.rules.tier import Tier
 from llmload.rules.verdicts import Verdicts, judge
@@ -53,14 +53,15 @@ def live_tiers(environment: Any, now_s: float | None = None) -> list[Tier]:
 
 
 def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile | None = None) -> Verdicts:
-    """The verdicts on the ended tiers whose generator kept up (all ended tiers when it lagged in every one of
-    them, as the report does: llmload.rules.trust.judged)."""
+    """The verdicts on the ended tiers long enough for their requests (llmload.rules.delivery) whose generator
+    kept up (all such tiers when it lagged in every one of them, as the report does: llmload.rules.trust.judged)."""
     state = run_state(environment)
     records = state.timeline.records
     tiers = live_tiers(environment, now_s)
     ends = {r.tier.tier: r.end_s for r in records}
     material = [ends.get(t.tier) is not None and not state.sink.live.trusted(t, ends[t.tier]) for t in tiers]
-    judged, _all = trust.judged([ends.get(t.tier) is None for t in tiers], material, [t.sent for t in tiers])
+    short = [ends.get(t.tier) is None or delivery.tier_too_short(t) for t in tiers]
+    judged, _all = trust.judged(short, material, [t.sent for t in tiers])
     kept = {t.tier for t, keep in zip(tiers, judged) if keep}
     climbing = str((state.shape_info or {}).get("kind", "step")) in CLIMBING
     return judge(tiers, load_unit(records), slo or profile(environment), lambda t: t.tier in kept,

@@ -1,18 +1,19 @@
 """The tiers measured so far, as the rule book judges them: the live web UI's and --stop-at-knee's figures.
 
 How it works: the process that writes the run's files keeps a `LiveBook`, a cumulative histogram book
-(histograms.py, every figure and the attempt counts) of the whole run: every sample row it writes
-(local runs; a master with --ship rows), stamped with the tier and phase of samples.csv, or the
-workers' shipped books (--ship histograms|both). `tiers(records, ...)` turns it into one
-`llmload.rules.Tier` per tier of the timeline, with the figures the report computes from histograms
-(llmload/analysis/tables/hist_figures.py): attempts, successes, empty answers and failures by kind (the rule
-book's outcomes), req/s and output tokens/s per second of the measure window so far, TTFT p95/p99 and the
-means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), open-loop drops, the target's queue
-when its metrics are scraped, and the users really applied over a closed-loop tier's measure window (the
-worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier is judged at them,
-llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
-way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a
-tier's figures settle a request's length after the tier ends.
+(histograms.py, every figure and the attempt counts) of the whole run: every sample row it writes (local runs; a
+master with --ship rows), stamped with the tier and phase of samples.csv, or the workers' shipped books (--ship
+histograms|both). `tiers(records, ...)` turns it into one `llmload.rules.Tier` per tier of the timeline, with the
+figures the report computes from histograms (llmload/analysis/tables/hist_figures.py): attempts, successes, empty
+answers and failures by kind (the rule book's outcomes), req/s and output tokens/s per second of the measure window
+so far (the tokens delivered in it by every successful attempt, each one's spread from its first token to its last:
+llmload.rules.delivery, as the report counts them; by the send of their attempt when the run keeps no rows), TTFT
+p95/p99, the means of TTFT, TPOT and e2e (each within HIST_RELATIVE_ERROR), the longest decode when rows are kept,
+open-loop drops, the target's queue when its metrics are scraped, and the users really applied over a closed-loop
+tier's measure window (the worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier
+is judged at them, llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
+way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a tier's
+figures settle a request's length after the tier ends.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from typing import Any
 
 from llmload.contract import hist_upper, hist_value
 from llmload.rules.applied import applied_users, under_applied
+from llmload.rules.delivery import decode_span, share_in
 from llmload.rules.outcomes import is_429, kind
 from llmload.rules.tier import NAN, Tier
 from llmload.rules.trust import lag_material
-from llmload.sink.histograms import HistogramBook, number
+from llmload.sink.histograms import HistogramBook, number, succeeded
 
 Waiting = Callable[[float, float], float]
 """(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
@@ -80,11 +82,21 @@ class LiveBook:
         """per tier, of its measured attempts: when each ended (unix s), its loop_lag_ms, its schedule_lag_ms"""
         self._generator: dict[int, tuple[tuple, tuple[float, float, float, float]]] = {}
         """per tier, `generator`'s figures and what they were computed on (the web UI asks every second)"""
+        self.rows_kept = True
+        """samples.csv keeps the rows (--ship rows|both): output tokens are counted where they were delivered, as
+        the report counts them; else (--ship histograms) by the send of their attempt, as it does then"""
+        self.decodes: tuple[array, array, array] = (array("d"), array("d"), array("d"))
+        """every successful attempt's first and last token (unix s) and its output tokens (llmload.rules.delivery)"""
+        self._delivered: dict[int, tuple[float | None, int, float]] = {}
+        self.decode_max_ms: dict[int, float] = {}
+        """per tier, the longest decode (e2e - TTFT) of its successful measured attempts (llmload.rules.delivery)"""
+        """per tier, (the window end it was summed to, decodes summed, tokens delivered)"""
 
     def reset(self) -> None:
         """A new run starts."""
         self.book = HistogramBook(full=True)
-        self.health, self.lags, self._generator = {}, {}, {}
+        self.health, self.lags, self._generator, self._delivered, self.decode_max_ms = {}, {}, {}, {}, {}
+        self.decodes = (array("d"), array("d"), array("d"))
 
     def note_health(self, row: dict, tier: Any, phase: str) -> None:
         """One health.csv row (a generator's second), stamped like a sample sent at its time."""
@@ -98,6 +110,7 @@ class LiveBook:
     def note(self, row: dict, tier: int, phase: str) -> None:
         """One attempt's row, in its tier and phase."""
         self.book.record(row, [], tier, phase)
+        self._note_decode(row, tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
             took_ms = number(row.get("elapsed_ms"))  # to the attempt's end, as the report's windows.completions
@@ -114,9 +127,36 @@ class LiveBook:
         if full:
             if taken:
                 self.book.merge(taken)
+            for row in rows:  # --ship both: the rows' decodes (--ship histograms ships none)
+                self._note_decode(row, int(row["tier"]), str(row["phase"]))
             return
         for row in rows:
             self.note(row, int(row["tier"]), str(row["phase"]))
+
+    def _note_decode(self, row: dict, tier: int, phase: str) -> None:
+        """A success's decode: its tier's longest (measured), and when its tokens arrived."""
+        tokens, ttft_ms, e2e_ms = (number(row.get(key)) for key in ("output_tokens", "ttft_ms", "e2e_ms"))
+        if not succeeded(row) or ttft_ms is None or e2e_ms is None:
+            return
+        if phase == "measure":
+            self.decode_max_ms[tier] = max(self.decode_max_ms.get(tier, -math.inf), e2e_ms - ttft_ms)
+        if not tokens or tokens <= 0:
+            return
+        first_s, last_s = decode_span(float(row["ts_start_s"]), ttft_ms, e2e_ms)
+        for values, value in zip(self.decodes, (first_s, last_s, tokens)):
+            values.append(value)
+
+    def delivered(self, tier_no: int, start_s: float, end_s: float | None) -> float:
+        """Output tokens delivered in [start_s, end_s) by every successful attempt so far (a tier still running:
+        up to now, `end_s` None), summed once per decode and again when the tier's end becomes known."""
+        cached = self._delivered.get(tier_no)
+        done, total = (cached[1], cached[2]) if cached is not None and cached[0] == end_s else (0, 0.0)
+        firsts, lasts, tokens = self.decodes
+        stop_s = math.inf if end_s is None else end_s
+        for i in range(done, len(firsts)):
+            total += tokens[i] * share_in(firsts[i], lasts[i], start_s, stop_s)
+        self._delivered[tier_no] = (end_s, len(firsts), total)
+        return total
 
     def tiers(self, records: Iterable[Any], now_s: float, dropped: dict[int, int] | None = None,
               waiting: Waiting | None = None, applied: Applied | None = None,
@@ -145,11 +185,13 @@ class LiveBook:
             n_timeout=c["n_timeout"], n_other_fail=c["n_other_fail"], n_empty=c["n_empty"],
             empty_is_error=empty_is_error, rate_window_s=window_s,
             rps=c["sent"] / window_s, ok_rps=c["ok"] / window_s,
-            out_tok_s=_out_tokens(self.book.attempts, t.tier) / window_s,
+            out_tok_s=(self.delivered(t.tier, start_s, record.end_s) if self.rows_kept
+                       else _out_tokens(self.book.attempts, t.tier)) / window_s,
             dropped=dropped, drop_rate=dropped / arrivals if arrivals else 0.0,
             ttft_p50_ms=percentile(hist["ttft_ms"], 0.5), ttft_p95_ms=percentile(hist["ttft_ms"], 0.95),
             ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
             ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
+            decode_max_ms=self.decode_max_ms.get(t.tier, NAN) if self.rows_kept else NAN,
             srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
 
     def measured(self, tier_no: int, metric: str, q: float) -> float:

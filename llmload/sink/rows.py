@@ -98,10 +98,10 @@ class RowSink:
         """samples.csv rows are kept (--ship rows or both)"""
         return self.ship_mode != "histograms"
 
-    def read_mode(self, ship_mode: str) -> None:
-        """--ship of this run (a worker has the master's options by test start)."""
+    def read_mode(self, ship_mode: str) -> None:  # --ship of this run (a worker has the master's by test start)
         self.ship_mode = ship_mode if ship_mode in SHIP_MODES else "rows"
         self.book.full = self.ship_mode != "rows"
+        self.live.rows_kept = self.keeps_rows  # tokens by delivery only where the report will have the rows
 
     def open(self, run_dir: Path, ship_mode: str = "rows") -> None:
         """Open (or keep appending to) the run's CSV files (local / master only) for `--ship ship_mode`;

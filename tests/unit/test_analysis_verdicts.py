@@ -16,6 +16,7 @@ from llmload.analysis.read.run import load_run
 from llmload.analysis.report.document import to_markdown
 from llmload.analysis.report.layout import blocks
 from llmload.analysis.tables.judged import add_wait, tiers_of
+from llmload.analysis.verdicts import headers
 from llmload.rules import knees
 from llmload.rules.capacity import Capacity
 from llmload.rules.limits import DEFAULT_HEADROOM
@@ -261,6 +262,26 @@ def test_headers_on_arrival_labels_the_wait_after_headers():
     a = run_of("batchslow")
     assert a.header_mode.labels == ("gateway", "after headers (queue, prefill, first token)")
     assert run_of("knee16").header_mode.labels[0] == "gateway+queue"
+
+
+def test_headers_that_grow_while_the_engine_never_queues_went_to_the_gateway():
+    """A gateway in front of the engine: the time to headers grew 188 ms with TTFT while the engine's queue
+    metric stayed at 0, so the time is the gateway's, never 'waiting shows before the headers'; the queueing
+    onset and the saturation verdict take the server's queue too (no request waited)."""
+    a = run_of("gateway")
+    assert a.header_mode.sentence == (
+        "Headers: the time to headers grew with TTFT (mean TTFT grew 188 ms from 1 to 16 while the time to headers "
+        "grew 188 ms), yet the engine's queue stayed empty (server metrics at 16: 0.0 requests waiting on average, "
+        "queue time 0 ms): the time went to the gateway or proxy in front of the engine (or the network between), "
+        "not to requests waiting in the engine.")
+    assert a.header_mode.labels == ("gateway (in front of the engine)", "after headers (prefill, first token)")
+    assert "the server's queue stayed empty" in a.onset.sentence and "no request waited" in a.saturation.sentence
+    queued = a.table.copy()  # the same growth with the engine's queue behind it: waiting before the headers
+    queued["srv_waiting_mean"] = 3.0
+    assert headers.header_mode(queued).mode == "service"
+    queued["srv_waiting_mean"], queued["srv_queue_time_ms"] = 0.0, queued["gateway_queue_ms"]
+    assert headers.header_mode(queued).mode == "service"  # a queue time that explains the headers' growth
+    assert headers.header_mode(a.table.drop(columns=["srv_waiting_mean"])).mode == "service"  # no metrics
 
 
 def test_fitted_model_agrees_with_the_onset():

@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
 LIVE = ("knee16", "batchslow", "vllmmetrics", "shed429", "shed503", "shedstream", "overload", "thrash", "cap429",
         "failing", "noknee", "timeouts", "openloop", "noisyplateau",
-        "ratelimit")
+        "ratelimit", "longreq", "gateway")
 """fixtures whose every verdict the live path can see (parked users and ramps need per-user rows: report only)"""
 
 
@@ -89,6 +89,8 @@ def test_the_live_verdicts_are_the_reports(name, tmp_path):
     assert {t.tier for t in live.judged} == set(report.table.loc[report.table["judged"], "tier"])
     for tier in tiers_of(report.table):  # the SLO verdict per tier: what each broke of the profile
         mine = next(t for t in live.tiers if t.tier == tier.tier)
+        for rate in ("rps", "ok_rps", "out_tok_s"):  # out tok/s: tokens delivered in the window, both ways
+            assert getattr(mine, rate) == pytest.approx(getattr(tier, rate), rel=1e-9, nan_ok=True), (tier.tier, rate)
         assert [b.figure for b in capacity.broken(mine, report.profile)] == \
             [b.figure for b in capacity.broken(tier, report.profile)], tier.tier
 

@@ -50,6 +50,7 @@ def test_every_attempt_is_counted_once_whatever_ship_says():
     by_hists.note_received(rows, shipped.take(), full=True)  # --ship both: the worker counted them already
     for book in (by_rows, by_hists):
         assert sum(n[0] for n in book.book.attempts.values()) == 5
+        assert len(book.decodes[0]) == 5  # the rows' decodes: output tokens by delivery, as the report counts
 
 
 def test_a_tier_from_its_measure_window():
@@ -63,7 +64,12 @@ def test_a_tier_from_its_measure_window():
     book.note(row(0.5), 2, "warmup")
     t = book.tier(record, now_s=99.0, dropped=0, waiting=None)
     assert (t.tier, t.load, t.sent, t.ok, t.n_429, t.n_shed) == (2, 4.0, 50, 40, 10, 10)
-    assert t.rate_window_s == 10.0 and t.ok_rps == 4.0 and t.out_tok_s == 400.0
+    # 40 x 100 tokens, each request's spread over 0.8 s of decode: the last three deliver 18.75, 50 and 81.25 of
+    # theirs after the window's end (12 s), the warm-up one (decode 0.6-1.4 s) all before its start
+    assert t.rate_window_s == 10.0 and t.ok_rps == 4.0 and t.out_tok_s == pytest.approx(385.0)
+    assert t.decode_max_ms == 800.0  # e2e 900 - TTFT 100 ms
+    book.rows_kept = False  # --ship histograms: the report has no rows, so tokens count by their attempt's send
+    assert book.tier(record, now_s=99.0, dropped=0, waiting=None).out_tok_s == 400.0
     assert t.ttft_p95_ms == pytest.approx(100.0, rel=0.01) and t.rate_429 == 0.2
     assert book.trusted(t, record.end_s)
     running = book.tier(TierRecord(tier), now_s=7.0, dropped=0, waiting=None)  # still measuring: up to now

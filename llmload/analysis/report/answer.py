@@ -13,7 +13,7 @@ from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import ramps
 from llmload.analysis.read.shape import NAMES
 from llmload.analysis.report.document import Table
-from llmload.analysis.tables import totals, workers
+from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts import ending, health, queueing, ratelimit
 from llmload.rules import capacity as cap_mod
@@ -96,19 +96,26 @@ def _plan_items(a: Analysis) -> list[tuple[str, str]]:
     return out
 
 
-def answer_items(a: Analysis) -> list[tuple[str, str]]:
-    stopped = ending.sentence(a)
+def _first_items(a: Analysis) -> list[tuple[str, str]]:
+    """What qualifies every verdict, first: a prefill sweep, a cut run, lost workers, tiers left out."""
     view = a.workload
     items = [("Prefill:", view.prefill_sentence)] if view is not None and view.sweep else []
+    stopped = ending.sentence(a)
     items += [("Stopped early:", stopped)] if stopped else []
     if a.run.warm_only:
         items.append(("Warm-up only:", ramps.warm_only_sentence(a.run.info)))
     lost = workers.lost_sentences(a.run)
-    if lost:
-        items.append(("Workers lost:", " ".join(lost)))
-    overloaded = health.exclusion_sentence(a.table, a.run.load_unit)
-    if overloaded:
-        items.append(("Generator overloaded:", overloaded))
+    for label, sentence in (("Workers lost:", " ".join(lost)),
+                            ("Generator overloaded:", health.exclusion_sentence(a.table, a.run.load_unit)),
+                            ("Tiers too short:", delivery.answer(a.table))):
+        if sentence:
+            items.append((label, sentence))
+    return items
+
+
+def answer_items(a: Analysis) -> list[tuple[str, str]]:
+    view = a.workload
+    items = _first_items(a)
     if a.climbs:
         items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
     else:

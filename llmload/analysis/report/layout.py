@@ -18,7 +18,7 @@ from llmload.analysis.analyze import Analysis
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import summary
+from llmload.analysis.report import summary, tierformat
 from llmload.analysis.report.answer import answer_items, capacity_sentence, capacity_table
 from llmload.analysis.report.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from llmload.analysis.report.splits import split_blocks
@@ -112,10 +112,7 @@ def _cannot_show_blocks(a: Analysis) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = (f"goodput = {describe_objective(a.objective)}; in flight = ok req/s x mean e2e of successful "
-            "requests (Little's law); eff. conc. = time all attempts spent in flight in the measure window / its "
-            "length (mean requests in flight, failures included); "
-            "'2 of 4' = only 2 of the 4 users sent requests in the window.")
+    note = tierformat.outcomes_note(describe_objective(a.objective), a.run.per_request)
     if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
@@ -200,7 +197,10 @@ def _latency_blocks(a: Analysis) -> list[Block]:
                           "slows down is not counted as waiting" + (
                               ". With one load level that tier is its own baseline: 0 by construction, whether or "
                               "not requests waited (the server's queue metric, when recorded, tells)." if
-                              len(a.table) == 1 else ".")))
+                              len(a.table) == 1 else ".") + (
+                              " Here the engine's queue stayed empty (server metrics): the estimated wait is time "
+                              "spent in front of the engine (a gateway or proxy), not in its queue."
+                              if a.header_mode.mode == "gateway" else "")))
     if a.run.per_request:
         out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
         labels = a.header_mode.labels

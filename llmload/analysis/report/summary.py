@@ -93,6 +93,8 @@ def tier_record(row, run_tiers) -> dict:
         "judged": row["judged"], "too_few": row["too_few"], "overloaded": row["overloaded"],
         "short": bool(row["short"]), "under_applied": row["under_applied"],
         "parked_refused": int(row["parked_refused"]),
+        "short_for_requests": bool(row["short_for_requests"]), "hold_s": row["hold_s"],
+        "decode_max_ms": row["decode_max_ms"],
         "refined": bool(window["refined"]) if "refined" in window else False,
         "sent": row["sent"], "ok": row["ok"], "failed": row["failed"], "n_429": row["n_429"],
         "n_empty": row.get("n_empty", 0),

@@ -38,6 +38,7 @@ TIER = obj(
     judged=BOOL, too_few=BOOL, overloaded=BOOL, short=BOOL, under_applied=BOOL, parked_refused={"type": "integer"},
     refined=BOOL, sent={"type": "integer"}, ok={"type": "integer"}, failed={"type": "integer"},
     n_429={"type": "integer"}, n_empty={"type": "integer"},
+    short_for_requests=BOOL, hold_s=NUM, decode_max_ms=NUM,
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
     goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
                                                       "p95_ci_high"),

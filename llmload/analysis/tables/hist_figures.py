@@ -2,9 +2,11 @@
 
 How it works: attempts, successes and failures by status and kind (the rule book's outcomes) come
 from attempts.csv's exact counts; open-loop drops from tiers.csv; req/s and output tokens/s per
-second of the measure window; TTFT / e2e / TPOT / mean-ITL / every-gap percentiles and means from
-the histograms (each within HIST_RELATIVE_ERROR, 1 %); in flight by Little's law. `tiers.py` adds
-what both kinds of run share (generator health, server metrics, the waiting rule, the flags).
+second of the measure window (the tokens of the successes sent in it: without rows they cannot be
+counted where they were delivered, `delivery.py`, nor a tier found too short for its decodes); TTFT,
+e2e, TPOT, mean-ITL and every-gap percentiles and means from the histograms (each within
+HIST_RELATIVE_ERROR, 1 %); in flight by Little's law. `tiers.py` adds what both kinds of
+run share (generator health, server metrics, the waiting rule, the flags).
 Figures only per-request rows give stay NaN (UNKNOWN; read/hist_run.CANNOT_SHOW says so).
 """
 
@@ -16,7 +18,7 @@ import pandas as pd
 from llmload.analysis.read import histograms
 from llmload.analysis.read.histograms import Histograms
 from llmload.analysis.read.run import Run
-from llmload.analysis.tables import samples
+from llmload.analysis.tables import delivery, samples
 from llmload.rules.limits import MIN_SAMPLES_P999, REJECT_LIMIT, UNDER_APPLIED
 from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS, SHED_STATUSES
 
@@ -107,6 +109,8 @@ def hist_figures(run: Run, stall_ms: float) -> pd.DataFrame:
     table["rps"], table["ok_rps"] = table["sent"] / window, table["ok"] / window
     table["out_tok_s"] = table["out_tokens"] / window
     _latency(table, run.histograms)
+    no_decodes = pd.Series(np.nan, index=table.index)  # without rows no decode's length is known
+    delivery.add_short_for_requests(table, no_decodes, tiers)  # tokens by send: no rows to spread them by arrival
     table["inflight"] = table["ok_rps"] * table["e2e_mean_ms"] / 1000.0
     for col in UNKNOWN:
         table[col] = np.nan

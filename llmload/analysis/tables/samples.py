@@ -1,8 +1,10 @@
 """Per-tier figures from samples.csv's rows, with the tier table's column names (`tiers.py`).
 
 How it works: measured attempts are grouped by tier with vectorised pandas groupbys. Counts and rates
-use every attempt sent in the tier's measure window (rates per second of that window, never of a window
-shorter than its longest request); latency percentiles use successful attempts only, so a fast 429
+use every attempt sent in the tier's measure window (rates per second of that window); output tokens/s counts
+the tokens delivered inside the window by every successful attempt, whichever tier sent it (`delivery.py`:
+each request's tokens spread from its first token to its last), and a tier whose window is too short for its
+requests is flagged with the length it needed; latency percentiles use successful attempts only, so a fast 429
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
 server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
@@ -18,6 +20,7 @@ import pandas as pd
 from llmload.analysis.read import histograms
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
+from llmload.analysis.tables import delivery
 from llmload.analysis.tables.stats import quantile_ci
 from llmload.rules.limits import MIN_SAMPLES_P999
 from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS
@@ -49,7 +52,8 @@ def figures(run: Run, stall_ms: float) -> pd.DataFrame:
     table["short"] = tiers.get("short", False)
     _add_counts(table, rows, run, tiers)
     ok_by = rows[rows["ok"]].groupby("tier")
-    _add_rates(table, rows, ok_by)
+    ok = rows[rows["ok"]]
+    _add_rates(table, run, tiers, (ok["e2e_ms"] - ok["ttft_ms"]).groupby(ok["tier"]).max())
     judged_rows = verdict_rows(run)
     _add_latency(table, judged_rows[judged_rows["ok"]].groupby("tier"))
     _add_decode(table, ok_by, stall_ms)
@@ -58,7 +62,7 @@ def figures(run: Run, stall_ms: float) -> pd.DataFrame:
         _add_percentiles(table, ok_by, "ttft_ms", "ttft_sent", PERCENTILES.items())
         _add_percentiles(table, ok_by, "e2e_ms", "e2e_sent", PERCENTILES.items())
     _add_where_ttft_goes(table, rows, ok_by, tiers["end_s"])
-    return table
+    return table.copy()  # one block: the figures were added column by column
 
 
 def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.DataFrame) -> None:
@@ -91,15 +95,18 @@ def add_failed(table: pd.DataFrame, empty_is_error: bool) -> None:
     table["failed"] = table["sent"] - table["ok"] - (0 if empty_is_error else table["n_empty"])
 
 
-def _add_rates(table: pd.DataFrame, rows: pd.DataFrame, ok_by) -> None:
-    """Per second of the measure window, never of a window shorter than the longest measured request."""
-    longest_s = rows["e2e_ms"].groupby(rows["tier"]).max().reindex(table.index).fillna(0.0) / 1000.0
-    window = np.maximum(table["measure_s"], longest_s)
-    window = window.where(window > 0)
+def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, decode_max_ms: pd.Series) -> None:
+    """Per second of the measure window: attempts sent and successes among them (counted by send), and the
+    output tokens delivered inside it by every successful attempt, whichever tier sent it (`delivery`); the
+    tiers too short for their longest decode (`decode_max_ms`: first token to last)."""
+    window = table["measure_s"].where(table["measure_s"] > 0)
     table["rate_window_s"] = window
     table["rps"] = table["sent"] / window
     table["ok_rps"] = table["ok"] / window
-    table["out_tok_s"] = ok_by["output_tokens"].sum().reindex(table.index) / window
+    tokens = delivery.delivered(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
+    table["out_tokens"] = pd.Series(tokens, index=tiers.index).reindex(table.index)
+    table["out_tok_s"] = table["out_tokens"] / window
+    delivery.add_short_for_requests(table, decode_max_ms, tiers)
 
 
 def _lag_in_window(rows: pd.DataFrame, tiers_end_s: pd.Series) -> pd.DataFrame:

@@ -68,15 +68,16 @@ def _add_flags(table: pd.DataFrame) -> None:
     """tested (load was offered: requests sent, or users refused and parked), too_few (p99 is noise), and the rule
     book's trust flags (llmload.rules.trust): overloaded (the generator
     lagged), lag_material (by enough to move the tier's verdicts), judged (counts for the knees, the capacity
-    and saturation) and all_overloaded (every tier was: every verdict is unsafe)."""
+    and saturation: neither cut too short, nor too short for its requests, nor materially lagged) and
+    all_overloaded (every tier was: every verdict is unsafe)."""
     table["tested"] = (table["sent"] > 0) | (table.get("parked_refused", 0) > 0)  # rules.tier.Tier.tested
     table["too_few"] = table["ok"] < MIN_SAMPLES_P99
     figures = list(zip(table["loop_lag_p99_ms"], table["schedule_lag_p99_ms"], table["health_lag_ms"],
                        table["cpu_p95"], table["ttft_p50_ms"]))
     table["overloaded"] = [trust.overloaded(*f[:4]) for f in figures]
     table["lag_material"] = [trust.lag_material(*f) for f in figures]
-    judged, all_overloaded = trust.judged(list(table["short"].astype(bool)), list(table["lag_material"]),
-                                          list(table["tested"]))
+    short = table["short"].astype(bool) | table.get("short_for_requests", False)  # llmload.rules.delivery
+    judged, all_overloaded = trust.judged(list(short), list(table["lag_material"]), list(table["tested"]))
     table["judged"] = judged
     table["all_overloaded"] = all_overloaded
 

@@ -2,7 +2,8 @@
 
 How it works: every attempt falls in the window floor((ts_start_s - t_start) / window_s),
 counted from the first request. Per window (vectorised groupby): attempts, successes,
-p50/p99 of a latency column over successes, output tokens/s (sum over successes / window),
+p50/p99 of a latency column over successes, output tokens/s (the tokens delivered inside the window by
+every successful attempt, whenever sent: `delivery.py`),
 the users at the time (max users_now, for the plot), and, from tiers.csv, the tier(s) the
 window overlaps with their target load (`tiers` "2" or "2-3", `load` "4" or "4-8"; one
 source for both, so a window that spans a tier change shows both sides of it). Warm-up rows are
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.run import Run
+from llmload.analysis.tables import delivery
 
 
 def pick_window_s(run: Run, target_windows: int = 120) -> float:
@@ -41,9 +43,10 @@ def windows(run: Run, window_s: float, metric: str = "ttft_ms") -> pd.DataFrame:
     quant = by_ok.quantile([0.5, 0.99]).unstack()
     frame["p50_ms"] = quant[0.5].reindex(frame.index) if 0.5 in quant else np.nan
     frame["p99_ms"] = quant[0.99].reindex(frame.index) if 0.99 in quant else np.nan
-    frame["out_tok_s"] = ok_rows["output_tokens"].groupby(key[ok]).sum().reindex(frame.index).fillna(0) / window_s
     frame["tier"] = by_all["tier"].first()
     frame.insert(0, "start_s", t0 + frame.index.to_numpy() * window_s)
+    starts = frame["start_s"].to_numpy()
+    frame["out_tok_s"] = delivery.delivered(rows, starts, starts + window_s) / window_s
     labels = [_overlap(run.tiers, start, start + window_s) for start in frame["start_s"]]
     frame["tiers"] = [t for t, _ in labels]
     frame["load"] = [load for _, load in labels]

@@ -9,7 +9,11 @@ How it works, from the data (successful requests of the tiers, lowest vs highest
 - dTTFT = growth of mean TTFT, dHeaders = growth of mean (headers - connect);
 - dTTFT below max(MIN_GROWTH_MS, MIN_GROWTH_SHARE x lowest TTFT): TTFT did not grow, the
   mode cannot be seen ('unknown');
-- dHeaders >= SERVICE_SHARE x dTTFT: headers grew with TTFT: sent on service ('service');
+- dHeaders >= SERVICE_SHARE x dTTFT: headers grew with TTFT: sent on service ('service'), unless the
+  server's metrics were scraped and show no queue at the highest tier (requests waiting on average at most
+  WAIT_MIN_REQUESTS, the waiting rule's bound, and the queue time grown by less than SERVICE_SHARE x dHeaders):
+  then the time before the headers went to what is in front of the engine, a gateway or proxy ('gateway');
+  the server's queue metric wins over the client's reading, as in the waiting rule;
 - dHeaders <= ARRIVAL_SHARE x dTTFT: headers flat while TTFT grew: sent on arrival ('arrival');
 - in between, or no headers_ms recorded: 'unknown'.
 """
@@ -21,11 +25,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from llmload.rules.limits import ARRIVAL_SHARE, MIN_GROWTH_MS, MIN_GROWTH_SHARE, SERVICE_SHARE
+from llmload.rules.limits import ARRIVAL_SHARE, MIN_GROWTH_MS, MIN_GROWTH_SHARE, SERVICE_SHARE, WAIT_MIN_REQUESTS
 
 LABELS = {
     "service": ("gateway+queue", "after headers (prefill, first token)"),
     "arrival": ("gateway", "after headers (queue, prefill, first token)"),
+    "gateway": ("gateway (in front of the engine)", "after headers (prefill, first token)"),
     "unknown": ("headers (gateway; queue if sent on service)", "after headers (prefill, first token; queue if "
                 "headers sent on arrival)"),
 }
@@ -34,7 +39,7 @@ LABELS = {
 @dataclass(frozen=True)
 class HeaderMode:
     mode: str
-    """'arrival', 'service' or 'unknown'"""
+    """'arrival', 'service', 'gateway' or 'unknown'"""
     sentence: str
 
     @property
@@ -60,6 +65,11 @@ def header_mode(table: pd.DataFrame, tested: int | None = None) -> HeaderMode:
                           "to tell whether the server sends headers on arrival or on service.")
     grew = f"mean TTFT grew {round(d_ttft)} ms {span} while the time to headers grew {round(d_head)} ms"
     if d_head >= SERVICE_SHARE * d_ttft:
+        engine = _engine_idle(lo, hi, d_head)
+        if engine:
+            return HeaderMode("gateway", f"Headers: the time to headers grew with TTFT ({grew}), yet the engine's "
+                              f"queue stayed empty ({engine}): the time went to the gateway or proxy in front of "
+                              "the engine (or the network between), not to requests waiting in the engine.")
         return HeaderMode("service", f"Headers: sent when a request gets a slot ({grew}): waiting shows "
                           "before the headers.")
     if d_head <= ARRIVAL_SHARE * d_ttft:
@@ -67,3 +77,19 @@ def header_mode(table: pd.DataFrame, tested: int | None = None) -> HeaderMode:
                           "beside prefill.")
     return HeaderMode("unknown", f"Headers: {grew}: neither on arrival nor on service; the split is shown "
                       "unlabelled.")
+
+
+def _engine_idle(lo: pd.Series, hi: pd.Series, d_head: float) -> str:
+    """The server's metrics at the highest tier when they show no queue ('' when not scraped or it queued):
+    at most WAIT_MIN_REQUESTS waiting on average, and a queue time that grew by less than SERVICE_SHARE of the
+    headers' growth (it cannot explain them)."""
+    waiting = float(hi.get("srv_waiting_mean", math.nan))
+    if not waiting <= WAIT_MIN_REQUESTS:
+        return ""
+    queue_ms = float(hi.get("srv_queue_time_ms", math.nan))
+    base_ms = float(lo.get("srv_queue_time_ms", math.nan))
+    grew_ms = queue_ms - (base_ms if base_ms == base_ms else 0.0)
+    if grew_ms >= SERVICE_SHARE * d_head:
+        return ""
+    queue = f", queue time {queue_ms:.0f} ms" if queue_ms == queue_ms else ""
+    return f"server metrics at {hi['load']:g}: {waiting:.1f} requests waiting on average{queue}"
