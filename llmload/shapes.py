@@ -49,7 +49,7 @@ class StepShape(PlanShape):
 
 class OpenLoopShape(PlanShape):
     """Open loop, arrival-rate tiers: --rate-tiers 1,2,4,8 requests/s over all workers,
-    --arrival poisson|constant, --max-inflight per worker. Pair it with a user class that mixes
+    --arrival poisson|constant|gamma:cv=X, --max-inflight per worker. Pair it with a user class that mixes
     in `llmload.openloop.user.OpenLoopUser`; the shape runs one such user per worker. --refine
     narrows the capacity's rate bracket to 5 %."""
 

@@ -16,8 +16,8 @@ A scenario is a few lines (see `llmload.scenario.install` for what the one call 
 Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`;
 docs/workloads.md): each user gets a seeded `PromptSource` (llmload/workload/) that hands it the
 next prompt, max_tokens and scenario label (a grid cell's label), unless the scenario overrides
-`prompt()`. Request knobs (`--extra-body`, `--header`, `--stream`, `--output-len-mode`) have
-class-attribute twins: `extra_body`, `headers`, `stream`, `output_len_mode`.
+`prompt()`; `--cache warm|cold` salts it or primes the cache (run/cache.py). Request knobs (`--extra-body`,
+`--header`, `--stream`, `--output-len-mode`) have twins: `extra_body`, `headers`, `stream`, `output_len_mode`.
 
 How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which
 a scenario may override), the transport (`--transport fast|openai`) streams it into a
@@ -52,6 +52,7 @@ from locust.exception import InterruptTaskSet, RescheduleTask, StopUser
 
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
+from llmload.run.cache import controlled
 from llmload.run.crash import crashed
 from llmload.run.events import fire_events
 from llmload.run.files import without_userinfo
@@ -205,9 +206,8 @@ class LLMUser(User):
         backoff (run/guard.py) say; an open-loop arrival (`schedule_lag_ms` given) pauses only after
         a failed connect, so arrivals keep their schedule."""
         self.idle_while_halted()
-        prompt = prompt or self.prompt()
-        retry_of = ""
-        attempt = 0
+        prompt, messages = controlled(self, prompt or self.prompt(), messages)  # --cache warm|cold
+        retry_of, attempt = "", 0
         budget_end_s = time.monotonic() + self.options.timeouts.request_timeout_s
         closed_loop = schedule_lag_ms is None
         while True:

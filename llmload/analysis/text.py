@@ -193,16 +193,20 @@ def server_rows(table: pd.DataFrame) -> Rows:
     return headers, rows
 
 
-def breakdown_rows(b: pd.DataFrame, table: pd.DataFrame) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    """TTFT by prompt class per tier: 'p50 / p95 / p99 (n=N)' per split and group."""
+def breakdown_rows(b: pd.DataFrame, table: pd.DataFrame,
+                   modes: dict | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """TTFT by prompt class per tier: 'p50 / p95 / p99 (n=N)' per split and group; with `modes` (tier -> --cache
+    mode) a column saying each tier's."""
     groups = list(dict.fromkeys(zip(b["split"], b["group"])))
     loads = table.set_index("tier")["load"]
     rows = []
     for tier, part in b.groupby("tier", sort=True):
         cells = {(r.split, r.group): f"{ms(r.ttft_p50_ms)} / {ms(r.ttft_p95_ms)} / "
                  f"{ms(r.ttft_p99_ms)} (n={r.n})" for r in part.itertuples()}
-        rows.append((str(tier), load(loads[tier]), *(cells.get(g, "-") for g in groups)))
-    return ("tier", "load", *(f"{split}: {group}" for split, group in groups)), tuple(rows)
+        mode = (modes.get(int(tier), "-"),) if modes else ()
+        rows.append((str(tier), load(loads[tier]), *mode, *(cells.get(g, "-") for g in groups)))
+    mode_header = ("--cache",) if modes else ()
+    return ("tier", "load", *mode_header, *(f"{split}: {group}" for split, group in groups)), tuple(rows)
 
 
 def knee_rows(table: pd.DataFrame) -> Rows:

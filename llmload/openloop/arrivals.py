@@ -10,7 +10,11 @@ How it works, per process (local run or one worker):
     constant stream of rate R instead of firing together (Locust's `constant_throughput`
     users drift into step and burst). `poisson`: exponential gaps with mean W/R from a
     generator seeded with (seed, tier, worker); independent Poisson streams add up to a
-    Poisson stream of rate R.
+    Poisson stream of rate R. `gamma:cv=X`: one run-wide stream of gamma gaps (mean 1/R, CV X)
+    seeded with (seed, tier) that every worker draws alike; worker i sends the arrivals whose
+    index is i modulo W. So the merged stream has exactly the CV asked (W independent gamma
+    streams would merge into a less bursty one: their superposition tends to Poisson, 4 CV-2 streams
+    merge into gaps of CV ~1.7).
   * `ArrivalLoop.run` sleeps until each intended time t, then launches one request greenlet
     `send(t)`; the request measures `schedule_lag_ms` = actual send - t itself. The loop never
     waits for a response. If the process already has `max_inflight` requests open, the arrival
@@ -29,6 +33,8 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from llmload.rules.traffic import parse_arrival
+
 
 @dataclass(frozen=True)
 class WorkerShare:
@@ -37,6 +43,10 @@ class WorkerShare:
     phase_s: float
     """constant arrivals: offset of this worker's first send from the tier start"""
     seed: int
+    worker_index: int = 0
+    worker_count: int = 1
+    stream_seed: int = 0
+    """gamma: the seed of the run-wide stream every worker draws (seed, tier; no worker)"""
 
 
 def worker_share(rate_per_s: float, worker_index: int, worker_count: int, seed: int, tier: int) -> WorkerShare:
@@ -47,25 +57,42 @@ def worker_share(rate_per_s: float, worker_index: int, worker_count: int, seed: 
         rate_per_s=rate_per_s / worker_count,
         phase_s=worker_index / rate_per_s,
         seed=(seed * 1_000_003 + tier * 10_007 + worker_index) & 0x7FFFFFFF,
+        worker_index=worker_index, worker_count=worker_count,
+        stream_seed=(seed * 1_000_003 + tier * 10_007) & 0x7FFFFFFF,
     )
 
 
 def arrival_times(start_s: float, share: WorkerShare, arrival: str) -> Iterator[float]:
     """Intended send times (same clock as `start_s`), unbounded; the caller stops iterating."""
-    if arrival == "constant":
+    process = parse_arrival(arrival)
+    if process.process == "constant":
         gap_s = 1.0 / share.rate_per_s
         k = 0
         while True:
             yield start_s + share.phase_s + k * gap_s
             k += 1
-    elif arrival == "poisson":
+    elif process.process == "poisson":
         rng = random.Random(share.seed)
         t = start_s
         while True:
             t += rng.expovariate(share.rate_per_s)
             yield t
     else:
-        raise ValueError(f"arrival must be poisson or constant, got {arrival!r}")
+        for index, t in enumerate(gamma_times(start_s, share.rate_per_s * share.worker_count, process.cv,
+                                              share.stream_seed)):
+            if index % share.worker_count == share.worker_index:
+                yield t
+
+
+def gamma_times(start_s: float, rate_per_s: float, cv: float, seed: int) -> Iterator[float]:
+    """The run-wide gamma stream: gaps of mean 1/rate and coefficient of variation `cv` (shape 1/cv^2)."""
+    rng = random.Random(seed)
+    shape = 1.0 / (cv * cv)
+    scale = cv * cv / rate_per_s
+    t = start_s
+    while True:
+        t += rng.gammavariate(shape, scale)
+        yield t
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`
-(registered by run/flags.py); parsing, and masking the secrets they may carry.
+(registered by run/flags.py), and `--cache` (run/cache.py); parsing, and masking the secrets they may carry.
 
 Each parser raises `OptionError` with one line naming the flag. Headers whose name says they
 carry a credential (`SECRET_HEADER_WORDS`: authorization, api-key, token, secret, cookie, ...)
@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 from urllib.parse import parse_qsl
+
+from llmload.rules.traffic import parse_cache
 
 SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "cookie", "password",
                        "credential", "signature")
@@ -162,3 +164,16 @@ def redacted(parsed: Any) -> dict:
         else:
             out[key] = str(value)
     return out
+
+
+def cache_option(text: Any, spec: Any) -> tuple[str, ...]:
+    """--cache as modes, read by the rule book's parser as the report reads it (KnobError: one line); warm needs
+    the --dataset of `spec` (the run's WorkloadSpec): synthetic prompts never repeat."""
+    try:
+        modes = parse_cache(text)
+    except ValueError as exc:
+        raise KnobError(str(exc)) from None
+    if "warm" in modes and not spec.dataset:
+        raise KnobError("--cache warm needs --dataset: synthetic prompts never repeat, so there is no prefix to "
+                        "warm (--cache cold works with any prompts)")
+    return modes

@@ -18,6 +18,7 @@ registers the flags with these defaults):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -233,6 +234,7 @@ def read_knobs(parsed: Any) -> dict:
 
 def _checked_spec(parsed: Any) -> WorkloadSpec:
     spec = parse_spec(vars(parsed) if parsed is not None else {})
+    spec = dataclasses.replace(spec, cache=knobs.cache_option(getattr(parsed, "cache", None), spec))  # --cache
     for flag, path in (("--dataset", spec.dataset), ("--tokenizer", spec.tokenizer)):
         if path and not os.path.exists(path):
             raise WorkloadError(f"{flag} {path}: no such file")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmload.rules.refine import DEFAULT_MAX_TIERS
+from llmload.rules.traffic import parse_arrival
 from llmload.run.flags import add_warmup_option
 from llmload.run.options import warmup_seconds
 from llmload.sink.warmup import parse_span_s
@@ -102,6 +103,14 @@ def parse_schedule(text: str, last_seconds: float, scale: float = 1.0) -> list[t
     return tiers
 
 
+def arrival_option(text: str) -> str:
+    """--arrival's value checked (ShapeOptionError: one line) and written the one way: 'gamma:cv=2'."""
+    try:
+        return parse_arrival(text).spec
+    except ValueError as e:
+        raise ShapeOptionError(str(e)) from None
+
+
 def _span_s(text: str) -> float:
     """argparse type for durations: 90, 90s, 2m, 1h30m -> seconds."""
     text = str(text).strip()
@@ -157,8 +166,9 @@ def add_shape_arguments(parser: Any) -> None:
         help="--refine: end with one tier this long (90, 2m) at the capacity found, for tight p95/p99 intervals")
     add("--rate-tiers", type=_checked(lambda s: parse_number_list(s, "--rate-tiers", integer=False)),
         default="1,2,4,8", help="open loop: requests/s per tier over all workers")
-    add("--arrival", choices=["poisson", "constant"], default="poisson", help="open loop: inter-arrival law")
-    add("--arrival-seed", type=int, default=1, help="open loop: seed of the Poisson arrivals")
+    add("--arrival", type=_checked(arrival_option), default="poisson",
+        help="open loop: inter-arrival law: poisson, constant or gamma:cv=X (bursty: CV X of the gaps, e.g. 2)")
+    add("--arrival-seed", type=int, default=1, help="open loop: seed of the Poisson and gamma arrivals")
     add("--max-inflight", type=int, default=256,
         help="open loop: in-flight cap per worker; arrivals over it are counted as dropped")
     add("--late-ms", type=float, default=10.0, help="open loop: a send later than this counts as late")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmload.shaping.flags import ShapeOptionError, parse_number_list, parse_schedule
+from llmload.shaping.flags import ShapeOptionError, arrival_option, parse_number_list, parse_schedule
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,7 @@ def rate_plan(options: Any) -> list[PlannedTier]:
     seconds = float(options.tier_seconds)
     warmup = _warmup(options, seconds)
     rates = parse_number_list(options.rate_tiers, "--rate-tiers", integer=False)
+    arrival_option(options.arrival)  # argparse checked the command line; this checks the web UI form's text
     return [PlannedTier(seconds=seconds, target_rps=float(r), warmup_s=warmup) for r in rates]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import gevent
 
+from llmload.rules.traffic import parse_arrival
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import Progress, format_line
 from llmload.shaping.tiers_csv import TiersCsv
@@ -74,7 +75,9 @@ def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
     if run.refine is not None:
         info["refine"] = run.refine.info()
     if shape.open_loop:
-        info.update(arrival=o.arrival, arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
+        arrival = parse_arrival(o.arrival)
+        info.update(arrival=arrival.spec, arrival_process=arrival.process, arrival_cv=arrival.cv,
+                    arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
     return info
 
 

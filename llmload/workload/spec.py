@@ -37,6 +37,9 @@ class WorkloadSpec:
     turns: int = 1
     max_context: int | None = None
     """prompt + max_tokens cap (prompt lengths beyond it are cut to fit)"""
+    cache: tuple[str, ...] = ()
+    """--cache: 'warm' / 'cold', one for every tier or one per tier (() = the workload as it is); parsed with the
+    rule book's llmload.rules.traffic by run/cache.py's `cache_option`, so the report reads it the same way"""
 
     @property
     def active(self) -> bool:
@@ -122,5 +125,9 @@ def add_workload_options(parser: Any) -> None:
         help="share of requests (0..1) that repeat an earlier prompt of the same user exactly")
     add("--turns", default="", include_in_web_ui=True,
         help="multi-turn sessions of N turns: each turn appends the answer and a new question")
+    add("--cache", default="", include_in_web_ui=True,
+        help="prompt cache per tier: cold (a random salt opens every prompt: no prefix reused) or warm (every "
+             "distinct --dataset prompt sent once in the warm-up); one value for every tier or one per tier "
+             "(cold,warm)")
     add("--max-context", default="", include_in_web_ui=True,
         help="the model's context in tokens: prompt lengths are cut so prompt + max_tokens fit")

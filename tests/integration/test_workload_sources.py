@@ -200,3 +200,37 @@ def test_embeddings_user(tmp_path, transport):
     assert rows and all(r["error"] == "" and r["endpoint"] == "embeddings" and r["streamed"] == "0" for r in rows)
     assert all(int(r["input_tokens"]) == 20 and float(r["e2e_ms"]) > 0 and r["ttft_ms"] == "" for r in rows)
     assert env.stats.get("embed", "LLM").num_requests == len(rows)
+
+
+def _distinct_dataset(path: Path, count: int) -> Path:
+    """`count` distinct chat prompts of ~48 words (3 of the embedded server's 16-token cache blocks)."""
+    lines = [json.dumps({"id": f"r{i}", "prompt": f"record {i} " + " ".join(f"w{(i * 7 + k) % 97}" for k in range(46))})
+             for i in range(count)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_cache_cold_salts_every_prompt_and_warm_primes_them_first(tmp_path, mode):
+    """cold: 4 prompts sent over and over, yet no request reports a cached token (a salt opens each); warm: 40
+    distinct prompts walked in order, each sent once before the users' requests, so every request finds its prompt
+    cached (without the priming pass each would be its first sight: a miss)."""
+    log = tmp_path / "req.jsonl"
+    data = _distinct_dataset(tmp_path / "d.jsonl", 4 if mode == "cold" else 40)
+    server_args = ["--preset", "exact", "--cache-capacity-tokens", "100000", "--decode-ms-per-token", "0.1"]
+    with EmbeddedServer([*server_args, "--request-log", str(log)]) as server:  # exact, with its prefix cache on
+        run_locally(Chat, server.url, tmp_path / "run", ["--dataset", str(data), "--dataset-sample", "sequential",
+                                                         "--cache", mode, "--max-tokens", "2", "--seed", "1"],
+                    users=2, seconds=1.0)
+    rows = read_csv(tmp_path / "run" / "samples.csv")
+    sent = {e["request_id"]: e["body"]["messages"][0]["content"] for e in received(log)}
+    primed = [rid for rid in sent if "-prime0-" in rid]
+    assert len(rows) >= 10 and all(r["error"] == "" for r in rows)
+    assert not any("-prime" in r["request_id"] for r in rows)  # the priming pass is no sample
+    if mode == "cold":
+        assert all(int(r["cached_tokens"] or 0) == 0 for r in rows) and not primed
+        assert all(not sent[r["request_id"]].startswith("record ") for r in rows)  # the salt comes first
+        assert len({sent[r["request_id"]].split(" ", 1)[0] for r in rows}) == len(rows)
+    else:
+        assert len(primed) == 40 and len({sent[rid] for rid in primed}) == 40
+        assert all(int(r["cached_tokens"]) >= 32 for r in rows), [r["cached_tokens"] for r in rows]

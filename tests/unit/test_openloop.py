@@ -123,3 +123,47 @@ def test_loop_stops_when_interrupted():
     loop2, launched2 = make_loop(clock := FakeClock())
     loop2.run(iter([1.0, 2.0, 3.0]), current=lambda: clock.now < 1.5)
     assert [t for t, _ in launched2] == [1.0]
+
+
+def _cv(times):
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    mean = sum(gaps) / len(gaps)
+    return mean, (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5 / mean
+
+
+@pytest.mark.parametrize("cv", [0.5, 2.0, 3.0])
+def test_gamma_arrivals_have_the_asked_cv_and_rate(cv):
+    """10k seeded draws: the gaps' mean is 1/R and their CV the one asked (sampling error of a CV of 2 over 10k
+    gaps is ~3 %)."""
+    rate = 8.0
+    times = list(itertools.islice(arrival_times(0.0, worker_share(rate, 0, 1, 5, 1), f"gamma:cv={cv}"), 10_001))
+    mean, got = _cv(times)
+    assert mean == pytest.approx(1 / rate, rel=0.05)
+    assert got == pytest.approx(cv, rel=0.08)
+    poisson_like = _cv(list(itertools.islice(arrival_times(0.0, worker_share(rate, 0, 1, 5, 1), "poisson"), 10_001)))
+    assert poisson_like[1] == pytest.approx(1.0, rel=0.08)  # the same test tells the two laws apart
+
+
+def test_gamma_workers_split_one_stream_so_the_merged_stream_keeps_its_cv():
+    """4 workers take every 4th arrival of one seeded run-wide stream: together they send exactly that stream
+    (CV 2), each at a quarter of the rate; 4 independent CV-2 streams would have merged towards CV 1."""
+    rate, workers, count = 10.0, 4, 10_000
+    alone = list(itertools.islice(arrival_times(0.0, worker_share(rate, 0, 1, 9, 3), "gamma:cv=2"), count))
+    shares = [list(itertools.islice(arrival_times(0.0, worker_share(rate, i, workers, 9, 3), "gamma:cv=2"),
+                                    count // workers)) for i in range(workers)]
+    merged = sorted(itertools.chain(*shares))
+    assert merged == alone  # the same stream, split by index modulo W
+    assert _cv(merged)[1] == pytest.approx(2.0, rel=0.08)
+    for share in shares:
+        assert _cv(share)[0] == pytest.approx(workers / rate, rel=0.08)  # each worker's share: mean gap W/R
+    other_tier = list(itertools.islice(arrival_times(0.0, worker_share(rate, 0, 1, 9, 4), "gamma:cv=2"), 5))
+    assert other_tier != alone[:5]  # seeded by (seed, tier)
+
+
+@pytest.mark.parametrize("text", ["gamma", "gamma:cv=0", "gamma:cv=-1", "gamma:cv=x", "gamma:cv=inf", "bursty"])
+def test_bad_arrival_is_one_line(text):
+    from llmload.rules.traffic import parse_arrival
+
+    with pytest.raises(ValueError) as e:
+        parse_arrival(text)
+    assert str(e.value) == f"--arrival must be poisson, constant or gamma:cv=X with X > 0, got {text!r}"

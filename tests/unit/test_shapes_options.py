@@ -114,3 +114,16 @@ def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
     text = SimpleNamespace(tiers=None, start_users="2", step_users="2", max_users="6", tier_seconds=10.0,
                            warmup_seconds=1.0)
     assert [t.target_users for t in step_plan(text)] == [2, 4, 6]
+
+
+def test_arrival_flag_takes_gamma_and_says_what_is_wrong_in_one_line(capsys):
+    parser = argparse.ArgumentParser(prog="locust")
+    add_shape_arguments(parser)
+    assert parser.parse_args(["--arrival", "gamma:cv=2"]).arrival == "gamma:cv=2"
+    assert parser.parse_args(["--arrival", "constant"]).arrival == "constant"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--arrival", "gamma:cv=0"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("--arrival must be poisson, constant or gamma:cv=X with X > 0, got 'gamma:cv=0'")
+    with pytest.raises(ShapeOptionError, match="--arrival must be"):  # the web UI form's text, at run start
+        rate_plan(opts(rate_tiers="1,2", arrival="gamma"))

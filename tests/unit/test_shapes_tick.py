@@ -280,10 +280,12 @@ def test_spike_and_schedule_reuse_the_machinery(tmp_path):
 
 def test_open_loop_publishes_rates_to_the_local_process(tmp_path):
     openloop_user.CONTROL.set(None)
-    shape, clock, _env = make(OpenLoopShape, tmp_path, rate_tiers="2,5", arrival="constant", max_inflight=7)
+    shape, clock, env = make(OpenLoopShape, tmp_path, rate_tiers="2,5", arrival="Gamma:CV=2", max_inflight=7)
     assert tick_at(shape, clock, 0.0) == (1, 10.0)  # one scheduler user per process
     target = openloop_user.CONTROL.target
     assert (target.tier, target.rate_per_s, target.worker_count, target.max_inflight) == (1, 2.0, 1, 7)
+    info = run_state(env).shape_info  # run.json: the arrival process as one spelling, and its parts
+    assert (info["arrival"], info["arrival_process"], info["arrival_cv"]) == ("gamma:cv=2", "gamma", 2.0)
     assert tick_at(shape, clock, 10.0) == (1, 10.0)
     assert openloop_user.CONTROL.target.rate_per_s == 5.0
     assert [r["target_rps"] for r in rows(tmp_path)] == ["2", "5"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from llmload.analysis import text
 from llmload.analysis.analyze import Analysis
+from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
@@ -70,7 +71,7 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
         ("scenario / transport", f"{info.get('scenario', 'unknown')} / {info.get('transport', 'unknown')}"),
         ("time window", f"{utc(first)} to {utc(last)} ({(last - first) / 60:.1f} min)"
                         + ("" if a.run.per_request else " (the tiers' windows)")),
-        ("load shape", _shape_fact(a, shape)),
+        ("load shape", _shape_fact(a, shape)), *traffic.facts(a.run, [int(t) for t in a.table["tier"]]),
         ("load generator workers", str(info.get("workers", "unknown"))),
         ("requests recorded", f"{recorded} attempts, {measured} measured"),
         ("tool versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "unknown"),
@@ -82,7 +83,8 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
         Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
-             f"(model {info.get('model', 'unknown')}), " + _load_story(a) + " " + _source(a),
+             f"(model {info.get('model', 'unknown')}), "
+             + traffic.story(_load_story(a), a.run, [int(t) for t in a.table["tier"]]) + " " + _source(a),
              lead="" if a.run.per_request else "From histograms."),
         Heading("The answer"),
         Bullets(tuple(answer_items(a)), callout="answer"),
@@ -156,10 +158,13 @@ def _failure_blocks(a: Analysis) -> list[Block]:
                            "tok/s per request = tokens after the first / decode time; predictable output (JSON) "
                            "decoded 2x+ faster than prose on the same model suggests speculative decoding.")]
     if len(a.breakdown):
-        headers, rows = text.breakdown_rows(a.breakdown, a.table)
+        modes = traffic.tier_modes(a.run, list(a.table["tier"]))
+        headers, rows = text.breakdown_rows(a.breakdown, a.table, modes)
         out += [Heading("TTFT by prompt class (ms: p50 / p95 / p99, n requests)", 3),
-                Table(headers, rows, note="Cache hit = the response reported cached prompt tokens. Short/long "
-                      "prompts split at the cut shown (geometric middle of the input-token range).")]
+                Table(headers, rows, note="Cache hit = the response reported cached prompt tokens" + (
+                      "; --cache = the tier's mode (cold: salted prompts, warm: primed in the warm-up)" if modes
+                      else "") + ". Short/long prompts split at the cut shown (geometric middle of the input-token "
+                      "range).")]
     return out
 
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from llmload.analysis.analyze import Analysis
+from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
@@ -76,8 +77,18 @@ def run_facts(a: Analysis) -> dict:
         "stopped_early_sentence": ending.sentence(a) or None,
         "workers": info.get("workers") if isinstance(info.get("workers"), int) else None,
         "slo_profile": a.profile.name, "slo_profile_source": a.profile_source,
-        "empty_answer_is_error": a.run.empty_is_error,
+        "empty_answer_is_error": a.run.empty_is_error, "arrival": _arrival(a),
+        "cache": [{"tier": t, "mode": m} for t, m in traffic.tier_modes(a.run, list(a.table["tier"])).items()]
+        or None,
     }
+
+
+def _arrival(a: Analysis) -> dict | None:
+    process = traffic.arrival(a.run)
+    if process is None:
+        return None
+    seed = a.run.shape.get("arrival_seed")
+    return {"process": process.process, "cv": process.cv, "seed": seed if isinstance(seed, int) else None}
 
 
 def _quantiles(row, prefix: str, names=QUANTILES) -> dict:

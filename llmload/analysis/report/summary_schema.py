@@ -55,6 +55,8 @@ RUN = obj(
     last_send_utc=TEXT, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
     stopped_early=BOOL, stopped_early_sentence=TEXT, workers=INT, slo_profile={"type": "string"},
     slo_profile_source={"enum": ["--slo", "run.json", "default"]}, empty_answer_is_error=BOOL,
+    arrival=obj(nullable=True, process={"enum": ["poisson", "constant", "gamma"]}, cv=NUM, seed=INT),
+    cache={"type": ["array", "null"], "items": obj(tier={"type": "integer"}, mode={"enum": ["warm", "cold"]})},
 )
 
 CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, max_error_rate=NUM,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from llmload.analysis.read import traffic
 from llmload.analysis.read.run import Run
 from llmload.analysis.tables import concurrency, hist_figures, outages, samples, server_metrics, workers
 from llmload.analysis.tables import judged as judging
@@ -96,13 +97,14 @@ def error_kinds(run: Run) -> pd.DataFrame:
 
 def breakdown_table(run: Run) -> pd.DataFrame:
     """TTFT per tier split by cache hit/miss and short/long prompt, when present (scenarios:
-    `scenarios.scenario_table`)."""
+    `scenarios.scenario_table`). The cache split shows when some requests hit and some missed, and in every run
+    given --cache (warm or cold on purpose: all hits or all misses is then the answer, read.traffic)."""
     ok = samples.measured(run)
     ok = ok[ok["ok"]]
     splits: list[tuple[str, pd.Series]] = []
     cached = ok["cached_tokens"]
     hit = cached.fillna(0) > 0
-    if cached.notna().any() and 0 < hit.sum() < len(ok):
+    if cached.notna().any() and (0 < hit.sum() < len(ok) or (len(ok) and traffic.cache_modes(run))):
         splits.append(("cache", hit.map({True: "hit", False: "miss"})))
     tokens = ok["input_tokens"].dropna()
     if len(tokens) and tokens.quantile(0.9) >= 3 * max(tokens.quantile(0.1), 1):
