@@ -1,5 +1,6 @@
 """--trace: the formats (auto-detected, each one's units), window, gap cap, speed, worker shares, prompts."""
 
+import argparse
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,3 +127,36 @@ def test_prompts_share_the_text_of_shared_blocks_and_hit_the_lengths():
         assert prompts.prompt(i, record).max_tokens == record.output_tokens
     other = TracePrompts(CalibratedSizer(1.0), seed=3)  # another worker builds the same text
     assert other.prompt(*group[2]).text == prompts.prompt(*group[2]).text
+
+
+def plan_options(**flags):
+    from llmload.shaping.flags import options_with_defaults
+
+    return options_with_defaults(argparse.Namespace(**flags))
+
+
+def test_the_trace_plan_has_one_tier_per_speed_at_the_mean_offered_rate():
+    from llmload.shaping.trace_plan import trace_plan
+
+    trace = str(TRACES / "native.jsonl")  # 5 records, gaps capped to 2 s: 4.25 s
+    plan = trace_plan(plan_options(trace=trace, trace_speeds="1,2", trace_max_gap_s=2.0))
+    assert [t.target_rps for t in plan] == pytest.approx([4 / 4.25, 8 / 4.25])
+    assert [t.seconds for t in plan] == pytest.approx([5 * 4.25 / 4, 5 * 4.25 / 8])
+    assert {t.warmup_s for t in plan} == {0.0}  # every record is measured
+    assert len(trace_plan(plan_options(trace=trace, trace_speed=3.0))) == 1
+
+
+@pytest.mark.parametrize("flags, message", [
+    ({}, "needs --trace PATH"),
+    ({"trace_speeds": "1,x"}, "--trace-speeds must be comma-separated numbers"),
+    ({"trace_speed": 0.0}, "--trace-speed must be > 0"),
+    ({"trace_max_gap_s": -1.0}, "--trace-max-gap-s must be > 0"),
+    ({"trace_window": "40:50"}, "0 record.s. in the window 40:50"),
+])
+def test_bad_trace_flags_are_shape_option_errors(flags, message):
+    from llmload.shaping.flags import ShapeOptionError
+    from llmload.shaping.trace_plan import trace_plan
+
+    trace = {"trace": str(TRACES / "native.jsonl")} if flags else {}
+    with pytest.raises(ShapeOptionError, match=message):
+        trace_plan(plan_options(**trace, **flags))
