@@ -1,4 +1,4 @@
-"""The load shapes a scenario can use: step tiers, open-loop rate tiers, spike, soak, schedule.
+"""The load shapes a scenario can use: step tiers, open-loop rate tiers, spike, soak, schedule, trace replay.
 
 Every class here is abstract (`abstract = True`): Locust loads every concrete shape it finds
 in a locustfile and silently keeps the first, so a scenario declares exactly one, e.g.
@@ -32,6 +32,7 @@ from llmload.shaping.plans import (
     spike_plan,
     step_plan,
 )
+from llmload.shaping.trace_shape import TraceShape
 
 
 class StepShape(PlanShape):
@@ -95,3 +96,6 @@ class ScheduleShape(PlanShape):
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return schedule_plan(options)
+
+
+__all__ = ["OpenLoopShape", "PlannedTier", "ScheduleShape", "SoakShape", "SpikeShape", "StepShape", "TraceShape"]

@@ -38,7 +38,9 @@ from gevent.pool import Group
 from locust.runners import MasterRunner
 
 from llmload.contract import DROPPED_TYPE
+from llmload.openloop import replay
 from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
+from llmload.openloop.replay import TraceArrivals, TraceTarget
 from llmload.run.locust_compat import connected_workers, has_message_handler, replace_tasks, user_is_stopping
 from llmload.run.transport import make_transport
 
@@ -70,6 +72,18 @@ class OpenLoopTarget:
     seed: int
     max_inflight: int
     late_ms: float
+    trace: str = ""
+    """a trace replay (openloop/replay.py): the file, and how to replay it"""
+    trace_format: str = "auto"
+    trace_window: str = ""
+    trace_max_gap_s: float | None = None
+    speed: float = 0.0
+
+    def trace_target(self) -> TraceTarget | None:
+        if not self.trace:
+            return None
+        return TraceTarget(self.trace, self.trace_format, self.trace_window, self.trace_max_gap_s, self.speed,
+                           self.seed)
 
 
 class Control:
@@ -113,6 +127,7 @@ def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
         "seed": options.arrival_seed,
         "max_inflight": options.max_inflight,
         "late_ms": options.late_ms,
+        **replay.target_fields(options, rate_per_s),
     }
     if isinstance(runner, MasterRunner):
         ids = connected_workers(runner)
@@ -180,8 +195,6 @@ class OpenLoopUser(_UserBase):
         if target is None:
             changed.wait(0.25)
             return
-        share = worker_share(target.rate_per_s, target.worker_index, target.worker_count, target.seed, target.tier)
-
         def current() -> bool:
             return CONTROL.generation == generation and not self._stopping()
 
@@ -189,16 +202,34 @@ class OpenLoopUser(_UserBase):
             changed.wait(min(max(t_s - time.perf_counter(), 0.0), 0.25))
             return current()
 
+        trace = target.trace_target()
+        records = None if trace is None else TraceArrivals(trace, CONTROL.received_s, target.worker_index,
+                                                            target.worker_count)
+
+        def launch(t_s: float) -> None:
+            if records is None:
+                requests.spawn(self._send_one, t_s)
+            else:
+                assert trace is not None and records.current is not None
+                requests.spawn(self._send_one, t_s, (trace, *records.current))
+
         loop = ArrivalLoop(
             clock=time.perf_counter,
             sleep_until=sleep_until,
-            launch=lambda t_s: requests.spawn(self._send_one, t_s),
+            launch=launch,
             inflight=lambda: len(requests),
             max_inflight=target.max_inflight,
             book=LagBook(late_ms=target.late_ms),
             on_drop=lambda t_s: self._report_drop(target.max_inflight),
         )
-        loop.run(arrival_times(CONTROL.received_s, share, target.arrival), current)
+        if records is not None:
+            loop.run(records.times(), current)
+            while current():  # this tier's share is sent: wait for the next tier (or the end)
+                changed.wait(0.25)
+        else:
+            share = worker_share(target.rate_per_s, target.worker_index, target.worker_count, target.seed,
+                                 target.tier)
+            loop.run(arrival_times(CONTROL.received_s, share, target.arrival), current)
         book = loop.book
         log = logger.warning if book.late or book.dropped else logger.info
         log(
@@ -206,10 +237,12 @@ class OpenLoopUser(_UserBase):
             target.tier, book.sent, book.late_ms, book.late, book.dropped, book.max_launch_lag_ms,
         )
 
-    def _send_one(self, intended_t0_perf: float) -> None:
+    def _send_one(self, intended_t0_perf: float, record: tuple | None = None) -> None:
         try:
             send_request = getattr(self, "send_request", None)
-            if send_request is not None:
+            if record is not None:
+                self._ask_on_own_transport(intended_t0_perf, **replay.trace_request(self, *record))
+            elif send_request is not None:
                 send_request(intended_t0_perf=intended_t0_perf)
             else:
                 self._ask_on_own_transport(intended_t0_perf)
@@ -218,8 +251,7 @@ class OpenLoopUser(_UserBase):
         except Exception as e:  # the request reports its own failures; this is a bug guard
             logger.error("open-loop request raised %s: %s", type(e).__name__, e)
 
-    def _ask_on_own_transport(self, intended_t0_perf: float) -> None:
-
+    def _ask_on_own_transport(self, intended_t0_perf: float, **request: Any) -> None:
         lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
         idle = self.__dict__.setdefault("_idle_transports", [])
         # a fresh index per transport: the openai transport shards its SDK clients (and their
@@ -232,9 +264,13 @@ class OpenLoopUser(_UserBase):
         view = copy.copy(self)
         view.transport = transport
         try:
-            view.ask(schedule_lag_ms=lag_ms)
+            view.ask(schedule_lag_ms=lag_ms, **request)
         finally:
             idle.append(transport)
+
+    def on_start(self) -> None:
+        super().on_start()
+        replay.prepare(self)  # a trace's prompt sizer (a probe request) before the first tier's arrivals
 
     def on_stop(self) -> None:
         for transport in self.__dict__.pop("_idle_transports", []):

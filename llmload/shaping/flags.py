@@ -20,10 +20,28 @@ from llmload.rules.traffic import parse_arrival
 from llmload.run.flags import add_warmup_option
 from llmload.run.options import warmup_seconds
 from llmload.sink.warmup import parse_span_s
+from llmload.workload.trace_formats import FORMATS as TRACE_FORMATS
 
 REFINE_CHOICES = ("auto", "on", "off")
 SHAPE_WARMUP_S = 10.0
 """a load shape's warm-up per tier when --warmup-seconds is not given"""
+
+DEFAULT_DRAIN_S = 10.0
+"""seconds without arrivals between two speeds, so the next replay does not start on the last one's queue"""
+
+
+def add_trace_arguments(parser: Any) -> None:
+    """The --trace flags (registered with the shape flags)."""
+    add = parser.add_argument
+    add("--trace", default="", help="trace replay: a request trace (JSONL/CSV: ours, Mooncake, Azure LLM "
+                                     "inference, BurstGPT) sent at its records' times")
+    add("--trace-format", choices=("auto", *TRACE_FORMATS), default="auto", help="trace replay: force the format")
+    add("--trace-speed", type=float, default=1.0, help="trace replay: time scale (2 = twice as fast)")
+    add("--trace-speeds", default="", help="trace replay: one tier per speed, e.g. 1,1.5,2,3 (overrides --trace-speed)")
+    add("--trace-max-gap-s", type=float, default=None, help="trace replay: cap every idle gap at this many seconds")
+    add("--trace-window", default="", help="trace replay: START:END seconds of the trace to replay (60:120, :300)")
+    add("--trace-drain-s", type=float, default=DEFAULT_DRAIN_S,
+        help="trace replay: seconds without arrivals between two speeds, so the last one's queue drains")
 
 
 class ShapeOptionError(ValueError):
@@ -181,6 +199,7 @@ def add_shape_arguments(parser: Any) -> None:
     add("--schedule", type=_checked(lambda s: parse_schedule(s, 1.0)), default="0=1,1m=4,2m=2,3m=end",
         help="schedule: OFFSET=USERS list, offsets 90s/2m/1h or 09:00, 'end' closes (e.g. 0=2,30m=8,2h=end)")
     add("--schedule-scale", type=float, default=1.0, help="schedule: time compression (60 = an hour per minute)")
+    add_trace_arguments(parser)
 
 
 def options_with_defaults(parsed: Any) -> argparse.Namespace:

@@ -37,6 +37,8 @@ SHAPE_FLAGS = {
     "spike": ("base_users", "base_seconds", "spike_users", "spike_seconds", *SHAPE_COMMON),
     "soak": ("soak_users", "soak_seconds", "tier_seconds", *SHAPE_COMMON),
     "schedule": ("schedule", "schedule_scale", "tier_seconds", *SHAPE_COMMON),
+    "trace": ("trace", "trace_format", "trace_speed", "trace_speeds", "trace_max_gap_s", "trace_window",
+              "trace_drain_s", "arrival_seed", "max_inflight", "late_ms", *SHAPE_COMMON, *REFINE),
 }
 """the flags each kind of llmload shape (`PlanShape.kind`) reads"""
 GROUPS = ("Target", "Workload", "Load shape", "SLO", "Run")

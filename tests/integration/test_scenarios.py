@@ -34,10 +34,13 @@ CASES = {
     "tool_calls": SHORT_TIERS,
     "embeddings": SHORT_TIERS,
     "streaming": SHORT_TIERS,
+    "trace_replay": ["--trace", "tests/fixtures/traces/mooncake.jsonl", "--trace-speeds", "2,4",
+                     "--trace-drain-s", "0"],
 }
 
 
-KINDS = {"open_loop": "rate", "spike": "spike", "soak": "soak", "schedule": "schedule"}  # others: step
+KINDS = {"open_loop": "rate", "trace_replay": "trace", "spike": "spike", "soak": "soak",
+         "schedule": "schedule"}  # others: step
 EMBEDDED_KEY = "sk-embedded-secret-123"
 PLAIN = {
     "prefill_sweep": ["scenarios/prefill_sweep.py", "--max-tokens", "8", "--prompt-tokens", "32", "--spawn-rate",

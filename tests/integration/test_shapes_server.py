@@ -3,11 +3,15 @@
 * step tiers 1,2,4,8,16 on 4 slots: tiers.csv is complete and the samples, stamped with their
   tier, show TTFT flat up to 4 users and queueing delay above;
 * an open-loop run: the server's truth log sees the target arrival rate, and schedule lag is small;
-* --stop-at-knee on a 1-slot server ends the run before its last tier.
+* --stop-at-knee on a 1-slot server ends the run before its last tier;
+* a trace replayed at 1x and 2x: every record sent once per tier at its time, with its lengths, and the
+  records sharing a Mooncake block hit the server's prefix cache.
 """
 
 import itertools
+import json
 import statistics
+from pathlib import Path
 
 import gevent
 import pytest
@@ -18,7 +22,7 @@ from locust.event import Events
 from llmload.openloop.user import OpenLoopUser
 from llmload.run.flags import add_options
 from llmload.run.listeners import install
-from llmload.shapes import OpenLoopShape, StepShape
+from llmload.shapes import OpenLoopShape, StepShape, TraceShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser
 from tests.helpers import read_csv
@@ -34,6 +38,14 @@ class Chat(ChatUser):
 class OpenChat(OpenLoopUser, ChatUser):
     scenario = "open"
     prompt_tokens = 32
+
+
+class TraceChat(OpenLoopUser, ChatUser):
+    scenario = "trace"
+
+
+class Traces(TraceShape):
+    progress_every_s = None
 
 
 class Steps(StepShape):
@@ -108,3 +120,37 @@ def test_stop_at_knee_ends_a_saturated_run_early(tmp_path, embedded_server):
     tiers = read_csv(tmp_path / "tiers.csv")
     assert [t["target_users"] for t in tiers] == ["1", "8"]  # 8 users on 1 slot: ~7x the TTFT
     assert all(t["end_s"] for t in tiers)
+
+
+TRACE = Path(__file__).parents[1] / "fixtures" / "traces" / "mooncake.jsonl"
+
+
+def test_a_trace_is_replayed_at_its_times_with_its_lengths_and_shared_prefixes(tmp_path, embedded_server):
+    server = embedded_server("--preset", "exact", "--cache-capacity-tokens", "200000")
+    run_shape(Traces(), TraceChat, server.url, tmp_path, ["--trace", str(TRACE), "--trace-speeds", "1,2",
+                                                          "--trace-drain-s", "0.5"])
+    records = [json.loads(line) for line in TRACE.read_text().splitlines()]
+    by_output = {r["output_length"]: r for r in records}  # every record asks for its own output length
+    tiers = read_csv(tmp_path / "tiers.csv")
+    assert [float(t["target_rps"]) / float(tiers[0]["target_rps"]) for t in tiers] == pytest.approx([1, 2], rel=1e-4)
+    truth = [r for r in read_csv(server.truth_path) if not r["request_id"].endswith("-calibrate")]  # the sizing probe
+    for speed, tier in zip((1, 2), tiers):
+        start, end = float(tier["start_s"]), float(tier["end_s"])
+        rows = [r for r in truth if start <= float(r["arrival_unix"]) < end]
+        assert sorted(int(r["max_tokens"]) for r in rows) == sorted(by_output), tier  # each record once
+        for row in rows:
+            record = by_output[int(row["max_tokens"])]
+            due = (record["timestamp"] - records[0]["timestamp"]) / 1000 / speed
+            assert abs(float(row["arrival_unix"]) - start - due) < 0.1, (row, record)
+            assert abs(int(row["prompt_tokens"]) - record["input_length"]) <= 3, (row, record)
+            assert int(row["output_tokens"]) == record["output_length"], row
+        if speed == 1:  # first replay: only a block sent before is cached
+            seen: set[int] = set()
+            for row in sorted(rows, key=lambda r: float(r["arrival_unix"])):
+                first_block = by_output[int(row["max_tokens"])]["hash_ids"][0]
+                assert (int(row["cached_tokens"]) > 0) == (first_block in seen), row
+                seen.add(first_block)
+    samples = read_csv(tmp_path / "samples.csv")
+    assert len(samples) == 2 * len(records) and {r["phase"] for r in samples} == {"measure"}
+    lags = sorted(float(r["schedule_lag_ms"]) for r in samples)
+    assert lags[0] >= 0 and lags[len(lags) // 2] < 20 and lags[-1] < 200, lags[-5:]
