@@ -37,10 +37,14 @@ class AgentView:
 
     @property
     def sentence(self) -> str:
-        subs = f" and {self.sub_sessions} sub-agent sessions fanned out of them" if self.sub_sessions else ""
-        return (f"{self.sessions} agent sessions{subs}: {self.turns_p50:g} turns per session p50, sub-agents' "
-                f"included (at most {self.turns_max}); a session took {self.session_s_p50:.2f} s p50, "
+        subs = f" and {_count(self.sub_sessions, 'sub-agent session')} fanned out" if self.sub_sessions else ""
+        return (f"{_count(self.sessions, 'agent session')}{subs}: {self.turns_p50:g} turns per session p50, "
+                f"sub-agents' included (at most {self.turns_max}); a session took {self.session_s_p50:.2f} s p50, "
                 f"{self.session_s_p95:.2f} s p95, from its first send to its last turn's end, think time included.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _text(frame: pd.DataFrame, column: str) -> pd.Series:
