@@ -48,6 +48,9 @@ class AgentUser(ChatUser):
         if self.opts is not None:
             self.rng = user_rng(self.options.workload.seed, self.ctx.worker_index, self.user_index)
 
+    def _prompt_source(self) -> None:
+        return None  # the session builds every prompt: no workload source (nor its calibration probe)
+
     def stream_completion(self) -> None:
         spec = self.options.agent
         root = open_session(f"{self.user_id}-s{next(self._trees)}", self.prompt_tokens or self.options.prompt_tokens,
