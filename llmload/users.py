@@ -14,10 +14,10 @@ A scenario is a few lines (see `llmload.scenario.install` for what the one call 
         prompt_tokens = 64
 
 Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`;
-docs/workloads.md): each user gets a seeded `PromptSource` (llmload/workload/) that hands it the
-next prompt, max_tokens and scenario label (a grid cell's label), unless the scenario overrides
-`prompt()`; `--cache warm|cold` salts it or primes the cache (run/cache.py). Request knobs (`--extra-body`,
-`--header`, `--stream`, `--output-len-mode`) have twins: `extra_body`, `headers`, `stream`, `output_len_mode`.
+docs/workloads.md): a seeded `PromptSource` (llmload/workload/) hands each user the next prompt, max_tokens
+and label, unless the scenario overrides `prompt()`; `--cache warm|cold`: run/cache.py. Request knobs (`--extra-body`,
+`--header`, `--stream`, `--output-len-mode`) have class-attribute twins (`extra_body`, `headers`, `stream`,
+`output_len_mode`); an instance's `request_headers` go on its next requests (agent sessions: llmload/agent/).
 
 How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which
 a scenario may override), the transport (`--transport fast|openai`) streams it into a
@@ -32,10 +32,9 @@ server's hint (`--on-429 wait`, the default; a hint above `--max-retry-wait-s` i
 Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401
 before any success, cannot connect, endpoint does not stream, the first 20 requests all one
 4xx; a server that answered, then stayed away --server-gone-timeout-s: run/outage.py), which stops the run
-once with one line (exit code 2). Users never raise StopUser for
-it: they idle in Locust's WAITING state until the runner stops them (a stop kills a waiting
-user at once). Retry and backoff pauses are waits in the same sense, so they never outlast
-the run's stop.
+once with one line (exit code 2). Users never raise StopUser for it: they idle in Locust's WAITING state
+until the runner stops them (a stop kills a waiting user at once). Retry and backoff pauses are waits in the
+same sense, so they never outlast the run's stop.
 """
 
 from __future__ import annotations
@@ -95,6 +94,7 @@ class LLMUser(User):
     """None: --stream / --no-stream"""
     output_len_mode: str | None = None
     """usage | ignore-eos | min-tokens; None: --output-len-mode"""
+    request_headers: dict[str, str] | None = None
 
     def on_start(self) -> None:
         self.ctx = run_state(self.environment)
@@ -218,7 +218,7 @@ class LLMUser(User):
                 input_tokens_estimate=prompt.approx_tokens, retry_of=retry_of, messages=messages,
                 extra_body={**(self.options.extra_body or {}), **(self.extra_body or {})} or None,
                 stream=self.options.stream if self.stream is None else self.stream,
-                output_len_mode=self.output_len_mode or self.options.output_len_mode,
+                output_len_mode=self.output_len_mode or self.options.output_len_mode, headers=self.request_headers,
             )
             self.ctx.inflight += 1
             try:

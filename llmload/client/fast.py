@@ -245,8 +245,7 @@ class FastTransport:
         """One attempt on the wire; also whether it met a stale kept-alive connection (closed before
         any byte of an answer, on a connection this attempt did not open)."""
         body = json.dumps(req.body()).encode()
-        headers = dict(self.headers)
-        headers["X-Request-Id"] = req.request_id
+        headers = {**self.headers, **(req.headers or {}), "X-Request-Id": req.request_id}
         attempt = Attempt(req, self.name, self.timeouts, self.clock)
         timing = attempt.timing
         self._connect_s = None

@@ -44,6 +44,8 @@ class StreamRequest:
     """False: one JSON answer (TTFT is then the whole answer's time); embeddings are never streamed"""
     output_len_mode: str = "usage"
     """usage (ask max_tokens only) | ignore-eos | min-tokens (see OUTPUT_LEN_MODES)"""
+    headers: dict[str, str] | None = None
+    """this request's own headers, over the transport's (an agent session's sticky-session header)"""
 
     @property
     def streamed(self) -> bool:

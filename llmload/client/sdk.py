@@ -202,7 +202,7 @@ class OpenAITransport:
         try:
             timing.start()
             with api.with_streaming_response.create(
-                **kwargs, extra_headers={"X-Request-Id": req.request_id, **self.auth_omitted},
+                **kwargs, extra_headers={**(req.headers or {}), "X-Request-Id": req.request_id, **self.auth_omitted},
                 extra_body=body or None
             ) as resp:
                 timing.headers()

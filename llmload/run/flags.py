@@ -22,6 +22,7 @@ from llmload.rules.slo import DEFAULT_PROFILE, PROFILES, profiles_help
 from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
 from llmload.sink.warmup import parse_span_s
+from llmload.workload.agent_spec import add_agent_options
 from llmload.workload.spec import add_workload_options
 
 DEFAULT_STOP_TIMEOUT_S = 60
@@ -88,6 +89,7 @@ def add_options(parser: Any) -> None:
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
     add_knob_options(parser)
     add_workload_options(parser)
+    add_agent_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
 
 

@@ -32,6 +32,7 @@ from llmload.run import knobs
 from llmload.run.outage import SERVER_GONE_TIMEOUT_S
 from llmload.run.retry import ON_429_MODES, RetryPolicy
 from llmload.sink.warmup import parse_span_s
+from llmload.workload.agent_spec import AgentSpec, parse_agent_spec
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
@@ -105,6 +106,8 @@ class RunOptions(RunSettings):
     """--output-len-mode (client.request.OUTPUT_LEN_MODES)"""
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     """--dataset, --input-tokens, ... (workload/spec.py)"""
+    agent: AgentSpec = field(default_factory=AgentSpec)
+    """--agent-turns, --think-time-s, --fanout, --session-header (workload/agent_spec.py; agent users read them)"""
 
 
 DEFAULTS = RunOptions()
@@ -227,6 +230,7 @@ def read_knobs(parsed: Any) -> dict:
             "api_key_header": knobs.check_header_name(_get(parsed, "api_key_header", "")),
             "stream": stream if isinstance(stream, bool) else str(stream).lower() not in ("false", "0", "off"),
             "output_len_mode": mode, "workload": _checked_spec(parsed),
+            "agent": parse_agent_spec(vars(parsed) if parsed is not None else {}),
         }
     except (knobs.KnobError, WorkloadError) as exc:
         raise OptionError(str(exc)) from None

@@ -26,7 +26,7 @@ from llmload.server.faults import Faults
 from llmload.server.generation import Generation
 from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
-from llmload.server.plan import OutputPlan, plan_output
+from llmload.server.plan import OutputPlan, plan_output, tool_results
 from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
@@ -119,7 +119,7 @@ class App:
         limit = max_tokens(body)
         truth = {"request_id": req.request_id, "endpoint": req.path, "stream": int(bool(body.get("stream"))),
                  "arrival_s": req.arrival_s, "arrival_unix": time.time(), "prompt_tokens": len(words),
-                 "max_tokens": limit if limit is not None else ""}
+                 "max_tokens": limit if limit is not None else "", "tool_results": tool_results(body) if chat else ""}
         asked = limit if limit is not None else self.cfg.default_output_tokens
         gate = self._gate(req, truth, len(words) + asked)  # limiters count the tokens asked for
         if gate is None:

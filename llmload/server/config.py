@@ -76,6 +76,9 @@ class ServerConfig:
     early_stop_rate: float = 0.0
     """share of requests that stop (finish_reason stop) before max_tokens, unless the request
     sets ignore_eos or a min_tokens that forbids it"""
+    tool_rounds: int = 0
+    """with `tools` and tool_choice auto (or unset), answer text once the conversation holds this many tool
+    results (`tool` messages), as a model done calling tools; 0: a tool call every time"""
     embedding_dim: int = 384
     """length of the vectors /v1/embeddings returns"""
 
@@ -225,8 +228,9 @@ def validate(cfg: ServerConfig) -> None:
                           f"{', '.join(RETRY_HEADER_STYLES[:-1])}; got {cfg.retry_after_header!r}")
     if not 0.0 <= cfg.early_stop_rate <= 1.0:
         raise ConfigError(f"--early-stop-rate must be in [0, 1], got {cfg.early_stop_rate}")
-    if cfg.reasoning_tokens < 0:
-        raise ConfigError(f"--reasoning-tokens must be >= 0, got {cfg.reasoning_tokens}")
+    for name in ("reasoning_tokens", "tool_rounds"):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(f"{_flag(name)} must be >= 0, got {getattr(cfg, name)}")
     if cfg.headers_when not in ("arrival", "service"):
         raise ConfigError(f"--headers-when must be 'arrival' or 'service', got {cfg.headers_when!r}")
     for name in ("gateway_ms", "prefill_base_ms", "prefill_ms_per_token", "decode_ms_per_token",

@@ -7,6 +7,8 @@ How it works:
 - A chat request with a non-empty `tools` list and `tool_choice` other than "none" answers
   with one tool call (the named function, else the first tool): its arguments are the
   answer tokens, and its finish reason is `tool_calls`.
+- `--tool-rounds K` (K > 0): with tool_choice auto (or unset), a conversation already holding K tool results
+  (`tool` messages) answers text: the model is done calling tools. A named or `required` choice still calls.
 - `--early-stop-rate R`: with probability R the model "emits EOS" early: the answer stops
   at a length drawn uniformly below the length asked (finish reason `stop`), never before
   `min_tokens` nor before one answer token after the reasoning; `ignore_eos` forbids it.
@@ -50,12 +52,23 @@ def tool_name(body: dict) -> str | None:
     return str(function.get("name") or "tool")
 
 
+def tool_results(body: dict) -> int:
+    """How many tool results (`tool` messages) the conversation holds."""
+    messages = body.get("messages")
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool") \
+        if isinstance(messages, list) else 0
+
+
+def _done_calling(cfg: ServerConfig, body: dict) -> bool:
+    return cfg.tool_rounds > 0 and body.get("tool_choice", "auto") == "auto" and tool_results(body) >= cfg.tool_rounds
+
+
 def plan_output(cfg: ServerConfig, body: dict, chat: bool, rng: random.Random) -> OutputPlan:
     limit = max_tokens(body)
     asked = limit if limit is not None else cfg.default_output_tokens
     ignore_eos = bool(body.get("ignore_eos"))
     reasoning = min(cfg.reasoning_tokens, asked) if chat else 0
-    name = tool_name(body) if chat else None
+    name = tool_name(body) if chat and not _done_calling(cfg, body) else None
     length_reason = "length" if limit is not None or ignore_eos else "stop"
     output, reason, early = asked, length_reason, False
     if cfg.early_stop_rate > 0:

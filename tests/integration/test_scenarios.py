@@ -36,6 +36,7 @@ CASES = {
     "streaming": SHORT_TIERS,
     "trace_replay": ["--trace", "tests/fixtures/traces/mooncake.jsonl", "--trace-speeds", "2,4",
                      "--trace-drain-s", "0"],
+    "agent": SHORT_TIERS + ["--agent-turns", "2", "--think-time-s", "0.05", "--fanout", "1"],
 }
 
 
@@ -166,6 +167,12 @@ def test_embedded_server_key_never_reaches_logs_or_run_json(runs):
 def test_tool_call_streams_have_a_ttft(runs):
     samples = [r for r in rows(runs["tool_calls"][1] / "samples.csv") if r["error"] == ""]
     assert samples and all(r["finish_reason"] == "tool_calls" and r["ttft_ms"] for r in samples)
+
+
+def test_agent_turns_are_rows_of_their_sessions(runs):
+    samples = [r for r in rows(runs["agent"][1] / "samples.csv") if r["error"] == ""]
+    assert samples and all(r["session"] and r["turn"] in ("1", "2") for r in samples)
+    assert any(r["parent_session"] for r in samples) and any(r["finish_reason"] == "tool_calls" for r in samples)
 
 
 def test_embeddings_rows_are_measured(runs):

@@ -3,9 +3,9 @@
 Every failed attempt a tier table counts has a kind in "Failures by kind"; the rule book's figures of a tier
 (`Tier.failed`, `error_rate`) are the table's; the run totals count in measured windows what the tier tables
 count; summary.json says what the tables say; and the live book (the web UI's verdicts) counts the same rows
-the same way. Each fixture with failures or empty answers is read as recorded (in the others every count
-compared is 0), and the empty-answer fixture also with its empty answers counted as errors
-(--empty-answer-is-error).
+the same way; the agent sessions the report counts are the samples' sessions. Each fixture with failures or
+empty answers is read as recorded (in the others every count compared is 0), and the empty-answer fixture also
+with its empty answers counted as errors (--empty-answer-is-error).
 """
 
 from __future__ import annotations
@@ -137,3 +137,20 @@ def test_empty_answers_are_named_the_same_everywhere():
     assert strict.capacity.status == "below" and strict.capacity.limited_by.startswith("error rate")
     assert list(strict.kinds.columns) == ["empty_answer"]
     assert not any("empty_answer" in w for w in strict.warnings)
+
+
+def test_the_agent_section_counts_the_samples_sessions_and_turns():
+    """The report's agent sentence and per-turn table say what samples.csv holds (every agent row, any phase)."""
+    with (FIXTURE_DIR / "runs" / "agent" / "samples.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["session"]]
+    view = analyze(run_of("agent", False), choose_profile(run_of("agent", False), None)).workload.agent
+    roots = {r["session"] for r in rows if not r["parent_session"]}
+    subs = {r["session"] for r in rows if r["parent_session"]}
+    assert (view.sessions, view.sub_sessions) == (len(roots), len(subs)) and subs
+    assert f"{len(roots)} agent sessions and {len(subs)} sub-agent sessions fanned out" in view.sentence
+    answered = {(k, int(t)): 0 for k in ("session", "sub-agent") for t in (1, 2, 3)}
+    for r in rows:
+        if not r["error"]:
+            answered["sub-agent" if r["parent_session"] else "session", int(r["turn"])] += 1
+    assert {(r.kind, r.turn): r.requests for r in view.per_turn.itertuples()} == answered
+    assert sum(answered.values()) == len(rows)

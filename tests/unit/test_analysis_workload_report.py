@@ -1,4 +1,4 @@
-"""Workload sections of the report on the `prefill` and `workloads` fixtures, and their absence on
+"""Workload sections of the report on the `prefill`, `workloads` and `agent` fixtures, and their absence on
 older runs."""
 
 from __future__ import annotations
@@ -79,6 +79,22 @@ def test_every_workload_section_shows_on_the_workloads_fixture():
     assert set(section) == {"short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed",
                             "prefill"}
     assert section["prefill"]["sweep"] is False
+
+
+def test_agent_fixture_reports_its_sessions_and_nothing_twice():
+    md = make_fixtures.report_md("agent")
+    assert "### Agent sessions" in md and "### Per turn of a session (ms)" not in md
+    a = _analysis("agent")
+    view = a.workload.agent
+    table = view.per_turn.set_index(["kind", "turn"])
+    # a turn's prompt holds the previous turn's: the cached share of each turn is the previous prompt in blocks
+    assert list(table.loc["session", "cached_tokens_p50"]) == [144, 160, 208]
+    assert table.loc[("sub-agent", 1), "cached_tokens_p50"] == table.loc[("session", 2), "cached_tokens_p50"]
+    assert table.loc[("sub-agent", 1), "cached_share"] > table.loc[("session", 1), "cached_share"]
+    assert view.turns_max == 3 and view.session_s_p50 <= view.session_s_p95
+    section = summary.summary(a)["workload"]
+    assert set(section) == {"agent"} and section["agent"]["sessions"] == view.sessions
+    assert section["agent"]["sentence"] == view.sentence and view.sentence in md
 
 
 def test_older_runs_get_no_workload_section():

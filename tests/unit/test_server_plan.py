@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from llmload.server.config import ServerConfig
+from llmload.server.config import ConfigError, ServerConfig, validate
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs
 from llmload.server.plan import plan_output, tool_name
 
@@ -41,6 +41,25 @@ def test_tool_call_named_by_tool_choice_else_the_first_tool():
     p = plan({"tools": TOOLS, "max_tokens": 5})
     assert (p.tool_name, p.finish_reason) == ("get_weather", "tool_calls")
     assert plan({"tools": TOOLS, "max_tokens": 5}, chat=False).tool_name is None
+
+
+def test_tool_rounds_answer_text_once_the_conversation_holds_that_many_tool_results():
+    def body(results, choice="auto"):
+        messages = [{"role": "user", "content": "go"}]
+        for i in range(results):
+            messages += [{"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}"}]},
+                         {"role": "tool", "tool_call_id": f"c{i}", "content": "out"}]
+        return {"tools": TOOLS, "tool_choice": choice, "max_tokens": 5, "messages": messages}
+
+    assert [plan(body(n), tool_rounds=2).finish_reason for n in range(4)] == ["tool_calls", "tool_calls",
+                                                                                "length", "length"]
+    assert plan(body(2), tool_rounds=2).tool_name is None
+    assert plan(body(5)).finish_reason == "tool_calls"  # 0: a tool call every time
+    named = {"type": "function", "function": {"name": "search"}}
+    assert plan(body(3, named), tool_rounds=2).tool_name == "search"  # a named (forced) call still calls
+    assert plan(body(3, "required"), tool_rounds=2).finish_reason == "tool_calls"
+    with pytest.raises(ConfigError, match="--tool-rounds must be >= 0"):
+        validate(ServerConfig(tool_rounds=-1))
 
 
 def test_early_stop_lengths_stay_between_min_tokens_and_the_limit():

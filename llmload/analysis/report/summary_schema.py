@@ -89,6 +89,10 @@ PREFILL = obj(sweep=BOOL, sentence={"type": "string"}, intercept_ms=NUM, ms_per_
               ms_per_1k_tokens_low=NUM, ms_per_1k_tokens_high=NUM, residual_ms=NUM, requests={"type": "integer"},
               nonlinear_from_tokens=INT,
               lengths=rows(ints=("input_tokens", "requests"), nums=("ttft_p50_ms", "ttft_p95_ms", "fit_ms")))
+AGENT = obj(sentence={"type": "string"}, sessions={"type": "integer"}, sub_sessions={"type": "integer"},
+            turns_p50=NUM, turns_max={"type": "integer"}, session_s_p50=NUM, session_s_p95=NUM,
+            turns=rows("kind", ints=("turn", "requests"), nums=("ttft_p50_ms", "ttft_p95_ms", "input_tokens_p50",
+                                                                 "cached_tokens_p50", "cached_share")))
 WORKLOAD = optional(obj(
     short_outputs=obj(sentence={"type": "string"},
                       tiers=rows(ints=("tier", "requests", "short", "short_ignored"), nums=("short_share",))),
@@ -100,7 +104,8 @@ WORKLOAD = optional(obj(
                                                    "ttft_p95_ms", "reasoning_tokens_mean")),
     streamed=rows("mode", ints=("requests",), nums=LATENCY),
     prefill=PREFILL,
-), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill")
+    agent=AGENT,
+), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill", "agent")
 
 SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades",
                     "not saturated", "cannot tell"]

@@ -60,6 +60,22 @@ def turn_blocks(view) -> list[Block]:
                   note="--turns: each turn carries the previous answers, so the context grows turn by turn.")]
 
 
+def agent_blocks(view) -> list[Block]:
+    agent = view.agent
+    if agent is None:
+        return []
+    rows = tuple((r.kind, str(r.turn), str(r.requests), f"{ms(r.ttft_p50_ms)} / {ms(r.ttft_p95_ms)}",
+                  num(r.input_tokens_p50, 0), num(r.cached_tokens_p50, 0), text.pct(r.cached_share))
+                 for r in agent.per_turn.itertuples())
+    return [Heading("Agent sessions", 3), Para(agent.sentence),
+            Table(("session", "turn", "turns answered", "TTFT p50 / p95 (ms)", "input tokens p50",
+                   "cached tokens p50", "cached share"), rows,
+                  note="Every turn of every agent session (scenarios/agent.py), warm-up included: a session is one "
+                       "unit. Each turn sends the whole conversation so far, so its prompt holds the previous "
+                       "turn's; a sub-agent session's turn 1 opens with its parent's first prompt. Cached share: "
+                       "the server's cached_tokens over input_tokens ('-': the server reported none).")]
+
+
 def grid_blocks(view) -> list[Block]:
     frame = view.grid
     if frame.empty:
@@ -112,6 +128,6 @@ def prefill_blocks(view) -> list[Block]:
 def workload_blocks(view) -> list[Block]:
     if view is None:
         return []
-    parts = [*prefill_blocks(view), *short_blocks(view), *repeat_blocks(view), *turn_blocks(view),
+    parts = [*prefill_blocks(view), *short_blocks(view), *repeat_blocks(view), *turn_blocks(view), *agent_blocks(view),
              *grid_blocks(view), *reasoning_blocks(view), *streamed_blocks(view)]
     return [Heading("Workload"), *parts] if parts else []

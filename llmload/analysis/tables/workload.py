@@ -110,9 +110,12 @@ def repeat_vs_first(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def turn_rows(samples: pd.DataFrame) -> pd.DataFrame:
-    """Per turn of --turns sessions: requests, input_tokens_p50, cached_tokens_p50, TTFT and e2e p50/p95."""
+    """Per turn of --turns sessions: requests, input_tokens_p50, cached_tokens_p50, TTFT and e2e p50/p95 (agent
+    sessions' turns, rows with a `session`, are tables/agent.py's)."""
     frame = _ok(samples)
     frame = frame[_num(frame, "turn").notna()]
+    if "session" in frame:
+        frame = frame[frame["session"].astype(str).isin(["", "nan"])]
     if frame.empty:
         return pd.DataFrame(columns=["turn", "requests", "input_tokens_p50", "ttft_p50_ms", "ttft_p95_ms"])
     frame = frame.assign(turn=_num(frame, "turn").astype(int))

@@ -3,8 +3,9 @@
 How it works: the tables of `workload.py` (outputs shorter than asked, repeated vs first-seen
 prompts, turns, the length grid, reasoning, streamed vs not) and the prefill line of `prefill.py`
 are computed over the measured rows (each tier's measure window; a run without tiers.csv has one
-window, see `loader.py`). Each table is empty when the run has no such rows, so the report shows
-a section only when it has data, and summary.json carries only the non-empty ones.
+window, see `loader.py`); the agent sessions of `agent.py` over every row with a session. Each table is
+empty when the run has no such rows, so the report shows a section only when it has data, and summary.json
+carries only the non-empty ones.
 The prefill line is fitted only when the run asked for at least three prompt lengths
 (`prompt_tokens_target`: a prefill sweep or a length grid), never over the accidental spread of
 a dataset's prompts. A *prefill sweep* is such a run without a load shape (run.json has no
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from llmload.analysis.read.run import Run
-from llmload.analysis.tables import prefill, workload
+from llmload.analysis.tables import agent, prefill, workload
 
 TABLES = ("short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed")
 
@@ -36,6 +37,8 @@ class WorkloadView:
     prefill_table: pd.DataFrame
     sweep: bool
     """a prefill sweep (no load shape): the report leads with the prefill answer"""
+    agent: agent.AgentView | None = None
+    """agent sessions (tables/agent.py: every row with a session, warm-up included), None without"""
 
     @property
     def prefill_sentence(self) -> str:
@@ -58,7 +61,7 @@ def workload_view(run: Run) -> WorkloadView:
         grid=workload.grid_rows(rows), reasoning=workload.reasoning_by_tier(rows),
         streamed=workload.streamed_vs_not(rows), prefill_fit=fit,
         prefill_table=prefill.prefill_table(rows, fit) if fit is not None else pd.DataFrame(),
-        sweep=fit is not None and not run.shape,
+        sweep=fit is not None and not run.shape, agent=agent.agent_view(run.samples),
     )
 
 
@@ -78,6 +81,8 @@ def summary_section(view: WorkloadView | None) -> dict | None:
         frame = getattr(view, name)
         if not frame.empty:
             out[name] = _records(frame)
+    if view.agent is not None:
+        out["agent"] = agent.summary_section(view.agent)
     fit = view.prefill_fit
     if fit is not None:
         out["prefill"] = {"sweep": view.sweep, "sentence": view.prefill_sentence,
