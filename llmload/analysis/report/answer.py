@@ -15,7 +15,7 @@ from llmload.analysis.read.shape import NAMES
 from llmload.analysis.report.document import Table
 from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
-from llmload.analysis.verdicts import ending, health, queueing, ratelimit
+from llmload.analysis.verdicts import ending, health, queueing, ratelimit, trace_speed
 from llmload.rules import capacity as cap_mod
 from llmload.rules import capacity_text, limiter, replicas, saturation
 from llmload.rules.limits import DEFAULT_HEADROOM
@@ -33,7 +33,7 @@ def capacity_sentence(a: Analysis) -> str:
     sentence = _strip(capacity_text.describe(a.capacity, a.run.load_unit, plan_on=peak is None), "Capacity ")
     if a.model_check is not None and a.model_check.capacity_clause:
         sentence += " " + a.model_check.capacity_clause
-    sentence += limiter_clause(a)
+    sentence += limiter_clause(a) + trace_speed.clause(a.capacity, a.run.shape)
     if peak is not None:  # past a peak within the SLO more load did less work: the capacity load is not the best
         where = f"{load_with_unit(peak.load, a.run.load_unit)}, {peak.ok_rps:.1f} req/s"
         if a.capacity.status == "beyond":
