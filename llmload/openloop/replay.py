@@ -88,7 +88,7 @@ def prepare(user: Any) -> None:
     """At the user's start in a trace run: the prompt sizer (--tokenizer, or one probe request), so the first
     records do not wait for it; a tokenizer that cannot be used stops the run with its one line."""
     options = user.environment.parsed_options
-    if user.opts is None or not getattr(options, "trace", "") or user.ctx.guard.halted:
+    if not getattr(options, "trace", "") or getattr(user, "opts", None) is None or user.ctx.guard.halted:
         return
     try:
         _sizer(user)
