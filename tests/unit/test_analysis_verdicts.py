@@ -3,6 +3,7 @@ decision-table branch; never "nan" in prose."""
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from pathlib import Path
@@ -29,7 +30,9 @@ sys.path.insert(0, str(FIXTURE_DIR))
 import make_fixtures  # noqa: E402
 
 
+@functools.cache
 def run_of(name: str):
+    """A fixture's analysis, once per module (no test here changes one: they copy a table before editing it)."""
     run = load_run(FIXTURE_DIR / "runs" / name)
     return analyze(run, choose_profile(run, None))
 
