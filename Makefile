@@ -35,10 +35,12 @@ demo: $(STAMP) ## step load (1..16 users) on the embedded 4-slot server, refined
 test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	@# the unit tests (CPU-bound, no sockets) run beside the rest (mostly waiting on servers and tiers), at the
-	@# lowest priority so they only take idle CPU and never the timing of the integration tests; their output after
+	@# the browser tests first, alone (they judge live tiers in a real browser: CPU contention moves their verdicts);
+	@# then the unit tests (CPU-bound, no sockets) beside the integration tests (mostly waiting on servers and
+	@# tiers), at the lowest priority so they only take idle CPU; the unit tests' output after the rest
+	$(BIN)/python -m pytest -q tests/browser
 	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit > $(VENV)/unit-tests.log 2>&1 & unit=$$!; \
-	$(BIN)/python -m pytest -q --ignore=tests/unit; rest=$$?; \
+	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser; rest=$$?; \
 	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || units ))
 
 test-fast: $(STAMP) ## unit tests only (no sockets)
