@@ -13,6 +13,10 @@ in a locustfile and silently keeps the first, so a scenario declares exactly one
     class Tiers(StepShape):
         pass
 
+Three are ready to use, concrete on purpose: `StepTiers`, `RateTiers`, `TraceTiers`. Importing one into a
+locustfile (`from llmload import ChatUser, StepTiers`) makes it the run's shape, so a locustfile imports at
+most one of them, and subclasses the abstract ones for anything else.
+
 All of them run the same machinery (shaping/base.py `PlanShape`: tiers.csv, the tier timeline,
 warm-up, progress lines, the --stop-at-knee rule); they only differ in the plan they build from
 the flags (shaping/plans.py). They work alike in a local run, with --processes and with
@@ -96,6 +100,18 @@ class ScheduleShape(PlanShape):
 
     def build_plan(self, options: Any) -> list[PlannedTier]:
         return schedule_plan(options)
+
+
+class StepTiers(StepShape):
+    """StepShape, ready to use: --tiers (default 1,2,4,8,16,32), each held --tier-seconds after --warmup-seconds."""
+
+
+class RateTiers(OpenLoopShape):
+    """OpenLoopShape, ready to use: --rate-tiers requests/s (with a user that mixes in OpenLoopUser)."""
+
+
+class TraceTiers(TraceShape):
+    """TraceShape, ready to use: one replay of --trace per speed (with a user that mixes in OpenLoopUser)."""
 
 
 __all__ = ["OpenLoopShape", "PlannedTier", "ScheduleShape", "SoakShape", "SpikeShape", "StepShape", "TraceShape"]

@@ -1,0 +1,124 @@
+"""The `llmload` command line: a thin front over Locust and the analysis, one dispatch dict of commands.
+
+How it works: `run`, `ui`, `master` and `worker` become one Locust process (locust_args.plan: the options
+llmload knows, the rest unchanged), started as a child, `python -m llmload.cli.locust_main` (Locust's main
+after llmload's options are registered); `run` and `master` then write the run's capacity report with
+`python -m llmload.analysis report RUN_DIR`, as `make run` does. The analysis commands (report, check,
+compare, watch, tiers, knee, plots) hand their arguments as they are to `python -m llmload.analysis`, so
+every option it has, today's and tomorrow's, works through `llmload check ...`. Children, not calls: Locust
+gevent-patches the process it runs in, and pandas stays out of Locust's process (as in the web UI and the
+gate). `server` runs the embedded simulated server in this process. A bad command or option is one line on
+stderr and exit code 2; otherwise the exit code is the child's (Locust's own: 0, 1 when requests failed or
+an SLO gate failed, 2 when the run could not work).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import llmload
+from llmload.cli import locust_args
+
+ANALYSIS = {
+    "report": "write report.md, report.html, summary.json and plots/ into a run folder",
+    "check": "the SLO gate of a run: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge",
+    "compare": "runs side by side at the same load levels",
+    "watch": "p99 per window against an SLA threshold, breaches with timestamps",
+    "tiers": "print the per-tier tables (--format text|csv|json|md)",
+    "knee": "print the knee, its evidence and the saturation behaviour",
+    "plots": "write the figures as PNG into RUN_DIR/plots/",
+}
+"""the analysis commands (llmload/analysis/cli.py), passed through as they are"""
+
+
+def run_child(argv: list[str]) -> int:
+    """`python ARGV...` in a child; its exit code. Ctrl-C reaches the child from the terminal: the child ends
+    its run (files, summary) while this process waits; a SIGTERM sent here is passed on."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, *argv])
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                return code if code >= 0 else 128 - code
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def locust_help(command: str) -> int:
+    print(locust_args.build_parser(command).format_help())
+    print("Locust's and llmload's options, all passed through:\n", flush=True)
+    return run_child(["-m", "llmload.cli.locust_main", "-f", str(locust_args.DEFAULT_SCENARIO), "--help"])
+
+
+def locust_command(command: str, argv: list[str]) -> int:
+    plan = locust_args.plan(command, argv)
+    if plan.help:
+        return locust_help(command)
+    code = run_child(["-m", "llmload.cli.locust_main", *plan.locust_argv])
+    if plan.run_dir is None:
+        return code
+    if code not in (0, 1):  # 1: some requests failed (or the SLO gate did), still a run worth reporting
+        print(f"llmload {command}: the load run ended with exit code {code}; no report", file=sys.stderr)
+        return code
+    report = run_child(["-m", "llmload.analysis", "report", str(plan.run_dir)])
+    return report or code
+
+
+def analysis_command(command: str, argv: list[str]) -> int:
+    if not argv:
+        raise locust_args.UsageError(f"give a run folder: llmload {command} reports/<run> (--help for the options)")
+    return run_child(["-m", "llmload.analysis", command, *argv])
+
+
+def server_command(_command: str, argv: list[str]) -> int:
+    from llmload.server.__main__ import main as server_main
+
+    return server_main(argv)
+
+
+COMMANDS = {
+    **{name: locust_command for name in locust_args.COMMANDS},
+    "server": server_command,
+    **{name: analysis_command for name in ANALYSIS},
+}
+
+
+def usage() -> str:
+    lines = ["usage: llmload COMMAND [SCENARIO] [options]", "",
+             "Load-test OpenAI-compatible LLM inference APIs with Locust, then plan capacity from the run.", "",
+             "Load (Locust runs them; every Locust and llmload option passes through):"]
+    lines += [f"  {name:<8} {text}" for name, (text, _names) in locust_args.COMMANDS.items()]
+    lines += ["  server   the embedded simulated inference server in the foreground (python -m llmload.server)", "",
+              "A run folder's analysis (python -m llmload.analysis COMMAND, the arguments as they are):"]
+    lines += [f"  {name:<8} {text}" for name, text in ANALYSIS.items()]
+    lines += ["", "llmload COMMAND --help: the command's options (docs/cli.md)."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"llmload {llmload.__version__}")
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"llmload: error: unknown command {command!r}: choose one of {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[command](command, rest)
+    except locust_args.UsageError as exc:
+        print(f"llmload {command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
