@@ -41,6 +41,8 @@ class Plan:
     """Locust's arguments (after the program name)"""
     run_dir: Path | None
     """the run folder the report is written into afterwards (run, master), else None"""
+    report: bool = True
+    """write the capacity report of run_dir after the load (not with --no-report)"""
     help: bool = False
     """--help: print the common options, then Locust's own help"""
 
@@ -52,16 +54,17 @@ OPTIONS = {
     "tiers": (("--tiers",), "USERS", "users per step tier, e.g. 1,2,4,8 (default 1,2,4,8,16,32)"),
     "tier_seconds": (("--tier-seconds",), "SPAN", "how long each tier is held: 60, 90s, 2m (default 60)"),
     "run_dir": (("--run-dir",), "DIR", "the run folder (default reports/run-<time>); one that holds a run is refused"),
+    "no_report": (("--no-report",), None, "the load only: no capacity report afterwards (llmload report RUN_DIR)"),
     "workers": (("--workers",), "N", "workers the master waits for before it starts (Locust's --expect-workers)"),
     "master_host": (("--master-host",), "HOST", "the master to connect to (default 127.0.0.1)"),
 }
 COMMANDS = {
     "run": ("headless step load, then the capacity report of the run (make run)",
-            ("host", "model", "tiers", "tier_seconds", "run_dir")),
+            ("host", "model", "tiers", "tier_seconds", "run_dir", "no_report")),
     "ui": ("the Locust web UI on http://127.0.0.1:8089 with the class picker (make ui)",
            ("host", "model", "tiers", "tier_seconds", "run_dir")),
     "master": ("distributed: a headless master waiting for --workers workers, then the report (make master)",
-               ("host", "model", "tiers", "tier_seconds", "run_dir", "workers")),
+               ("host", "model", "tiers", "tier_seconds", "run_dir", "workers", "no_report")),
     "worker": ("distributed: one worker connecting to --master-host; run one per core (make worker)",
                ("master_host",)),
 }
@@ -79,7 +82,10 @@ def build_parser(command: str) -> Parser:
                              "step tiers")
     for name in names:
         flags, metavar, text = OPTIONS[name]
-        parser.add_argument(*flags, dest=name, metavar=metavar, help=text)
+        if metavar is None:
+            parser.add_argument(*flags, dest=name, action="store_true", help=text)
+        else:
+            parser.add_argument(*flags, dest=name, metavar=metavar, help=text)
     return parser
 
 
@@ -133,7 +139,7 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
     out = ["-f", locustfile]
     for name in COMMANDS[command][1]:
         value = getattr(args, name)
-        if value is not None and name not in ("run_dir", "workers"):
+        if value is not None and name not in ("run_dir", "workers", "no_report"):
             out += [OPTIONS[name][0][0], value]
     run_dir = None
     if command in ("run", "master"):
@@ -152,4 +158,4 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
     if command == "ui":
         out += ([] if "--class-picker" in extra else ["--class-picker"])
         out += ([] if _given(extra, "--web-host") else ["--web-host", "127.0.0.1"])
-    return Plan(out + extra, run_dir)
+    return Plan(out + extra, run_dir, report=not getattr(args, "no_report", False))

@@ -61,7 +61,7 @@ def locust_command(command: str, argv: list[str]) -> int:
     if plan.help:
         return locust_help(command)
     code = run_child(["-m", "llmload.cli.locust_main", *plan.locust_argv])
-    if plan.run_dir is None:
+    if plan.run_dir is None or not plan.report:
         return code
     if code not in (0, 1):  # 1: some requests failed (or the SLO gate did), still a run worth reporting
         print(f"llmload {command}: the load run ended with exit code {code}; no report", file=sys.stderr)
