@@ -149,7 +149,7 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
             out += ["--csv", str(run_dir / "locust"), "--csv-full-history"]
         if "--only-summary" not in extra:
             out.append("--only-summary")
-    elif args.run_dir is not None:
+    elif getattr(args, "run_dir", None) is not None:
         out += ["--run-dir", args.run_dir]
     if command == "master":
         out += ["--master"] + (["--expect-workers", args.workers] if args.workers is not None else [])

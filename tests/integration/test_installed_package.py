@@ -75,7 +75,8 @@ def test_the_wheel_holds_llmload_only_and_its_data(installed):
             "p = Path(llmload.__file__).parent\n"
             "print(p)\n"
             "print([n for n in ('analysis', 'scenarios', 'bench', 'tests') if u.find_spec(n)])\n"
-            "print(sorted(f.name for f in [*(p / 'webui' / 'static').iterdir(), *(p / 'workload' / 'data').glob('*.j*')]))\n"
+            "data = [*(p / 'webui' / 'static').iterdir(), *(p / 'workload' / 'data').glob('*.j*')]\n"
+            "print(sorted(f.name for f in data))\n"
             "print(a.DEFAULT_SCENARIO.is_file())\n")
     shown = call([venv / "bin" / "python", "-c", code], work, env)
     assert shown.returncode == 0, shown.stderr
@@ -96,15 +97,15 @@ def test_a_locustfile_of_ones_own_runs_and_is_reported(installed):
     assert load.returncode == 0, load.stderr[-3000:]
     assert not (run_dir / "report.html").exists()  # --no-report
 
-    report = call([venv / "bin" / "llmload", "report", "run"], work, env)
+    report = call([venv / "bin" / "llmload", "report", "run", "--out", "out"], work, env)  # --out: passed through
     assert report.returncode == 0, report.stderr[-3000:]
-    assert (run_dir / "report.html").stat().st_size > 10_000 and (run_dir / "report.md").exists()
+    assert (work / "out" / "report.html").stat().st_size > 10_000 and (work / "out" / "report.md").exists()
 
     samples = read_csv(run_dir / "samples.csv")
     served = {r["request_id"] for r in read_csv(truth) if r["last_byte_s"] and r["status"] == "200"}
     assert len(samples) > 10 and {r["request_id"] for r in samples} == served and len(samples) == len(served)
     assert {r["scenario"] for r in samples} == {"mine"} and {r["tier"] for r in samples} == {"1", "2"}
     measured = Counter(r["tier"] for r in samples if r["phase"] == "measure" and r["status"] == "200")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((work / "out" / "summary.json").read_text())
     assert {str(t["tier"]): t["ok"] for t in summary["tiers"]} == dict(measured)
     assert summary["run"]["shape_class"] == "StepTiers"
