@@ -13,7 +13,7 @@ TIER_SECONDS ?= 60
 WORKERS ?= 2
 MASTER ?= 127.0.0.1
 RUN ?= $(shell ls -td reports/*/ 2>/dev/null | head -1)
-LOCUST := PYTHONPATH=. $(BIN)/locust
+LLMLOAD := PYTHONPATH=. $(BIN)/python -m llmload
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-fast bench soak mock ui run master worker report lint clean
@@ -53,30 +53,23 @@ soak: $(STAMP) ## 10-minute soak on the embedded server: generator and report me
 	$(BIN)/python -m bench.soak --seconds 600
 
 mock: $(STAMP) ## run the embedded simulated server in the foreground (PRESET=demo PORT=8400)
-	$(BIN)/python -m llmload.server --preset $(PRESET) --port $(PORT)
+	$(LLMLOAD) server --preset $(PRESET) --port $(PORT)
 
 ui: $(STAMP) ## Locust web UI on http://127.0.0.1:8089 (SCENARIO=..., HOST=embedded or a URL)
-	$(LOCUST) -f $(SCENARIO) --host $(HOST) --class-picker --web-host 127.0.0.1
+	$(LLMLOAD) ui $(SCENARIO) --host $(HOST) $(ARGS)
 
-run: $(STAMP) ## headless step load (SCENARIO, HOST, TIERS, TIER_SECONDS), then its report
-	@run_dir=reports/run-$$(date +%Y%m%d-%H%M%S); \
-	$(LOCUST) -f $(SCENARIO) --host $(HOST) --headless --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) \
-	  --run-dir $$run_dir --csv $$run_dir/locust --csv-full-history --only-summary; \
-	$(BIN)/python -m analysis report $$run_dir
+run: $(STAMP) ## headless step load (SCENARIO, HOST, TIERS, TIER_SECONDS), then its report in reports/run-<time>
+	$(LLMLOAD) run $(SCENARIO) --host $(HOST) --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) $(ARGS)
 
 master: $(STAMP) ## distributed: master waiting for WORKERS workers (SCENARIO, HOST, TIERS, TIER_SECONDS)
-	@run_dir=reports/run-$$(date +%Y%m%d-%H%M%S); \
-	$(LOCUST) -f $(SCENARIO) --host $(HOST) --master --headless --expect-workers $(WORKERS) \
-	  --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) --run-dir $$run_dir --csv $$run_dir/locust \
-	  --csv-full-history --only-summary; \
-	$(BIN)/python -m analysis report $$run_dir
+	$(LLMLOAD) master $(SCENARIO) --host $(HOST) --workers $(WORKERS) --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) $(ARGS)
 
 worker: $(STAMP) ## distributed: one worker connecting to MASTER (run one per core, on any machine)
-	$(LOCUST) -f $(SCENARIO) --worker --master-host $(MASTER)
+	$(LLMLOAD) worker $(SCENARIO) --master-host $(MASTER) $(ARGS)
 
 report: $(STAMP) ## capacity report of a run: RUN=reports/<run> (default: newest) [ARGS="--slo voice --target-rps 200"]
 	@test -n "$(RUN)" || { echo "usage: make report RUN=reports/<run>"; exit 2; }
-	$(BIN)/python -m analysis report $(RUN) $(ARGS)
+	$(LLMLOAD) report $(RUN) $(ARGS)
 
 lint: $(STAMP) ## ruff check and mypy (llmload/)
 	$(BIN)/ruff check .

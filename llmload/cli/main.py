@@ -77,9 +77,24 @@ def analysis_command(command: str, argv: list[str]) -> int:
 
 
 def server_command(_command: str, argv: list[str]) -> int:
-    from llmload.server.__main__ import main as server_main
+    """The embedded server in this process; a bad option is argparse's error line without its long usage."""
+    import contextlib
+    import io
 
-    return server_main(argv)
+    from llmload.server.config import ConfigError, config_from_args
+    from llmload.server.serve import run
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            cfg = config_from_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a bad option (2)
+        if exc.code:
+            raise locust_args.UsageError(said.getvalue().strip().splitlines()[-1].split("error: ", 1)[-1]) from None
+        return 0
+    except ConfigError as exc:
+        raise locust_args.UsageError(str(exc)) from None
+    return run(cfg)
 
 
 COMMANDS = {

@@ -21,6 +21,7 @@ from pathlib import Path
 from llmload.server.serve import READY_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+"""the folder holding the llmload package (a checkout, or site-packages): the child's PYTHONPATH"""
 
 
 class ServerStartError(RuntimeError):
@@ -48,8 +49,8 @@ class EmbeddedServer:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
         # stderr to a file, not a pipe: a chatty child must never block on a full pipe
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                                     cwd=str(REPO_ROOT))
+        # the caller's working folder: relative --truth-log / --request-log paths land where the user ran from
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         line = self._read_ready_line()
         self.url = line[len(READY_PREFIX):].strip()
         self.port = int(self.url.rsplit(":", 1)[1])

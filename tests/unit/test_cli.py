@@ -96,6 +96,14 @@ def test_unknown_commands_and_a_missing_run_folder_are_one_line(capsys):
                    "llmload check: error: give a run folder: llmload check reports/<run> (--help for the options)"]
 
 
+def test_a_bad_server_option_is_one_line(capsys):
+    assert main(["server", "--preset", "nope"]) == 2 and main(["server", "--slots", "0"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "llmload server: error: argument --preset: invalid choice: 'nope' (choose from 'big-gpu', 'cpu-engine', "
+        "'demo', 'exact', 'rate-limited-api', 'small-gpu')",
+        "llmload server: error: --slots must be >= 1, got 0"]
+
+
 def test_no_command_prints_the_commands_and_version_the_package(capsys):
     assert main([]) == 2
     out = capsys.readouterr().out
