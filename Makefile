@@ -30,7 +30,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 setup: $(STAMP) ## create .venv and install the pinned requirements (other targets do this first)
 
 demo: $(STAMP) ## step load (1..16 users) on the embedded 4-slot server, refined under the chat SLO, then its capacity report (~3 min)
-	$(BIN)/python -m llmload.demo
+	$(LLMLOAD) demo
 
 test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 	$(BIN)/ruff check .

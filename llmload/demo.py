@@ -1,6 +1,7 @@
-"""`make demo`: a step load against the embedded server, then the capacity report.
+"""`make demo` (`llmload demo`): a step load against the embedded server, then the capacity report.
 
-What it does: runs `locust --headless` on `scenarios/step_load.py` with no --host, so
+What it does: runs `locust --headless` on `scenarios/step_load.py` (an installed copy: the same scenario
+shipped in llmload/locustfiles/, results in ./reports/) with no --host, so
 the scenario starts the embedded server (`demo` preset: 4 slots, FIFO queue) on a free
 loopback port; tiers 1,2,4,8,16 users rise well past the 4 slots, each held
 `TIER_SECONDS`; under the chat SLO (`--slo-profile chat`), so `--refine` then adds tiers between
@@ -19,6 +20,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHECKOUT_SCENARIO = ROOT / "scenarios" / "step_load.py"
+SHIPPED_SCENARIO = Path(__file__).resolve().parent / "locustfiles" / "step_load.py"
 TIERS = "1,2,4,8,16"
 TIER_SECONDS = 24
 WARMUP_SECONDS = 4
@@ -28,7 +31,8 @@ SLO = "chat"
 
 
 def locust_command(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "locust", "-f", str(ROOT / "scenarios" / "step_load.py"), "--headless",
+    scenario = CHECKOUT_SCENARIO if CHECKOUT_SCENARIO.is_file() else SHIPPED_SCENARIO
+    return [sys.executable, "-m", "locust", "-f", str(scenario), "--headless",
             "--embedded-server-args", f"--preset demo --slots {SLOTS}",
             "--tiers", TIERS, "--tier-seconds", str(TIER_SECONDS), "--warmup-seconds", str(WARMUP_SECONDS),
             "--slo-profile", SLO,
@@ -38,18 +42,19 @@ def locust_command(run_dir: Path) -> list[str]:
 
 
 def main() -> int:
-    run_dir = ROOT / "reports" / time.strftime("demo-%Y%m%d-%H%M%S")
+    base = ROOT if CHECKOUT_SCENARIO.is_file() else Path.cwd()
+    run_dir = base / "reports" / time.strftime("demo-%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     tiers = TIERS.split(",")
     print(f"llmload demo: embedded server with {SLOTS} slots, step load over {len(tiers)} tiers "
           f"({TIERS} users) of {TIER_SECONDS} s, then up to 4 tiers that measure the {SLO} SLO's capacity; "
-          f"results in {run_dir.relative_to(ROOT)}", flush=True)
-    load = subprocess.run(locust_command(run_dir), cwd=ROOT, env=env)
+          f"results in {run_dir.relative_to(base)}", flush=True)
+    load = subprocess.run(locust_command(run_dir), cwd=base, env=env)
     if load.returncode not in (0, 1):  # 1: some requests failed, still a run worth reporting
         print(f"llmload demo: the load run failed (exit code {load.returncode})", file=sys.stderr)
         return load.returncode
-    report = subprocess.run([sys.executable, "-m", "llmload.analysis", "report", str(run_dir)], cwd=ROOT, env=env)
+    report = subprocess.run([sys.executable, "-m", "llmload.analysis", "report", str(run_dir)], cwd=base, env=env)
     if report.returncode != 0:
         return report.returncode
     print(f"\nllmload demo done. Open {run_dir / 'report.html'}")

@@ -7,9 +7,9 @@ after llmload's options are registered); `run` and `master` then write the run's
 compare, watch, tiers, knee, plots) hand their arguments as they are to `python -m llmload.analysis`, so
 every option it has, today's and tomorrow's, works through `llmload check ...`. Children, not calls: Locust
 gevent-patches the process it runs in, and pandas stays out of Locust's process (as in the web UI and the
-gate). `server` runs the embedded simulated server in this process. A bad command or option is one line on
-stderr and exit code 2; otherwise the exit code is the child's (Locust's own: 0, 1 when requests failed or
-an SLO gate failed, 2 when the run could not work).
+gate). `server` runs the embedded simulated server in this process; `demo` is `make demo` (llmload/demo.py).
+A bad command or option is one line on stderr and exit code 2; otherwise the exit code is the child's
+(Locust's own: 0, 1 when requests failed or an SLO gate failed, 2 when the run could not work).
 """
 
 from __future__ import annotations
@@ -97,9 +97,18 @@ def server_command(_command: str, argv: list[str]) -> int:
     return run(cfg)
 
 
+def demo_command(_command: str, argv: list[str]) -> int:
+    if argv:
+        raise locust_args.UsageError("demo takes no options (it is `make demo`: docs/cli.md)")
+    from llmload import demo
+
+    return demo.main()
+
+
 COMMANDS = {
     **{name: locust_command for name in locust_args.COMMANDS},
     "server": server_command,
+    "demo": demo_command,
     **{name: analysis_command for name in ANALYSIS},
 }
 
@@ -109,7 +118,8 @@ def usage() -> str:
              "Load-test OpenAI-compatible LLM inference APIs with Locust, then plan capacity from the run.", "",
              "Load (Locust runs them; every Locust and llmload option passes through):"]
     lines += [f"  {name:<8} {text}" for name, (text, _names) in locust_args.COMMANDS.items()]
-    lines += ["  server   the embedded simulated inference server in the foreground (python -m llmload.server)", "",
+    lines += ["  server   the embedded simulated inference server in the foreground (python -m llmload.server)",
+              "  demo     step load 1..16 users on the embedded 4-slot server, refined, then the report (~3 min)", "",
               "A run folder's analysis (python -m llmload.analysis COMMAND, the arguments as they are):"]
     lines += [f"  {name:<8} {text}" for name, text in ANALYSIS.items()]
     lines += ["", "llmload COMMAND --help: the command's options (docs/cli.md)."]

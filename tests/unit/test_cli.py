@@ -92,7 +92,7 @@ def test_unknown_commands_and_a_missing_run_folder_are_one_line(capsys):
     assert main(["check"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == ["llmload: error: unknown command 'serve': choose one of run, ui, master, worker, server, "
-                   "report, check, compare, watch, tiers, knee, plots",
+                   "demo, report, check, compare, watch, tiers, knee, plots",
                    "llmload check: error: give a run folder: llmload check reports/<run> (--help for the options)"]
 
 
