@@ -2,7 +2,8 @@
 
 How it works: the process that steers the run (the local runner, or the master: the merged view) starts a gevent
 WSGI server on --prometheus-host (127.0.0.1) : --prometheus-port at init (a port in use: one line and exit code 2,
-before anything starts) and stops it when it quits. Each scrape renders, at that moment:
+before anything starts) and stops it when it quits, after the files are closed (scrapes until then see the last
+counts). Each scrape renders, at that moment:
   * the live book's exporter counts (sink/exported.py), labelled scenario, tier and worker: the histograms
     llmload_ttft_seconds, llmload_itl_seconds and llmload_e2e_seconds (cumulative `le` buckets, `_sum`, `_count`),
     llmload_requests_total by outcome and error kind, llmload_output_tokens_total and llmload_input_tokens_total.
@@ -165,9 +166,11 @@ class Exporter:
 
 
 def serve(environment: Any, address: tuple[str, int]) -> Exporter | None:
-    """The started exporter of --prometheus-port (None when it is 0; OptionError: cannot listen)."""
+    """The started exporter of --prometheus-port, stopped when the process quits (None when the port is 0;
+    OptionError: cannot listen)."""
     if not address[1]:
         return None
     exporter = Exporter(environment, *address)
     exporter.start()
+    environment.events.quitting.add_listener(lambda **_kw: exporter.stop())
     return exporter

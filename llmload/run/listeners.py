@@ -21,9 +21,9 @@
   (the next run gets its own); a web UI run
   records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
-  in-flight requests finish within --stop-timeout and their rows land), stop the Prometheus
-  endpoint, then close the files and rewrite run.json with `ended_unix` and `end`; an interrupted
-  run gets a non-zero exit code.
+  in-flight requests finish within --stop-timeout and their rows land), then close the files
+  and rewrite run.json with `ended_unix` and `end`; an interrupted run gets a non-zero exit code
+  (the Prometheus endpoint stops after it: exporter.py).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     try:
         check_values(environment.parsed_options)  # before the embedded server and the run folder
         files.check_writable(Path(settings.run_dir) if settings.run_dir else files.default_run_dir().parent)
-        state.exporter = exporter.serve(environment, settings.prometheus)  # a port in use: one line, exit 2
+        exporter.serve(environment, settings.prometheus)  # a port in use: one line, exit 2
     except (OptionError, files.RunDirError) as exc:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2
@@ -235,9 +235,6 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         runner.stop()
     if state.health is not None:
         state.health.stop()
-    if state.exporter is not None:
-        state.exporter.stop()
-        state.exporter = None
     book = workers.book_for(environment)
     if book is not None:
         book.stop()

@@ -43,7 +43,6 @@ from llmload.workload.dataset import DatasetItem, load_dataset
 from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
 
 if TYPE_CHECKING:
-    from llmload.run.exporter import Exporter
     from llmload.run.health import HealthMonitor
     from llmload.run.server_metrics import Scraper
     from llmload.run.workers import WorkerBook
@@ -100,8 +99,6 @@ class RunState:
         """event-loop lag and CPU of this generating process (run/health.py; started at test start)"""
         self.server_metrics: Scraper | None = None
         """the scraper of the target's /metrics while a run goes (run/server_metrics.py)"""
-        self.exporter: Exporter | None = None
-        """--prometheus-port's endpoint of the run's live figures, local runner or master (run/exporter.py)"""
         self.inflight = 0
         """requests of this process on the wire now (health.csv `inflight`)"""
         self.repeats = RepeatedErrors()

@@ -192,3 +192,26 @@ def test_the_master_exposes_the_merged_view(tmp_path, embedded_server):
     assert {r["worker"] for r in rows} == {"w0"}
     assert_counts_are_the_rows(final, rows)
     assert value(final, "llmload_users") == 0
+
+
+def test_the_web_ui_serves_the_same_page(tmp_path):
+    from llmload import webui
+    from llmload.run.state import run_state
+
+    env = make_env("http://127.0.0.1:9", tmp_path / "run", 0)  # no port of its own
+    webui.install(env.events)
+    runner = env.create_local_runner()
+    with mock.patch("sys.argv", ["locust"]):  # Locust's web UI parses the command line for its form
+        web_ui = env.create_web_ui("127.0.0.1", 0)
+    try:
+        env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
+        run_state(env).sink.live.exported.note({"scenario": "prom", "worker": "local", "status": 200, "error": "",
+                                                "ttft_ms": 12.0, "e2e_ms": 40.0, "output_tokens": 4}, 1)
+        response = web_ui.app.test_client().get("/metrics")
+        assert response.status_code == 200 and response.content_type.startswith("text/plain; version=0.0.4")
+        families = {f.name: f.samples for f in text_string_to_metric_families(response.get_data(as_text=True))}
+        assert value(families, "llmload_ttft_seconds_count", tier="1") == 1
+        assert value(families, "llmload_ttft_seconds_bucket", le="0.015") == 1
+    finally:  # the web UI was never started: no socket to close
+        runner.quit()
+        env.events.quitting.fire(environment=env, reason="test")
