@@ -11,8 +11,9 @@ counts). Each scrape renders, at that moment:
     are the file's (and the report's);
   * llmload_users: the users running now (Locust's count: a master's is its workers' sum);
   * per generator process (label worker), from its last health.csv row while it is fresh: llmload_inflight_requests,
-    llmload_loop_lag_seconds (the worst wake-up of its last second), llmload_cpu_percent (of one core) and
-    llmload_machine_cpu_percent (of all cores);
+    llmload_loop_lag_seconds (the worst wake-up of its last second), llmload_cpu_percent (of one core),
+    llmload_machine_cpu_percent (of all cores), llmload_cpu_pressure_percent and llmload_steal_percent (run/machine.py:
+    a generator starved by its machine, llmload.rules.lag);
   * the tier running now: llmload_tier (label phase; 0 without a load shape), llmload_tier_target_users or
     llmload_tier_target_rps.
 FAMILIES names every family with its type and help: the Grafana dashboard's test checks its queries against it.
@@ -45,6 +46,10 @@ FAMILIES = {
     "llmload_loop_lag_seconds": ("gauge", "the generator's event-loop lag: the worst wake-up of its last second"),
     "llmload_cpu_percent": ("gauge", "the generator process's CPU over its last second (percent of one core)"),
     "llmload_machine_cpu_percent": ("gauge", "the generator machine's CPU over the last second (percent of all cores)"),
+    "llmload_cpu_pressure_percent": ("gauge", "the share of the generator machine's last second runnable tasks waited "
+                                              "for a CPU (Linux /proc/pressure/cpu)"),
+    "llmload_steal_percent": ("gauge", "the share of the generator machine's CPU time a hypervisor gave to other "
+                                       "guests over the last second"),
     "llmload_tier": ("gauge", "the tier running now (0: no load shape), its phase as a label"),
     "llmload_tier_target_users": ("gauge", "the users the running tier asks for"),
     "llmload_tier_target_rps": ("gauge", "the requests per second the running open-loop tier asks for"),

@@ -36,7 +36,8 @@ NO_ERROR = "none"
 """the `kind` label of an attempt without an error"""
 HEALTH_GAUGES = (("inflight_requests", "inflight", 1.0),
                  ("loop_lag_seconds", "loop_lag_ms_max", 0.001), ("cpu_percent", "cpu_percent", 1.0),
-                 ("machine_cpu_percent", "machine_cpu_percent", 1.0))
+                 ("machine_cpu_percent", "machine_cpu_percent", 1.0),
+                 ("cpu_pressure_percent", "cpu_pressure_percent", 1.0), ("steal_percent", "steal_percent", 1.0))
 """(gauge: llmload_<gauge>, the health.csv column, its scale)"""
 HEALTH_FRESH_S = 3.0
 """a worker's last health row is shown this long (it sends one a second)"""
