@@ -73,6 +73,16 @@ def value(families: dict, sample_name: str, **labels: str) -> float:
                and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
+def scrape_until(port: int, predicate, timeout_s: float = 5.0) -> dict:
+    """Scrape every 50 ms until `predicate(families)` holds (then that scrape; else the last one)."""
+    deadline = gevent.get_hub().loop.now() + timeout_s
+    families = scrape(port)
+    while not predicate(families) and gevent.get_hub().loop.now() < deadline:
+        gevent.sleep(0.05)
+        families = scrape(port)
+    return families
+
+
 def wait_for(predicate, timeout_s: float) -> bool:
     deadline = gevent.get_hub().loop.now() + timeout_s
     while not predicate() and gevent.get_hub().loop.now() < deadline:
@@ -115,10 +125,10 @@ def step_run(tmp_path_factory):
         try:
             scrapes["before"] = scrape(port)
             runner.start_shape()
-            gevent.sleep(1.0)
-            scrapes["tier1"] = scrape(port)
-            gevent.sleep(1.0)
-            scrapes["tier2"] = scrape(port)
+            scrapes["tier1"] = scrape_until(port, lambda f: value(f, "llmload_tier") == 1
+                                            and value(f, "llmload_requests_total") > 0)
+            scrapes["tier2"] = scrape_until(port, lambda f: value(f, "llmload_tier") == 2
+                                            and value(f, "llmload_users") == 3)
             runner.shape_greenlet.join(timeout=20)
             assert wait_for(lambda: runner.state == "stopped", 10)
             scrapes["end"] = scrape(port)
@@ -140,8 +150,10 @@ def test_it_is_live_during_the_run(step_run):
     assert value(scrapes["before"], "llmload_requests_total") == 0 and "llmload_ttft_seconds" in scrapes["before"]
     assert 0 < value(scrapes["tier1"], "llmload_requests_total") < value(scrapes["tier2"], "llmload_requests_total")
     assert value(scrapes["tier1"], "llmload_tier") == 1 and value(scrapes["tier2"], "llmload_tier") == 2
+    assert value(scrapes["tier1"], "llmload_tier_target_users") == 1
     assert value(scrapes["tier2"], "llmload_tier_target_users") == 3
     assert value(scrapes["tier2"], "llmload_users") == 3 and value(scrapes["end"], "llmload_users") == 0
+    assert value(scrapes["end"], "llmload_tier", phase="after") == 2
     assert value(scrapes["tier2"], "llmload_loop_lag_seconds", worker="local") >= 0
     assert "llmload_cpu_percent" in scrapes["tier2"]
 
