@@ -5,7 +5,8 @@ WSGI server on --prometheus-host (127.0.0.1) : --prometheus-port at init (a port
 before anything starts) and stops it when it quits, after the files are closed (scrapes until then see the last
 counts). Each scrape renders, at that moment:
   * the live book's exporter counts (sink/exported.py), labelled scenario, tier and worker: the histograms
-    llmload_ttft_seconds, llmload_itl_seconds and llmload_e2e_seconds (cumulative `le` buckets, `_sum`, `_count`),
+    llmload_ttft_seconds, llmload_itl_seconds, llmload_e2e_seconds and llmload_itl_gap_seconds (cumulative `le`
+    buckets, `_sum`, `_count`),
     llmload_requests_total by outcome and error kind, llmload_output_tokens_total and llmload_input_tokens_total.
     A master counts the workers' shipped attempts where it writes them to samples.csv, so the endpoint's counts
     are the file's (and the report's);
@@ -30,7 +31,7 @@ from typing import Any
 
 from llmload.run.options import OptionError
 from llmload.run.state import run_state
-from llmload.sink.exported import BUCKETS_S, HEALTH_GAUGES, HISTOGRAMS, ExportBook
+from llmload.sink.exported import BUCKETS_S, GAPS, HEALTH_GAUGES, HISTOGRAMS, ExportBook
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 FAMILIES = {
@@ -38,6 +39,8 @@ FAMILIES = {
     "llmload_itl_seconds": ("histogram", "per successful attempt, the mean gap between its content chunks "
                                          "(samples.csv itl_mean_ms)"),
     "llmload_e2e_seconds": ("histogram", "end-to-end latency of the successful attempts (samples.csv e2e_ms)"),
+    "llmload_itl_gap_seconds": ("histogram", "every gap between content chunks of the successful attempts (per chunk: "
+                                             "a server that merges tokens into a chunk gives fewer, longer gaps)"),
     "llmload_requests_total": ("counter", "attempts by outcome (ok, empty, shed, timeout, gone, other) and error kind"),
     "llmload_output_tokens_total": ("counter", "output tokens of the successful attempts"),
     "llmload_input_tokens_total": ("counter", "input tokens of the successful attempts"),
@@ -79,7 +82,7 @@ def _head(name: str) -> list[str]:
 
 def _book_lines(book: ExportBook, now_s: float) -> list[str]:
     lines: list[str] = []
-    for metric, _column in HISTOGRAMS:
+    for metric, _column in (*HISTOGRAMS, GAPS):
         name = f"llmload_{metric}_seconds"
         lines += _head(name)
         for (of, (scenario, tier, worker)), hist in sorted(book.hists.items()):

@@ -10,7 +10,8 @@ book (live.py), so its counts are the ones samples.csv, attempts.csv and the rep
     it is at most HEALTH_FRESH_S old (a run that ended, a worker lost: its gauges go, rather than stand still).
 Per (scenario, tier, worker) it keeps the histograms of TTFT, ITL (the per-request mean gap between content
 chunks: samples.csv `itl_mean_ms`, Locust's ITL) and e2e of the successful attempts (the report's success: no
-error and a first token) in BUCKETS_S, with their sums and counts; the attempts by outcome
+error and a first token) and of every gap between their content chunks (the report's pooled ITL; on a master
+the workers' shipped gap histograms, scenario ''), in BUCKETS_S, with their sums and counts; the attempts by outcome
 (llmload.rules.outcomes.kind) and error kind; the output and input tokens of the successes. A row's value is
 counted in its bucket exactly; a shipped histogram's bucket (HIST_RELATIVE_ERROR wide) by the value it stands
 for, so a value within 1 % of a bound may be counted in the bucket beside it, and its sum is within 1 %. Counts
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 from llmload.contract import hist_upper, hist_value
 from llmload.rules.outcomes import kind
-from llmload.sink.histograms import number, succeeded
+from llmload.sink.histograms import GAP_METRIC, number, succeeded
 
 BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2,
              0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0)
@@ -32,8 +33,11 @@ BUCKETS_S = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03
 and ITL are resolved (histogram_quantile interpolates within a bucket) and a 5-minute answer still has one"""
 HISTOGRAMS = (("ttft", "ttft_ms"), ("itl", "itl_mean_ms"), ("e2e", "e2e_ms"))
 """(metric: llmload_<metric>_seconds, the samples.csv column in ms it counts)"""
+GAPS = ("itl_gap", GAP_METRIC)
+"""(metric: llmload_itl_gap_seconds, the shipped histograms' metric of every inter-token gap)"""
 NO_ERROR = "none"
 """the `kind` label of an attempt without an error"""
+BUCKETS_MS = tuple(round(bound * 1000.0, 6) for bound in BUCKETS_S)
 HEALTH_GAUGES = (("inflight_requests", "inflight", 1.0),
                  ("loop_lag_seconds", "loop_lag_ms_max", 0.001), ("cpu_percent", "cpu_percent", 1.0),
                  ("machine_cpu_percent", "machine_cpu_percent", 1.0),
@@ -56,6 +60,16 @@ class Histogram:
         self.counts[bisect.bisect_left(BUCKETS_S, value_s)] += n
         self.sum_s += value_s * n
         self.count += n
+
+    def add_sorted_ms(self, values_ms: list[float]) -> None:
+        """Ascending values in ms (an attempt's gaps, as timing.figures sorts them): one walk up the bounds."""
+        bucket, bounds, top = 0, BUCKETS_MS, len(BUCKETS_MS)
+        for value in values_ms:
+            while bucket < top and value > bounds[bucket]:
+                bucket += 1
+            self.counts[bucket] += 1
+        self.sum_s += sum(values_ms) / 1000.0
+        self.count += len(values_ms)
 
     def cumulative(self) -> list[int]:
         """Counts of values <= each bound of BUCKETS_S, then of all (+Inf)."""
@@ -95,29 +109,31 @@ class ExportBook:
         for direction, n in (("output", output), ("input", input_)):
             self.tokens[(labels, direction)] = self.tokens.get((labels, direction), 0) + n
 
-    def note(self, row: dict, tier: int) -> None:
-        """One attempt's samples.csv row, in its tier."""
+    def note(self, row: dict, tier: int, gaps_ms: list[float] | None = None) -> None:
+        """One attempt's samples.csv row, in its tier, and its ascending inter-token gaps when it has them."""
         labels = (str(row.get("scenario") or ""), tier, str(row.get("worker") or ""))
         self._count(labels, int(number(row.get("status")) or 0), str(row.get("error") or ""), 1)
         if not succeeded(row):
             return
         self._tokens(labels, int(number(row.get("output_tokens")) or 0), int(number(row.get("input_tokens")) or 0))
+        if gaps_ms:
+            self._hist(GAPS[0], labels).add_sorted_ms(gaps_ms)
         for metric, column in HISTOGRAMS:
             value_ms = number(row.get(column))
             if value_ms is not None:
                 self._hist(metric, labels).add(value_ms / 1000.0)
 
-    def note_shipped(self, worker: str, taken: dict) -> None:
-        """A worker's shipped histogram book (HistogramBook.take() with --ship histograms): its figures and
-        attempt counts, every phase of each tier."""
-        columns = {column: metric for metric, column in HISTOGRAMS}
+    def note_shipped(self, worker: str, taken: dict, figures: bool) -> None:
+        """A worker's shipped histogram book (HistogramBook.take()), every phase of each tier: its inter-token
+        gaps, and with `figures` (--ship histograms: no rows) its figures and attempt counts."""
+        columns = dict([(GAPS[1], GAPS[0]), *((column, metric) for metric, column in HISTOGRAMS if figures)])
         for tier, _phase, column, pairs in taken.get("hists", ()):
             if column not in columns:
                 continue
             hist = self._hist(columns[column], ("", int(tier), worker))
             for bucket, n in pairs:
                 hist.add(hist_value(hist_upper(int(bucket))) / 1000.0, int(n))
-        for tier, _phase, status, error, *numbers in taken.get("attempts", ()):
+        for tier, _phase, status, error, *numbers in taken.get("attempts", ()) if figures else ():
             labels = ("", int(tier), worker)
             self._count(labels, int(status), str(error), int(numbers[0]))
             self._tokens(labels, int(numbers[4]), int(numbers[5]))

@@ -112,10 +112,10 @@ class LiveBook:
                 if value not in (None, ""):
                     values.append(float(value))
 
-    def note(self, row: dict, tier: int, phase: str) -> None:
-        """One attempt's row, in its tier and phase."""
+    def note(self, row: dict, tier: int, phase: str, gaps_ms: list[float] | None = None) -> None:
+        """One attempt's row, in its tier and phase (and its inter-token gaps, for the exporter)."""
         self.book.record(row, [], tier, phase)
-        self.exported.note(row, tier)
+        self.exported.note(row, tier, gaps_ms)
         self._note_decode(row, tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
@@ -130,11 +130,11 @@ class LiveBook:
     def note_received(self, rows: list[dict], taken: dict | None, full: bool, worker: str = "") -> None:
         """Master: a worker's shipment. `full` (--ship histograms|both): its book counted every figure and
         attempt, else (--ship rows) its book holds gaps only and the rows (stamped) are counted here."""
+        if taken:  # the exporter: the gaps, and without rows (--ship histograms) every figure and count
+            self.exported.note_shipped(worker, taken, figures=not self.rows_kept)
         if full:
             if taken:
                 self.book.merge(taken)
-                if not self.rows_kept:  # --ship histograms: the exporter counts the book (both: the rows)
-                    self.exported.note_shipped(worker, taken)
             for row in rows:  # --ship both: the rows' decodes (--ship histograms ships none)
                 self._note_decode(row, int(row["tier"]), str(row["phase"]))
                 self.exported.note(row, int(row["tier"]))

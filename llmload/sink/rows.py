@@ -159,7 +159,7 @@ class RowSink:
             return
         self.stamp_tier(row)
         self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
-        self.live.note(row, int(row["tier"]), str(row["phase"]))
+        self.live.note(row, int(row["tier"]), str(row["phase"]), gaps)
         if self.keeps_rows:
             self._write("samples", row)
 

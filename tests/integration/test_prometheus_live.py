@@ -1,6 +1,7 @@
 """--prometheus-port against the embedded server: scraped during a step run (local runner) and a master + worker run,
 parsed with prometheus_client's parser; at the end its counts are samples.csv's (attempts by outcome and kind per
-tier and worker, the histograms' counts the successful attempts' TTFT / ITL / e2e, their buckets the rows' values)."""
+tier and worker, the histograms' counts the successful attempts' TTFT / ITL / e2e, their buckets the rows' values,
+every inter-token gap counted)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,8 @@ def assert_counts_are_the_rows(families: dict, rows: list[dict]) -> None:
             expected = sum(v <= float(bound) for v in values_s)
             assert value(families, f"{name}_bucket", le=bound) == expected, (name, bound)
     assert value(families, "llmload_output_tokens_total") == sum(int(r["output_tokens"]) for r in ok)
+    # every inter-token gap: the exact preset sends one token per chunk
+    assert value(families, "llmload_itl_gap_seconds_count") == sum(int(r["output_tokens"]) - 1 for r in ok) > 0
 
 
 @pytest.fixture(scope="module")

@@ -40,13 +40,18 @@ def test_shipped_histograms_count_what_the_rows_count():
     """(metric, tier) -> values within HIST_RELATIVE_ERROR of a bucket bound (they may be counted beside it)"""
     for i, row in enumerate(rows()):
         tier = 1 + i // 200
-        by_rows.note(dict(row, scenario=""), tier)
-        shipped.record(row, [], tier, "warmup" if i % 200 < 20 else "measure")
+        gaps_ms = [8.0, 9.0, 9.5, 31.0 + i % 15, 250.0]  # ascending, each over 3 % from every bound
+        by_rows.note(dict(row, scenario=""), tier, gaps_ms)
+        shipped.record(row, gaps_ms, tier, "warmup" if i % 200 < 20 else "measure")
         for metric, column in columns.items():
             value_s = row[column] / 1000 if row["error"] == "" else math.nan
             if any(abs(value_s - b) <= 2 * HIST_RELATIVE_ERROR * b for b in BUCKETS_S):
                 near[(metric, tier)] = near.get((metric, tier), 0) + 1
-    by_book.note_shipped("w1", shipped.take())
+    taken, gaps_only = shipped.take(), ExportBook()
+    by_book.note_shipped("w1", taken, figures=True)
+    gaps_only.note_shipped("w1", taken, figures=False)  # --ship rows|both: the rows bring the rest
+    assert gaps_only.requests == {} and gaps_only.tokens == {}
+    assert gaps_only.hists == {key: hist for key, hist in by_book.hists.items() if key[0] == "itl_gap"} != {}
     assert by_book.requests == by_rows.requests and by_book.tokens == by_rows.tokens
     assert {key for key in by_book.requests if key[1] == "shed"} == {(("", t, "w1"), "shed", "rate_limited")
                                                                      for t in (1, 2)}
