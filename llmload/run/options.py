@@ -170,7 +170,8 @@ def _settings(environment: Any) -> dict[str, Any]:
         "empty_answer_is_error": bool(_get(parsed, "empty_answer_is_error", False)),
         "slo_profile": str(_get(parsed, "slo_profile", "") or gate_profile(str(_get(parsed, "check_slo", "")))),
         "server_metrics": str(_get(parsed, "server_metrics", d.server_metrics)),
-        "prometheus": (str(_get(parsed, "prometheus_host", d.prometheus[0])), int(_get(parsed, "prometheus_port", 0))),
+        "prometheus": (str(_get(parsed, "prometheus_host", d.prometheus[0])),
+                       port if isinstance(port := _get(parsed, "prometheus_port", 0), int) else 0),
         "embedded_server_args": d.embedded_server_args if embedded_args is None else str(embedded_args),
         "headless": bool(_get(parsed, "headless", False)), "run_time_s": _seconds(_get(parsed, "run_time", None)),
         "spawn_rate": _seconds(_get(parsed, "spawn_rate", None)),
@@ -248,9 +249,8 @@ def _checked_spec(parsed: Any) -> WorkloadSpec:
 def check_server_metrics(setting: Any) -> None:
     """OptionError unless --server-metrics is auto, off or an http(s) URL (run/server_metrics.py)."""
     value = str(setting or "auto").strip()
-    if value.lower() in ("auto", "off"):
-        return
-    http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
+    if value.lower() not in ("auto", "off"):
+        http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:
