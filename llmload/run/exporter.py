@@ -6,8 +6,8 @@ before anything starts) and stops it when it quits, after the files are closed (
 counts). Each scrape renders, at that moment:
   * the live book's exporter counts (sink/exported.py), labelled scenario, tier and worker: the histograms
     llmload_ttft_seconds, llmload_itl_seconds, llmload_e2e_seconds and llmload_itl_gap_seconds (cumulative `le`
-    buckets, `_sum`, `_count`),
-    llmload_requests_total by outcome and error kind, llmload_output_tokens_total and llmload_input_tokens_total.
+    buckets, `_sum`, `_count`), llmload_requests_total by outcome and error kind, llmload_output_tokens_total and
+    llmload_input_tokens_total.
     A master counts the workers' shipped attempts where it writes them to samples.csv, so the endpoint's counts
     are the file's (and the report's);
   * llmload_users: the users running now (Locust's count: a master's is its workers' sum);
