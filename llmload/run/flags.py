@@ -87,10 +87,21 @@ def add_options(parser: Any) -> None:
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
+    add_exporter_options(parser)
     add_knob_options(parser)
     add_workload_options(parser)
     add_agent_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+
+
+def add_exporter_options(parser: Any) -> None:
+    """--prometheus-port and --prometheus-host (run/exporter.py): fixed for the process, so not in the web UI form."""
+    d, add = DEFAULTS, parser.add_argument
+    add("--prometheus-port", type=_port_arg, default=d.prometheus[1],
+        help="serve the run's live figures as Prometheus metrics on this port, at /metrics (the local runner or the "
+             "master: the merged view; 0: off, the default; docs/ecosystem.md)")
+    add("--prometheus-host", default=d.prometheus[0],
+        help="the address --prometheus-port listens on (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
 
 
 def add_knob_options(parser: Any) -> None:
@@ -109,6 +120,16 @@ def add_knob_options(parser: Any) -> None:
     add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
         help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
              "min-tokens (+min_tokens = max_tokens)")
+
+
+def _port_arg(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port 0-65535 is needed (0: off), got {text!r}")
+    return port
 
 
 def _span_arg(text: str) -> float:

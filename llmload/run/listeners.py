@@ -6,9 +6,9 @@
   state (state.py) and its parts' message handlers, the worker book (run/workers.py: a worker
   answers clock probes; the master keeps the workers' joins and losses, rewriting run.json at
   each), and on the process that writes files a check of the numbers (`--max-tokens 0`, a
-  timeout <= 0, ...) and that the run folder is writable: one line and exit code 2 otherwise,
-  before anything starts (this listener is registered before the embedded server's, so no
-  server starts either).
+  timeout <= 0, ...) and that the run folder is writable, then --prometheus-port's endpoint
+  (exporter.py; a port in use): one line and exit code 2 otherwise, before anything starts
+  (this listener is registered before the embedded server's, so no server starts either).
 - test_start: claim the run folder, open samples.csv / health.csv, write run.json, start the
   server-metrics scraper (server_metrics.py, --server-metrics); read and
   validate the options once (a bad option stops the run with one line), set the client's output token
@@ -22,7 +22,8 @@
   records how it ended in run.json (`end`, run/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
   in-flight requests finish within --stop-timeout and their rows land), then close the files
-  and rewrite run.json with `ended_unix` and `end`; an interrupted run gets a non-zero exit code.
+  and rewrite run.json with `ended_unix` and `end`; an interrupted run gets a non-zero exit code
+  (the Prometheus endpoint stops after it: exporter.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from llmload.client import tokens
 from llmload.run import (
     ending,
+    exporter,
     exposure,
     files,
     handshake,
@@ -95,6 +97,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     try:
         check_values(environment.parsed_options)  # before the embedded server and the run folder
         files.check_writable(Path(settings.run_dir) if settings.run_dir else files.default_run_dir().parent)
+        exporter.serve(environment, settings.prometheus)  # a port in use: one line, exit 2
     except (OptionError, files.RunDirError) as exc:
         logger.error("llmload: %s", exc)
         environment.process_exit_code = 2

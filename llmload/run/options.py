@@ -1,18 +1,16 @@
 """The run's options, typed: `RunSettings` (read any time, on any process) and `RunOptions` (checked).
 
-How it works: Locust parses the command line (and copies the web UI form back into
-`environment.parsed_options` when a run starts); this module is the one place that reads that
-namespace, into two frozen views whose every field is declared once, with its default (run/flags.py
-registers the flags with these defaults):
+How it works: Locust parses the command line (and copies the web UI form back into `environment.parsed_options` when a
+run starts); this module is the one place that reads that namespace, into two frozen views whose every field is
+declared once, with its default (run/flags.py registers the flags with these defaults):
   * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go,
     --ship, the gate, the server metrics, the SLO profile, the model and transport run.json names, and
     the few of Locust's own options llmload reads). Read whenever needed, on the master too; never raises
     (a value it cannot read keeps its default) and draws nothing random.
-  * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read
-    and validated once per run at test start on a generating process (RunState.opts): `check_values`
-    rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py)
-    and workload options (workload/spec.py) with one line naming the flag and the value; the init listener
-    runs it before anything starts.
+  * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read and validated once
+    per run at test start on a generating process (RunState.opts): `check_values` rejects impossible numbers
+    (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py) and workload options (workload/spec.py)
+    with one line naming the flag and the value; the init listener runs it before anything starts.
 `warmup_seconds` reads --warmup-seconds (a duration the web UI form sends as text; plain runs and shapes).
 """
 
@@ -66,6 +64,8 @@ class RunSettings:
     """--empty-answer-is-error: HTTP 200 answers with no text count as errors (report, gate, live verdicts, Locust)"""
     server_metrics: str = "auto"
     """--server-metrics: auto, off or a URL (run/server_metrics.py)"""
+    prometheus: tuple[str, int] = ("127.0.0.1", 0)
+    """--prometheus-host, --prometheus-port: the live figures' Prometheus endpoint (run/exporter.py; port 0: off)"""
     embedded_server_args: str = DEFAULT_SERVER_ARGS
     """the embedded server's flags for --host embedded (run/embedded.py)"""
     headless: bool = False
@@ -143,10 +143,9 @@ def _get(parsed: Any, name: str, default: Any) -> Any:
 
 
 def _api_key(parsed: Any) -> str:
-    """--api-key as given. Its default is $OPENAI_API_KEY, read when the parser was built; a field the
-    web UI form sent back empty stays empty (the form's host may have changed: webui/secrets.py puts
-    the startup key back only for the startup host), so the environment is read only when the
-    options have no api_key at all (options parsed without llmload's, in tests)."""
+    """--api-key as given. Its default is $OPENAI_API_KEY, read when the parser was built; a field the web UI form
+    sent back empty stays empty (the form's host may have changed: webui/secrets.py puts the startup key back only for
+    the startup host): the environment is read only when the options have no api_key (tests' without llmload's)."""
     value = getattr(parsed, "api_key", None) if parsed is not None else None
     return os.environ.get("OPENAI_API_KEY", "") if value is None else str(value)
 
@@ -171,6 +170,8 @@ def _settings(environment: Any) -> dict[str, Any]:
         "empty_answer_is_error": bool(_get(parsed, "empty_answer_is_error", False)),
         "slo_profile": str(_get(parsed, "slo_profile", "") or gate_profile(str(_get(parsed, "check_slo", "")))),
         "server_metrics": str(_get(parsed, "server_metrics", d.server_metrics)),
+        "prometheus": (str(_get(parsed, "prometheus_host", d.prometheus[0])),
+                       port if isinstance(port := _get(parsed, "prometheus_port", 0), int) else 0),
         "embedded_server_args": d.embedded_server_args if embedded_args is None else str(embedded_args),
         "headless": bool(_get(parsed, "headless", False)), "run_time_s": _seconds(_get(parsed, "run_time", None)),
         "spawn_rate": _seconds(_get(parsed, "spawn_rate", None)),
@@ -248,9 +249,8 @@ def _checked_spec(parsed: Any) -> WorkloadSpec:
 def check_server_metrics(setting: Any) -> None:
     """OptionError unless --server-metrics is auto, off or an http(s) URL (run/server_metrics.py)."""
     value = str(setting or "auto").strip()
-    if value.lower() in ("auto", "off"):
-        return
-    http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
+    if value.lower() not in ("auto", "off"):
+        http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:

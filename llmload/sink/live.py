@@ -13,7 +13,7 @@ open-loop drops, the target's queue when its metrics are scraped, and the users 
 tier's measure window (the worker book's `users_mean`, tiers.csv's figure: below UNDER_APPLIED x its target the tier
 is judged at them, llmload.rules.applied); `measured(tier, metric, q)` reads any other figure of the book the same
 way (the web UI's ITL mean percentiles). The rows of requests still in flight arrive when they end, so a tier's
-figures settle a request's length after the tier ends.
+figures settle a request's length after the tier ends. It feeds the Prometheus exporter's book (exported.py) the same.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from llmload.rules.delivery import decode_span, share_in
 from llmload.rules.outcomes import is_429, kind
 from llmload.rules.tier import NAN, Tier
 from llmload.rules.trust import lag_material
+from llmload.sink.exported import ExportBook
 from llmload.sink.histograms import HistogramBook, number, succeeded
 
 Waiting = Callable[[float, float], float]
@@ -91,15 +92,19 @@ class LiveBook:
         self.decode_max_ms: dict[int, float] = {}
         """per tier, the longest decode (e2e - TTFT) of its successful measured attempts (llmload.rules.delivery)"""
         """per tier, (the window end it was summed to, decodes summed, tokens delivered)"""
+        self.exported = ExportBook()
+        """the same attempts and health rows, kept per scenario, tier and worker for Prometheus (exported.py)"""
 
     def reset(self) -> None:
         """A new run starts."""
         self.book = HistogramBook(full=True)
         self.health, self.lags, self._generator, self._delivered, self.decode_max_ms = {}, {}, {}, {}, {}
         self.decodes = (array("d"), array("d"), array("d"))
+        self.exported.reset()
 
     def note_health(self, row: dict, tier: Any, phase: str) -> None:
         """One health.csv row (a generator's second), stamped like a sample sent at its time."""
+        self.exported.note_health(row)
         if phase == "measure" and tier.tier > 0:
             lags, cpus = self.health.setdefault(tier.tier, ([], []))
             for values, key in ((lags, "loop_lag_ms_max"), (cpus, "cpu_percent")):
@@ -107,9 +112,10 @@ class LiveBook:
                 if value not in (None, ""):
                     values.append(float(value))
 
-    def note(self, row: dict, tier: int, phase: str) -> None:
-        """One attempt's row, in its tier and phase."""
+    def note(self, row: dict, tier: int, phase: str, gaps_ms: list[float] | None = None) -> None:
+        """One attempt's row, in its tier and phase (and its inter-token gaps, for the exporter)."""
         self.book.record(row, [], tier, phase)
+        self.exported.note(row, tier, gaps_ms)
         self._note_decode(row, tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
@@ -121,14 +127,17 @@ class LiveBook:
                 value = number(row.get(key))
                 values.append(NAN if value is None else value)
 
-    def note_received(self, rows: list[dict], taken: dict | None, full: bool) -> None:
+    def note_received(self, rows: list[dict], taken: dict | None, full: bool, worker: str = "") -> None:
         """Master: a worker's shipment. `full` (--ship histograms|both): its book counted every figure and
         attempt, else (--ship rows) its book holds gaps only and the rows (stamped) are counted here."""
+        if taken:  # the exporter: the gaps, and without rows (--ship histograms) every figure and count
+            self.exported.note_shipped(worker, taken, figures=not self.rows_kept)
         if full:
             if taken:
                 self.book.merge(taken)
             for row in rows:  # --ship both: the rows' decodes (--ship histograms ships none)
                 self._note_decode(row, int(row["tier"]), str(row["phase"]))
+                self.exported.note(row, int(row["tier"]))
             return
         for row in rows:
             self.note(row, int(row["tier"]), str(row["phase"]))

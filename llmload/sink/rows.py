@@ -5,7 +5,7 @@ How it works: a `RowSink` exists in every process.
   test start), each sample row stamped with its `tier` and `phase` from the tier timeline (the load shape
   runs in this process). Rows before the folder opens wait in memory; rows after the files were closed
   are appended (the file reopened) and counted in a warning: never dropped silently. The live book
-  (live.py) counts every attempt and health row for the live verdicts.
+  (live.py) counts every attempt and health row for the live verdicts and the Prometheus exporter.
 - Worker: raw rows never reach the master on their own (Locust ships aggregated stats only). They wait
   in an outbox that a greenlet ships every `ship_interval_s` (1 s) as a `llmload_rows` message, and at
   test stop and the drain (run/drain.py). A worker clock more than 50 ms off the master's
@@ -159,7 +159,7 @@ class RowSink:
             return
         self.stamp_tier(row)
         self.book.record(row, gaps, int(row["tier"]), str(row["phase"]))
-        self.live.note(row, int(row["tier"]), str(row["phase"]))
+        self.live.note(row, int(row["tier"]), str(row["phase"]), gaps)
         if self.keeps_rows:
             self._write("samples", row)
 
@@ -220,7 +220,7 @@ class RowSink:
         self._record_released(self.replica.release(final))
         if not (self.outbox["samples"] or self.outbox["health"] or self.book):
             return
-        outbox: dict = self.outbox
+        outbox: dict = {**self.outbox, "worker": f"w{self.environment.runner.worker_index}"}
         self.outbox = {"samples": [], "health": []}
         if self.book:
             outbox["hist"] = self.book.take()
@@ -274,13 +274,13 @@ class RowSink:
         samples = list(msg.data.get("samples", ()))
         for row in samples:
             row.setdefault("worker", msg.node_id)
-        health = list(msg.data.get("health", ()))
+        health, worker = list(msg.data.get("health", ())), str(msg.data.get("worker") or msg.node_id)
         self.on_shipment(msg.node_id, len(samples))
         _to_master_clock(samples, "ts_start_s", self.worker_offset_s)
         _to_master_clock(health, "ts_s", self.worker_offset_s)
         if msg.data.get("hist"):
             self.book.merge(msg.data["hist"])
-        self.live.note_received([self.stamp_tier(row) for row in samples], msg.data.get("hist"), self.book.full)
+        self.live.note_received([self.stamp_tier(row) for row in samples], msg.data.get("hist"), self.book.full, worker)
         if not self.logs and self.run_dir is not None:
             self._write_late("samples", samples)
             self._write_late("health", health)

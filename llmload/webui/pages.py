@@ -14,6 +14,8 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
                                  analysis never runs inside the Locust process), its report.html; a
                                  run recorded with --ship histograms gets the report from histograms
+  <base>/metrics                 the run's live figures for Prometheus: --prometheus-port's page
+                                 (run/exporter.py), without a port of its own
 With --ship histograms the run writes no samples.csv: the live verdicts come from the workers'
 histograms; the files list and the report name the histogram files, and `note` says in one line what
 is not there.
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmload.run.exporter import CONTENT_TYPE, render
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
 from llmload.webui import verdicts
@@ -189,6 +192,9 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
             return Response(why + "\n", mimetype="text/plain", status=404)
         return send_from_directory(run_dir.resolve(), name, mimetype="text/plain", max_age=0)
 
+    def metrics() -> Any:
+        return Response(render(tab.environment), content_type=CONTENT_TYPE)
+
     def report() -> Any:
         run_dir = tab.run_dir()
         if run_dir is None or not reportable(run_dir):
@@ -207,5 +213,6 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
                                  (f"{base}/static/<path:name>", "llmload_static", static),
                                  (f"{base}/data.json", "llmload_data", data_json),
                                  (f"{base}/files/<name>", "llmload_files", files),
-                                 (f"{base}/report", "llmload_report", report)):
+                                 (f"{base}/report", "llmload_report", report),
+                                 (f"{prefix}/metrics", "llmload_metrics", metrics)):
         app.add_url_rule(rule, endpoint=endpoint, view_func=guard(view))

@@ -1,8 +1,10 @@
 """The deployment files cannot run here (no Docker engine, no cluster): check them structurally, against the
-Makefile's master/worker commands, and that the API key is referenced, never inlined."""
+Makefile's master/worker commands, and that the API key is referenced, never inlined; the Grafana dashboard queries
+only metrics the exporter exports (run/exporter.py FAMILIES), so it cannot drift from them."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -86,3 +88,30 @@ def test_no_secret_value_in_any_deployment_file():
             assert not re.search(r"sk-[A-Za-z0-9]{8,}", text), path
             for match in re.finditer(r"OPENAI_API_KEY[=:]\s*\"?([^\s\"]*)", text):
                 assert match.group(1) in ("", "$OPENAI_API_KEY"), (path, match.group(0))
+
+
+def dashboard_exprs(dashboard: dict) -> list[str]:
+    panels = [p for top in dashboard["panels"] for p in (top, *top.get("panels", ()))]
+    return [t["expr"] for p in panels for t in p.get("targets", ())]
+
+
+def test_the_grafana_dashboard_plots_only_what_the_exporter_exports():
+    from llmload.run.exporter import FAMILIES
+
+    dashboard = json.loads((DEPLOY / "grafana" / "llmload.json").read_text())
+    exported = {name + suffix for name, (kind, _help) in FAMILIES.items()
+                for suffix in (("_bucket", "_sum", "_count") if kind == "histogram" else ("",))}
+    exprs = dashboard_exprs(dashboard)
+    named = {name for expr in exprs for name in re.findall(r"\bllmload_\w+", expr)}
+    assert named and named <= exported, sorted(named - exported)
+    plotted = {name.removesuffix("_bucket") for name in named}
+    assert {"llmload_ttft_seconds", "llmload_itl_seconds", "llmload_output_tokens_total", "llmload_requests_total",
+            "llmload_users", "llmload_tier", "llmload_loop_lag_seconds", "llmload_cpu_percent"} <= plotted
+    vllm = {name for expr in exprs for name in re.findall(r"\bvllm:\w+", expr)}
+    assert {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:gpu_cache_usage_perc",
+            "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds_bucket"} <= vllm
+    (datasource,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert datasource["query"] == "prometheus"
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"]["uid"] == "${" + datasource["name"] + "}", panel["title"]

@@ -53,3 +53,14 @@ def test_read_options_checks_what_the_requests_carry():
     assert [f.name for f in fields(RunSettings)] == [f.name for f in fields(opts)][:len(fields(RunSettings))]
     with pytest.raises(OptionError, match="--max-tokens must be >= 1"):
         read_options(environment(parsed("--max-tokens", "0"), host="http://127.0.0.1:9"))
+
+
+def test_the_prometheus_endpoint_is_off_by_default_on_loopback_when_given():
+    assert settings_of(environment(parsed())).prometheus == ("127.0.0.1", 0) == DEFAULTS.prometheus
+    assert settings_of(environment(parsed("--prometheus-port", "9464"))).prometheus == ("127.0.0.1", 9464)
+    given = parsed("--prometheus-port", "9464", "--prometheus-host", "0.0.0.0")
+    assert settings_of(environment(given)).prometheus == ("0.0.0.0", 9464)
+    assert settings_of(environment(argparse.Namespace(prometheus_port="lots"))).prometheus == ("127.0.0.1", 0)
+    for bad in ("70000", "-1", "http"):
+        with pytest.raises(SystemExit):
+            parsed("--prometheus-port", bad)
