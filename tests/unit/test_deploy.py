@@ -10,6 +10,8 @@ from pathlib import Path
 
 import yaml
 
+from llmload.cli.locust_args import plan
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
@@ -23,6 +25,15 @@ def makefile_recipe(target: str) -> str:
     match = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, flags=re.M)
     assert match, target
     return match.group(1)
+
+
+def locust_args_of(target: str) -> list[str]:
+    """What `make TARGET` hands Locust: its recipe's `llmload COMMAND ...` line through the CLI's own planner,
+    the Makefile's variables given placeholder values."""
+    (line,) = [ln for ln in makefile_recipe(target).splitlines() if "$(LLMLOAD)" in ln]
+    argv = re.sub(r"\$\((\w+)\)", lambda m: "" if m.group(1) == "ARGS" else f"X{m.group(1)}", line).split()[1:]
+    assert argv[0] == target, line
+    return plan(target, ["scenarios/step_load.py", *argv[2:]], cwd=ROOT, now_s=0.0).locust_argv
 
 
 def test_dockerfile_slim_pinned_non_root_with_scenarios():
@@ -42,10 +53,11 @@ def test_compose_master_and_workers_match_the_makefile():
     compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
     master, worker = compose["services"]["master"], compose["services"]["worker"]
     master_cmd, worker_cmd = " ".join(master["command"]), " ".join(worker["command"])
+    make_master, make_worker = locust_args_of("master"), locust_args_of("worker")
     for flag in ("--master", "--headless", "--expect-workers", "--tiers", "--tier-seconds", "--run-dir", "--csv"):
-        assert flag in master_cmd and flag in makefile_recipe("master"), flag
+        assert flag in master_cmd and flag in make_master, flag
     for flag in ("--worker", "--master-host"):
-        assert flag in worker_cmd and flag in makefile_recipe("worker"), flag
+        assert flag in worker_cmd and flag in make_worker, flag
     assert worker["command"][worker["command"].index("--master-host") + 1] == "master"  # the service name
     assert master["ports"] == ["127.0.0.1:8089:8089"] and "5557" in master["expose"]
     assert master["build"]["dockerfile"] == "deploy/Dockerfile" and worker["image"] == master["image"]
