@@ -3,8 +3,8 @@
 How it works: the embedded server counts one token per whitespace-separated word of the
 prompt (chat messages in order, each preceded by a role marker token). That is not any
 real model's tokenizer, but it is exact and cheap, so a client that builds prompts of N
-words knows the server sees N (+ role markers) tokens; an image part adds its patch tokens (images.py). Output tokens are words
-drawn deterministically from a small vocabulary, each streamed with a leading space.
+words knows the server sees N (+ role markers) tokens; an image part adds its patch tokens (images.py).
+Output tokens are words drawn deterministically from a small vocabulary, each streamed with a leading space.
 
 Structured prompts (asking for JSON or code, or `response_format` set) are recognised so
 the engine can decode them faster, as speculative decoding does on predictable text.
