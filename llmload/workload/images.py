@@ -1,11 +1,12 @@
-"""Images in chat requests: `--images N` (or a cycle `0,1,4`) and `--image-size WxH`.
+"""Images in chat requests: `--images N` (or a choice `0,1,4`) and `--image-size WxH`.
 
 How it works: `parse_images` reads the two flags into an `ImageSpec` (ImageError: one line naming the
 flag). `ImagePool` builds POOL_SIZE distinct PNG images of the size once per process, before the users
 start (RunState.image_pool), each encoded as a `data:image/png;base64,...` URI, so a request pays
 nothing to generate them. `next()` hands each request its images: the request k of the process takes
-the count `counts[k % len(counts)]` and the pool's images from position k on, so a run's requests
-carry the same images in the same order for one `--seed`. StreamRequest.body() puts them after the
+a count drawn from `counts` (seeded: not in step with the targets' round robin, which a plain cycle could
+alias with) and the pool's images from position k on, so a run's requests carry the same images in the
+same order for one `--seed`. StreamRequest.body() puts them after the
 prompt text of the last user message, as OpenAI `image_url` content parts.
 
 The PNG (`png_bytes`, zlib + struct, no imaging library) is 8-bit RGB: seeded coloured tiles of
@@ -41,7 +42,7 @@ class ImageError(ValueError):
 @dataclass(frozen=True)
 class ImageSpec:
     counts: tuple[int, ...] = ()
-    """images per request, cycled request by request (() : no images)"""
+    """images per request, one of them drawn per request (() : no images)"""
     width_px: int = 512
     height_px: int = 512
 
@@ -57,7 +58,7 @@ def parse_images(counts_text: object, size_text: object) -> ImageSpec:
     try:
         counts = tuple(int(part) for part in text.split(",")) if text else ()
     except ValueError:
-        raise ImageError(f"--images must be a count like 2 or a cycle like 0,1,4, got {text!r}") from None
+        raise ImageError(f"--images must be a count like 2 or a choice like 0,1,4, got {text!r}") from None
     if any(c < 0 or c > MAX_IMAGES for c in counts):
         raise ImageError(f"--images must be 0..{MAX_IMAGES} images per request, got {text!r}")
     width, _, height = size.partition("x")
@@ -103,7 +104,7 @@ def data_uri(png: bytes) -> str:
 
 
 class ImagePool:
-    """The process's images and the cycle that hands them out (module docstring)."""
+    """The process's images and the draw that hands them out (module docstring)."""
 
     def __init__(self, spec: ImageSpec, seed: int) -> None:
         self.spec = spec
@@ -112,6 +113,8 @@ class ImagePool:
         """the pool's data URIs (none when no request carries an image)"""
         self.sent = 0
         """requests handed images so far"""
+        self.rng = random.Random(seed)
+        """draws each request's image count"""
 
     def next(self) -> tuple[str, ...]:
         """The images of the next request (() when it carries none)."""
@@ -119,5 +122,5 @@ class ImagePool:
         if not counts:
             return ()
         self.sent += 1
-        count = counts[k % len(counts)]
+        count = counts[0] if len(counts) == 1 else self.rng.choice(counts)
         return tuple(self.uris[(k + j) % len(self.uris)] for j in range(count))

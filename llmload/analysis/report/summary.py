@@ -51,14 +51,17 @@ def clean(value):
 
 
 def safe_host(host) -> str | None:
-    """The target URL without user, password or query string (where keys ride)."""
+    """The target URL without user, password or query string (where keys ride); several targets: each, comma-joined."""
     if not host:
         return None
-    parts = urlsplit(str(host))
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    out = []
+    for one in str(host).split(","):
+        parts = urlsplit(one.strip())
+        netloc = parts.hostname or ""
+        if parts.port:
+            netloc += f":{parts.port}"
+        out.append(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+    return ",".join(out)
 
 
 def run_facts(a: Analysis) -> dict:
