@@ -115,10 +115,6 @@ class RunState:
         """the embedded server started for `--host embedded` (run/embedded.py)"""
         self.webui: Any = None
         """the web UI's LLM tab on the process serving the UI (webui/tab.py); None elsewhere"""
-        self.round_robin: RoundRobin | None = None
-        """which target each request of this process goes to (run/targets.py; built at test start)"""
-        self.image_pool: ImagePool | None = None
-        """the --images of this process's chat requests (workload/images.py; generated at test start)"""
         self._init_shared()
 
     def _init_shared(self) -> None:
@@ -127,6 +123,10 @@ class RunState:
         self._dataset: tuple[str, list[DatasetItem]] | None = None
         self._sizer: Any = None
         self._sizing: gevent.event.Event | None = None
+        self.round_robin: RoundRobin | None = None
+        """which target each request of this process goes to (run/targets.py; built at test start)"""
+        self.image_pool: ImagePool | None = None
+        """the --images of this process's chat requests (workload/images.py; generated at test start)"""
 
     def _feed_workers(self, _environment: Any) -> None:
         """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
