@@ -151,7 +151,7 @@ def _start_generating(environment: Any, state: RunState) -> None:
         return
     state.opts = opts
     state.prepare_requests(opts)
-    state.guard.base_url = files.without_userinfo(opts.base_url)
+    state.guard.base_url = ", ".join(files.without_userinfo(t.base_url) for t in opts.targets)  # all of them
     state.outage = OutageWatch(state.guard.base_url, opts.server_gone_timeout_s)
     if opts.transport == "openai":  # build the shared SDK clients before any user starts
         from llmload.client.sdk import shared_client
