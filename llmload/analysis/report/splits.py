@@ -94,11 +94,13 @@ def image_blocks(a) -> list[Block]:
     if frame.empty:
         return []
     loads = a.table.set_index("tier")["load"]
-    rows = tuple((str(r.tier), text.load(loads.get(r.tier, float("nan"))), str(r.images), str(r.n),
-                  ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms), num(r.input_tokens_mean, 0))
-                 for r in frame.itertuples())
+    several = "target" in frame
+    rows = tuple((str(r.tier), text.load(loads.get(r.tier, float("nan"))), *((r.target,) if several else ()),
+                  str(r.images), str(r.n), ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms),
+                  num(r.input_tokens_mean, 0)) for r in frame.itertuples())
     return [Heading("TTFT by images per request", 3),
-            Table(("tier", "load", "images", "n", "TTFT p50", "TTFT p95", "TTFT p99", "input tokens (mean)"), rows,
+            Table(("tier", "load", *(("target",) if several else ()), "images", "n", "TTFT p50", "TTFT p95",
+                   "TTFT p99", "input tokens (mean)"), rows, numeric_from=3 if several else 1,
                   note="Chat requests by the images they carried (--images; samples' images), measured successes. "
                        "A vision model counts each image as prompt tokens from its size, so its prefill (and TTFT) "
                        "grows with them; input tokens as the server's usage says.")]
