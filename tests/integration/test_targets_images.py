@@ -10,11 +10,9 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from llmload.analysis.analyze import analyze
 from llmload.analysis.read.run import load_run
-from llmload.analysis.report.targets import target_blocks
+from llmload.analysis.report.targets import comparison_sentence
 from llmload.analysis.tables import splits, targets
-from llmload.rules.slo import profile_from
 from llmload.run.targets import label_of
 from llmload.server.images import image_tokens
 from llmload.server.launch import EmbeddedServer
@@ -42,7 +40,7 @@ def two_targets(tmp_path_factory):
         servers.append(server)
     try:
         hosts = ",".join(s.url for s in servers)
-        run_locally(Chat, hosts, tmp / "run", ["--host-weights", "1,3"], users=4, seconds=3.0)
+        run_locally(Chat, hosts, tmp / "run", ["--host-weights", "1,3"], users=4, seconds=2.5)
     finally:
         for server in servers:
             server.__exit__(None, None, None)
@@ -72,9 +70,7 @@ def test_the_report_names_the_faster_target(two_targets):
     assert c.p50.told and c.p50.low_ms > 0.5 * (SLOW_PREFILL_MS - FAST_PREFILL_MS) - 5
     frame = targets.target_table(run)
     assert set(frame["target"]) == {c.fastest, c.other} and (frame["attempts"] > 0).all()
-    blocks = target_blocks(analyze(run, profile_from("chat")))
-    prose = " ".join(getattr(b, "text", "") for b in blocks)
-    assert f"{c.fastest} is faster than {c.other}" in prose
+    assert comparison_sentence(c).startswith(f"{c.fastest} is faster than {c.other}: TTFT p50 ")
 
 
 @pytest.fixture(scope="module", params=["fast", "openai"])
@@ -85,7 +81,7 @@ def images_run(request, tmp_path_factory):
                              "--decode-ms-per-token", "1", "--truth-log", str(tmp / "truth.csv")]).start()
     try:
         run_locally(Chat, server.url, tmp / "run", ["--images", "0,1,3", "--image-size", "224x224", "--seed", "7",
-                                                    "--transport", request.param], users=1, seconds=2.0)
+                                                    "--transport", request.param], users=1, seconds=1.5)
     finally:
         server.__exit__(None, None, None)
     return tmp

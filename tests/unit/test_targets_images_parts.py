@@ -14,11 +14,14 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from llmload.analysis.analyze import analyze
 from llmload.analysis.read.run import load_run
-from llmload.analysis.report.targets import comparison_sentence
+from llmload.analysis.report.document import Bullets, Heading, Para, Table
+from llmload.analysis.report.targets import comparison_sentence, target_blocks
 from llmload.analysis.synthetic import SimRun, SimServer, write_run
 from llmload.analysis.tables import targets
 from llmload.client.request import StreamRequest
+from llmload.rules.slo import profile_from
 from llmload.run.options import OptionError, read_options
 from llmload.run.targets import RoundRobin, TargetError, label_of, make_targets, parse_weights, split_hosts
 from llmload.server.images import count_images, image_tokens, png_size
@@ -172,6 +175,17 @@ def test_the_targets_table_and_the_faster_target(two_target_run):
     assert (c.fastest, c.other) == ("fast:1", "slow:2") and c.p50.told and 40 < c.p50.low_ms < c.p50.high_ms < 60
     sentence = comparison_sentence(c)
     assert sentence.startswith("fast:1 is faster than slow:2: TTFT p50 ") and "95 % CI" in sentence
+
+
+def test_the_report_section_names_the_faster_target_and_judges_each(two_target_run):
+    blocks = target_blocks(analyze(two_target_run, profile_from("chat")))
+    assert [b.text for b in blocks if isinstance(b, Heading)] == ["Targets side by side"]
+    (table,) = [b for b in blocks if isinstance(b, Table)]
+    assert [row[2] for row in table.rows] == ["fast:1", "slow:2"] * 3
+    assert any(isinstance(b, Para) and b.text.startswith("fast:1 is faster than slow:2") for b in blocks)
+    (verdicts,) = [b for b in blocks if isinstance(b, Bullets)]
+    assert [lead for lead, _ in verdicts.items] == ["fast:1", "slow:2"]
+    assert all("under the chat SLO" in line and "queueing onset" in line for _, line in verdicts.items)
 
 
 def test_two_alike_targets_are_not_told_apart(two_target_run):
