@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import struct
 import zlib
 from collections import Counter
@@ -17,6 +18,8 @@ from PIL import Image
 from llmload.analysis.analyze import analyze
 from llmload.analysis.read.run import load_run
 from llmload.analysis.report.document import Bullets, Heading, Para, Table
+from llmload.analysis.report.summary import dumps
+from llmload.analysis.report.summary_schema import TARGETS
 from llmload.analysis.report.targets import comparison_sentence, target_blocks
 from llmload.analysis.synthetic import SimRun, SimServer, write_run
 from llmload.analysis.tables import targets
@@ -177,8 +180,13 @@ def test_the_targets_table_and_the_faster_target(two_target_run):
     assert sentence.startswith("fast:1 is faster than slow:2: TTFT p50 ") and "95 % CI" in sentence
 
 
-def test_the_report_section_names_the_faster_target_and_judges_each(two_target_run):
-    blocks = target_blocks(analyze(two_target_run, profile_from("chat")))
+@pytest.fixture(scope="module")
+def two_target_analysis(two_target_run):
+    return analyze(two_target_run, profile_from("chat"))
+
+
+def test_the_report_section_names_the_faster_target_and_judges_each(two_target_analysis):
+    blocks = target_blocks(two_target_analysis)
     assert [b.text for b in blocks if isinstance(b, Heading)] == ["Targets side by side"]
     (table,) = [b for b in blocks if isinstance(b, Table)]
     assert [row[2] for row in table.rows] == ["fast:1", "slow:2"] * 3
@@ -186,6 +194,17 @@ def test_the_report_section_names_the_faster_target_and_judges_each(two_target_r
     (verdicts,) = [b for b in blocks if isinstance(b, Bullets)]
     assert [lead for lead, _ in verdicts.items] == ["fast:1", "slow:2"]
     assert all("under the chat SLO" in line and "queueing onset" in line for _, line in verdicts.items)
+
+
+def test_summary_json_holds_the_targets_as_its_schema_says(two_target_analysis):
+    section = json.loads(dumps(two_target_analysis))["targets"]
+    schema = TARGETS["properties"]
+    assert set(section) == set(schema) and len(section["tiers"]) == 6
+    assert set(section["tiers"][0]) == set(schema["tiers"]["items"]["properties"])
+    (c,) = section["comparisons"]
+    assert set(c) == set(schema["comparisons"]["items"]["properties"])
+    assert (c["fastest"], c["other"]) == ("fast:1", "slow:2")
+    assert c["ttft_p50"]["told"] and c["ttft_p50"]["diff_ms"] > 40
 
 
 def test_two_alike_targets_are_not_told_apart(two_target_run):

@@ -53,6 +53,22 @@ def comparison_sentence(c: targets.Comparison) -> str:
             f"that holds 0; {part(c.p99)}; {counts}.")
 
 
+def _difference(d: targets.Difference) -> dict:
+    return {"fastest_ms": d.fastest_ms, "other_ms": d.other_ms, "diff_ms": d.diff_ms, "low_ms": d.low_ms,
+            "high_ms": d.high_ms, "told": d.told}
+
+
+def summary_section(a: Analysis) -> dict | None:
+    """summary.json `targets`: the table and the comparisons (None with one target)."""
+    frame = targets.target_table(a.run)
+    if frame.empty:
+        return None
+    return {"tiers": frame.to_dict("records"),
+            "comparisons": [{"fastest": c.fastest, "other": c.other, "n_fastest": c.n_fastest, "n_other": c.n_other,
+                             "ttft_p50": _difference(c.p50), "ttft_p99": _difference(c.p99),
+                             "sentence": comparison_sentence(c)} for c in targets.faster(a.run)]}
+
+
 def target_blocks(a: Analysis) -> list[Block]:
     frame = targets.target_table(a.run)
     if frame.empty:
