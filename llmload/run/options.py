@@ -10,9 +10,10 @@ registers the flags with these defaults):
     (a value it cannot read keeps its default) and draws nothing random.
   * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read
     and validated once per run at test start on a generating process (RunState.opts): `check_values`
-    rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py)
-    and workload options (workload/spec.py) with one line naming the flag and the value; the init listener
-    runs it before anything starts.
+    rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py),
+    workload options (workload/spec.py), targets (--host repeated, --host-weights: run/targets.py) and images
+    (workload/images.py) with one line naming the flag and the value; the init listener runs it before anything
+    starts.
 """
 
 from __future__ import annotations
@@ -296,4 +297,3 @@ def read_options(environment: Any) -> RunOptions:
     if opts.endpoint not in ENDPOINTS:
         raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
     return opts
-
