@@ -13,21 +13,19 @@ A scenario is a few lines (see `llmload.scenario.install` for what the one call 
         scenario = "chat-short"          # the event name in Locust's tables
         prompt_tokens = 64
 
-Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`;
-docs/workloads.md): a seeded `PromptSource` (llmload/workload/) hands each user the next prompt, max_tokens
-and label, unless the scenario overrides `prompt()`; `--cache warm|cold`: run/cache.py. Request knobs (`--extra-body`,
-`--header`, `--stream`, `--output-len-mode`) have class-attribute twins (`extra_body`, `headers`, `stream`,
-`output_len_mode`); an instance's `request_headers` go on its next requests (agent sessions: llmload/agent/).
+Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`; docs/workloads.md):
+a seeded `PromptSource` (llmload/workload/) hands each user the next prompt, max_tokens and label, unless the
+scenario overrides `prompt()`; `--cache warm|cold`: run/cache.py; `--images`: RunState.next_images. Request knobs
+(`--extra-body`, `--header`, `--stream`, `--output-len-mode`) have class-attribute twins (`extra_body`, `headers`,
+`stream`, `output_len_mode`); an instance's `request_headers` go on its next requests (agent sessions: llmload/agent/).
 
-How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which
-a scenario may override), the transport (`--transport fast|openai`) streams it into a
-StreamResult, `record()` fires the LLM/TTFT/ITL events and hands one sample row to the sink.
-With `--retries N`, a 429 or 503 is retried (run/retry.py); every attempt is its own row and
-event, the retry's `retry_of` naming the previous attempt. A broken target is not hammered:
-after a failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
-server's hint (`--on-429 wait`, the default; a hint above `--max-retry-wait-s` is a
-`retry_after_too_long` failure instead), and after 3 consecutive other failures it backs off
-(`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
+How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which a scenario may
+override), the transport (`--transport fast|openai`) streams it into a StreamResult, `record()` fires the LLM/TTFT/ITL
+events and hands one sample row to the sink. With `--retries N`, a 429 or 503 is retried (run/retry.py); every attempt
+is its own row and event, the retry's `retry_of` naming the previous attempt. A broken target is not hammered: after a
+failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the server's hint (`--on-429 wait`, the
+default; a hint above `--max-retry-wait-s` is a `retry_after_too_long` failure instead), and after 3 consecutive other
+failures it backs off (`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
 
 Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401
 before any success, cannot connect, endpoint does not stream, the first 20 requests all one
@@ -110,7 +108,7 @@ class LLMUser(User):
         self.user_id = f"{self.ctx.worker}-{self.user_index}"
         if self.opts is not None and self.headers:
             self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
-        self.transport: Any = make_transport(self.opts, self.user_index) if self.opts is not None else None
+        self.transport: Any = make_transport(self.opts, self.user_index, self.ctx.round_robin) if self.opts else None
         if self.transport is not None:
             self.transport.prepare()  # untimed: the first request pays its connect, nothing else
         self.label = self.scenario or type(self).__name__
@@ -219,6 +217,7 @@ class LLMUser(User):
                 extra_body={**(self.options.extra_body or {}), **(self.extra_body or {})} or None,
                 stream=self.options.stream if self.stream is None else self.stream,
                 output_len_mode=self.output_len_mode or self.options.output_len_mode, headers=self.request_headers,
+                images=self.ctx.next_images(self.endpoint or self.options.endpoint),
             )
             self.ctx.inflight += 1
             try:

@@ -34,6 +34,10 @@ import pandas as pd
 from llmload.analysis.synthetic_files import health_frame, history_frame, tiers_frame
 from llmload.contract import SAMPLE_COLUMNS
 
+UNWRITTEN = ("images", "target")
+"""columns a simulated run (one target, no images) leaves out, as files written before them do: the fixtures
+made from it also stand for those older files"""
+
 
 @dataclass(frozen=True)
 class SimServer:
@@ -236,7 +240,7 @@ def _to_frame(rows: list[tuple], server: SimServer, run: SimRun, rng: np.random.
         "schedule_lag_ms": np.where(run.rate_tiers is not None, 0.4, np.nan),
         "loop_lag_ms": lag,
     })
-    return frame.reindex(columns=list(SAMPLE_COLUMNS), fill_value="")
+    return frame.reindex(columns=[c for c in SAMPLE_COLUMNS if c not in UNWRITTEN], fill_value="")
 
 
 def _server_facts(server: SimServer) -> dict:

@@ -53,7 +53,7 @@ class Attempt:
                                    ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of,
                                    streamed=streamed,
                                    max_tokens=req.max_tokens if req.endpoint != "embeddings" else None,
-                                   length_asked=req.length_asked)
+                                   length_asked=req.length_asked, images=len(req.images))
         self.total = gevent.Timeout(limits.request_timeout_s)
         self.first = gevent.Timeout(limits.first_token_timeout_s)
         self.exc: LLMError | None = None

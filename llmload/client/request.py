@@ -3,7 +3,9 @@
 `StreamRequest.body()` is the JSON both transports send: chat (`messages`), completions
 (`prompt`) or embeddings (`input`); streamed (`stream: true` + `include_usage`) or not.
 The output-length mode adds vLLM's sampling extras: `ignore-eos` -> `"ignore_eos": true`,
-`min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins).
+`min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins). A chat request's
+`images` (data URIs, workload/images.py) become `image_url` content parts after the text of its last
+user message.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class StreamRequest:
     """usage (ask max_tokens only) | ignore-eos | min-tokens (see OUTPUT_LEN_MODES)"""
     headers: dict[str, str] | None = None
     """this request's own headers, over the transport's (an agent session's sticky-session header)"""
+    images: tuple[str, ...] = ()
+    """chat only: image URLs (data URIs) sent with the last user message"""
 
     @property
     def streamed(self) -> bool:
@@ -60,6 +64,8 @@ class StreamRequest:
                 body["stream_options"] = {"include_usage": True}
             if self.endpoint == "chat":
                 body["messages"] = self.messages or [{"role": "user", "content": self.prompt}]
+                if self.images:
+                    body["messages"] = with_images(body["messages"], self.images)
             else:
                 body["prompt"] = self.prompt
             if self.output_len_mode == "ignore-eos":
@@ -78,6 +84,16 @@ class StreamRequest:
             return ""
         body = self.body()
         return "+".join(k for k in ("ignore_eos", "min_tokens") if body.get(k))
+
+
+def with_images(messages: list[dict], images: tuple[str, ...]) -> list[dict]:
+    """The messages with `images` as image_url parts after the text of the last user message (a copy)."""
+    out = list(messages)
+    last = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out) - 1)
+    content = out[last].get("content")
+    parts = list(content) if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+    out[last] = {**out[last], "content": parts + [{"type": "image_url", "image_url": {"url": url}} for url in images]}
+    return out
 
 
 OUTPUT_LEN_MODES = ("usage", "ignore-eos", "min-tokens")
@@ -126,6 +142,10 @@ class StreamResult:
     empty_answer: bool = False
     """an HTTP 200 answer that ended cleanly ([DONE] / finish_reason) with no text at all (no answer, reasoning or
     tool-call delta): answered, nothing to time. Its own outcome (`error` says `empty_answer`), not a failure"""
+    images: int = 0
+    """images the request carried (StreamRequest.images)"""
+    target: str = ""
+    """the target's label (run/targets.py) when the run's transport named it"""
 
     @property
     def ok(self) -> bool:

@@ -29,6 +29,7 @@ from gevent.pool import Pool
 
 from llmload.client.request import StreamRequest
 from llmload.rules.traffic import cache_mode
+from llmload.run.targets import RoundRobin
 from llmload.run.transport import make_transport
 from llmload.sink.timeline import Tier
 from llmload.workload.cache import distinct_prompts, salted
@@ -75,14 +76,15 @@ def prime(user: Any, tier: Tier) -> None:
     started_s = time.time()
 
     def lane(index: int) -> None:
-        transport = make_transport(opts, ctx.next_user_index())  # a connection carries one stream at a time
+        # a connection carries one stream at a time; each prompt is sent once to every target, in turn
+        transport = make_transport(opts, ctx.next_user_index(), RoundRobin((1.0,) * max(1, len(opts.targets))))
         try:
             for n in range(index, len(prompts), lanes):
                 text, messages = prompts[n]
                 req = StreamRequest(endpoint=endpoint, model=opts.model, prompt=text, max_tokens=1,
                                     request_id=f"{ctx.token}-prime{tier.tier}-{n}", messages=messages,
                                     extra_body=opts.extra_body or None, stream=opts.stream)
-                if not transport.stream(req).ok:
+                if not all([transport.stream(req).ok for _ in transport.transports]):
                     failed.append(n)
         finally:
             transport.close()

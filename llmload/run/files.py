@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from llmload.run.knobs import redacted
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
+from llmload.run.targets import split_hosts
 
 logger = logging.getLogger("llmload")
 
@@ -127,7 +128,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
     settings = settings_of(environment)
     return {
         "run_id": run_id,
-        "host": without_userinfo(settings.host),
+        "host": ",".join(without_userinfo(host) for host in split_hosts(settings.host)),
         "model": settings.model,
         "scenario": scenario,
         "transport": settings.transport,

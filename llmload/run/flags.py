@@ -6,7 +6,8 @@ are added with `parser.add_argument(..., include_in_web_ui=True)` so they appear
 form (the API key as a masked secret field); Locust copies the form values back into
 `environment.parsed_options` when a run starts, so they are read (run/options.py) at test start, never
 at import or init. `--stop-timeout` gets a default long enough for in-flight streams to finish and be
-recorded at ramp-down / test end (Locust's default 0 kills them). `--warmup-seconds` is shared with the
+recorded at ramp-down / test end (Locust's default 0 kills them). Locust's `--host` may be given more than once
+(locust_compat.join_repeated_hosts: the targets of run/targets.py). `--warmup-seconds` is shared with the
 shape flags (shaping/flags.py): whichever registers first, once.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from llmload.client.request import OUTPUT_LEN_MODES
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import DEFAULT_PROFILE, PROFILES, profiles_help
+from llmload.run.locust_compat import join_repeated_hosts
 from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
 from llmload.sink.warmup import parse_span_s
@@ -89,6 +91,7 @@ def add_options(parser: Any) -> None:
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
     add_exporter_options(parser)
     add_knob_options(parser)
+    join_repeated_hosts(parser)
     add_workload_options(parser)
     add_agent_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
@@ -117,6 +120,13 @@ def add_knob_options(parser: Any) -> None:
         help="query parameter NAME=VALUE on every request, e.g. api-version=2024-10-21 (repeatable)")
     add("--stream", action=argparse.BooleanOptionalAction, default=d.stream, include_in_web_ui=True,
         help="stream answers (default); --no-stream: one JSON answer, its TTFT is the whole answer's time")
+    add("--host-weights", default="", include_in_web_ui=True,
+        help="share of the requests per target when --host is given more than once (or as A,B): one weight per "
+             "host, e.g. 3,1 (default: equal shares; run/targets.py)")
+    add("--images", default="", include_in_web_ui=True,
+        help="chat: images per request, sent as seeded PNG data URIs after the prompt text: N, or a choice like "
+             "0,1,4 (each request draws one, seeded)")
+    add("--image-size", default="512x512", include_in_web_ui=True, help="size of the --images, WIDTHxHEIGHT px")
     add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
         help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
              "min-tokens (+min_tokens = max_tokens)")

@@ -55,10 +55,11 @@ from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
 from llmload.run.locust_compat import kill_csv_writer_greenlet, use_cached_default_args, use_precise_buckets
 from llmload.run.once import first_time
-from llmload.run.options import OptionError, check_values, read_options, settings_of, warmup_seconds
+from llmload.run.options import OptionError, check_values, read_options, settings_of
 from llmload.run.outage import OutageWatch
 from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
+from llmload.sink.warmup import warmup_seconds
 from llmload.workload.sizing import SizingError, TokenizerSizer
 
 logger = logging.getLogger("llmload")
@@ -152,13 +153,15 @@ def _start_generating(environment: Any, state: RunState) -> None:
         stop_run(environment, str(exc))
         return
     state.opts = opts
-    state.guard.base_url = files.without_userinfo(opts.base_url)
+    state.prepare_requests(opts)
+    state.guard.base_url = ", ".join(files.without_userinfo(t.base_url) for t in opts.targets)  # all of them
     state.outage = OutageWatch(state.guard.base_url, opts.server_gone_timeout_s)
-    if opts.transport == "openai":  # build the shared SDK client before any user starts
+    if opts.transport == "openai":  # build the shared SDK clients before any user starts
         from llmload.client.sdk import shared_client
 
-        shared_client(opts.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
-                      query=opts.query, api_key_header=opts.api_key_header)
+        for target in opts.targets:
+            shared_client(target.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
+                          query=opts.query, api_key_header=opts.api_key_header)
     if state.health is None:
         state.health = HealthMonitor(state.worker, state.sink.add_health, state.users_now, lambda: state.inflight,
                                      on_overload=lambda text: overload.announce(environment, state.worker, text))

@@ -6,6 +6,7 @@ Locust, run it first. The supported range is pinned in requirements.txt.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import inspect
 from typing import Any
@@ -197,3 +198,23 @@ def warm_stop_path() -> None:
     """
     inspect.stack()
 
+
+
+# --- --host given more than once ---------------------------------------------------------------
+class _JoinedHosts(argparse._StoreAction):
+    """Stores `--host`, joining a second and later `--host` to the ones before with a comma."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{before},{values}" if before and before != self.default else values)
+
+
+def join_repeated_hosts(parser: Any) -> None:
+    """`--host A --host B` -> parsed `host` 'A,B' (run/targets.py splits it). Locust 2.47 registers `--host` as a
+    plain store action (the last one given wins) with dest `host` and env var LOCUST_HOST (configargparse adds a
+    config-file or environment value only when the command line has no --host): its action's class is swapped for
+    one that joins. The option stays one string, so Locust's environment.host and the web UI's host field take the
+    comma list as they are; nothing changes for one host."""
+    for action in parser._actions:
+        if "--host" in action.option_strings and type(action) is argparse._StoreAction:
+            action.__class__ = _JoinedHosts

@@ -9,9 +9,9 @@ declared once, with its default (run/flags.py registers the flags with these def
     (a value it cannot read keeps its default) and draws nothing random.
   * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read and validated once
     per run at test start on a generating process (RunState.opts): `check_values` rejects impossible numbers
-    (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py) and workload options (workload/spec.py)
-    with one line naming the flag and the value; the init listener runs it before anything starts.
-`warmup_seconds` reads --warmup-seconds (a duration the web UI form sends as text; plain runs and shapes).
+    (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py), workload options (workload/spec.py),
+    targets (--host repeated, --host-weights: run/targets.py) and images (workload/images.py) with one line naming
+    the flag and the value; the init listener runs it before anything starts.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from llmload.rules.slo import gate_profile
 from llmload.run import knobs
 from llmload.run.outage import SERVER_GONE_TIMEOUT_S
 from llmload.run.retry import ON_429_MODES, RetryPolicy
-from llmload.sink.warmup import parse_span_s
+from llmload.run.targets import Target, TargetError, make_targets, parse_weights, split_hosts
 from llmload.workload.agent_spec import AgentSpec, parse_agent_spec
+from llmload.workload.images import ImageError, ImageSpec, parse_images
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
@@ -79,7 +80,9 @@ class RunSettings:
 @dataclass(frozen=True)
 class RunOptions(RunSettings):
     base_url: str = ""
-    """the OpenAI base URL from --host (api_base_url)"""
+    """the OpenAI base URL from --host (api_base_url; the first target's)"""
+    targets: tuple[Target, ...] = ()
+    """every --host with its --host-weights weight (run/targets.py)"""
     max_tokens: int = 128
     """max_tokens of every request"""
     prompt_tokens: int = 128
@@ -108,6 +111,8 @@ class RunOptions(RunSettings):
     """--dataset, --input-tokens, ... (workload/spec.py)"""
     agent: AgentSpec = field(default_factory=AgentSpec)
     """--agent-turns, --think-time-s, --fanout, --session-header (workload/agent_spec.py; agent users read them)"""
+    images: ImageSpec = field(default_factory=ImageSpec)
+    """--images, --image-size (workload/images.py; chat requests only)"""
 
 
 DEFAULTS = RunOptions()
@@ -208,7 +213,8 @@ def check_values(parsed: Any) -> None:
             raise OptionError(f"{flag} must be {need}, got {value!r}")
     check_server_metrics(getattr(parsed, "server_metrics", None) if parsed is not None else None)
     if str(_get(parsed, "host", "embedded")).strip() != "embedded":  # embedded: the server's URL, later
-        api_base_url(str(_get(parsed, "host", "")))
+        for host in split_hosts(str(_get(parsed, "host", ""))):
+            api_base_url(host)
     on_429 = getattr(parsed, "on_429", None) if parsed is not None else None
     if on_429 not in (None, "", *ON_429_MODES):
         raise OptionError(f"--on-429 must be one of {', '.join(ON_429_MODES)}, got {on_429!r}")
@@ -232,8 +238,9 @@ def read_knobs(parsed: Any) -> dict:
             "stream": stream if isinstance(stream, bool) else str(stream).lower() not in ("false", "0", "off"),
             "output_len_mode": mode, "workload": _checked_spec(parsed),
             "agent": parse_agent_spec(vars(parsed) if parsed is not None else {}),
+            "images": parse_images(_get(parsed, "images", ""), _get(parsed, "image_size", "")),
         }
-    except (knobs.KnobError, WorkloadError) as exc:
+    except (knobs.KnobError, WorkloadError, ImageError) as exc:
         raise OptionError(str(exc)) from None
 
 
@@ -259,9 +266,10 @@ def read_options(environment: Any) -> RunOptions:
     check_values(parsed)
     settings = _settings(environment)
     try:
+        bases = [api_base_url(host) for host in split_hosts(settings["host"])]
         opts = RunOptions(
-            **{**settings, **read_knobs(parsed)},
-            base_url=api_base_url(settings["host"]),
+            **{**settings, **read_knobs(parsed)}, base_url=bases[0],
+            targets=make_targets(bases, parse_weights(_get(parsed, "host_weights", ""), len(bases))),
             max_tokens=int(_get(parsed, "max_tokens", d.max_tokens)),
             prompt_tokens=int(_get(parsed, "prompt_tokens", d.prompt_tokens)),
             endpoint=str(_get(parsed, "endpoint", d.endpoint)),
@@ -280,6 +288,8 @@ def read_options(environment: Any) -> RunOptions:
         )
     except OptionError:
         raise
+    except TargetError as exc:
+        raise OptionError(str(exc)) from None
     except (TypeError, ValueError) as exc:
         raise OptionError(f"bad llmload option: {exc}") from None
     if opts.transport not in TRANSPORTS:
@@ -287,14 +297,3 @@ def read_options(environment: Any) -> RunOptions:
     if opts.endpoint not in ENDPOINTS:
         raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
     return opts
-
-
-def warmup_seconds(parsed: Any) -> float | None:
-    """--warmup-seconds as a number, None when not given (the web UI form sends text; ValueError if bad)."""
-    value = getattr(parsed, "warmup_seconds", None) if parsed is not None else None
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    seconds = float(value) if isinstance(value, (int, float)) else parse_span_s(value)
-    if seconds < 0:
-        raise ValueError(f"--warmup-seconds must be >= 0, got {value!r}")
-    return seconds

@@ -35,6 +35,7 @@ from llmload.run import prometheus
 from llmload.run.files import without_userinfo
 from llmload.run.knobs import redact
 from llmload.run.options import settings_of
+from llmload.run.targets import split_hosts
 from llmload.sink.csvlog import CsvLog
 
 logger = logging.getLogger("llmload")
@@ -173,7 +174,7 @@ class Scraper:
 def start(environment: Any, run_dir: Path) -> Scraper | None:
     """test_start on the process that writes files: start scraping per --server-metrics (or not)."""
     settings = settings_of(environment)
-    url, auto = metrics_url(settings.server_metrics, environment.host or "")
+    url, auto = metrics_url(settings.server_metrics, split_hosts(environment.host or "")[0])  # the first target
     if url is None:
         return None
     api_key, key_header = settings.api_key, settings.api_key_header  # Azure-style `api-key: KEY`, else Bearer

@@ -35,11 +35,13 @@ from llmload.run.guard import RunGuard
 from llmload.run.options import RunOptions
 from llmload.run.outage import OutageWatch
 from llmload.run.repeats import RepeatedErrors
+from llmload.run.targets import RoundRobin
 from llmload.sink.ramps import RampWatch
 from llmload.sink.roles import is_worker
 from llmload.sink.rows import RowSink
 from llmload.sink.timeline import Timeline
 from llmload.workload.dataset import DatasetItem, load_dataset
+from llmload.workload.images import ImagePool
 from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
 
 if TYPE_CHECKING:
@@ -121,6 +123,10 @@ class RunState:
         self._dataset: tuple[str, list[DatasetItem]] | None = None
         self._sizer: Any = None
         self._sizing: gevent.event.Event | None = None
+        self.round_robin: RoundRobin | None = None
+        """which target each request of this process goes to (run/targets.py; built at test start)"""
+        self.image_pool: ImagePool | None = None
+        """the --images of this process's chat requests (workload/images.py; generated at test start)"""
 
     def _feed_workers(self, _environment: Any) -> None:
         """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
@@ -139,6 +145,15 @@ class RunState:
         if is_worker(runner):
             return f"w{runner.worker_index}"
         return "local"
+
+    def prepare_requests(self, opts: RunOptions) -> None:
+        """At test start, before users start: the round robin over the targets, the images generated once."""
+        self.round_robin = RoundRobin(tuple(t.weight for t in opts.targets) or (1.0,))
+        self.image_pool = ImagePool(opts.images, opts.workload.seed) if opts.images.active else None
+
+    def next_images(self, endpoint: str) -> tuple[str, ...]:
+        """The images of the next request (chat only; () without --images)."""
+        return self.image_pool.next() if self.image_pool is not None and endpoint == "chat" else ()
 
     def next_user_index(self) -> int:
         return next(self._user_ids)

@@ -24,6 +24,7 @@ from llmload.server.embeddings import EmbeddingJob
 from llmload.server.engine import Engine
 from llmload.server.faults import Faults
 from llmload.server.generation import Generation
+from llmload.server.images import count_images
 from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
 from llmload.server.plan import OutputPlan, plan_output, tool_results
@@ -120,6 +121,8 @@ class App:
         truth = {"request_id": req.request_id, "endpoint": req.path, "stream": int(bool(body.get("stream"))),
                  "arrival_s": req.arrival_s, "arrival_unix": time.time(), "prompt_tokens": len(words),
                  "max_tokens": limit if limit is not None else "", "tool_results": tool_results(body) if chat else ""}
+        if chat:
+            truth["images"], truth["image_tokens"] = count_images(body["messages"])
         asked = limit if limit is not None else self.cfg.default_output_tokens
         gate = self._gate(req, truth, len(words) + asked)  # limiters count the tokens asked for
         if gate is None:

@@ -1,6 +1,6 @@
 """Request bodies checked as OpenAI checks them; a bad one is a `BadRequest` (an OpenAI error body).
 
-Completions: `model`, `messages` (chat) or `prompt` (text), `n=1`, a positive
+Completions: `model`, `messages` (chat; an image part a PNG data URI: images.py) or `prompt` (text), `n=1`, a positive
 `max_tokens` / `max_completion_tokens`, boolean `stream`, vLLM's `ignore_eos` (boolean) and
 `min_tokens` (0 .. max_tokens). Embeddings: `model` and `input` (a string, a list of
 strings, a list of token ids, or a list of such lists).
@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from llmload.server.config import ServerConfig
+from llmload.server.images import count_images
 
 
 class BadRequest(Exception):
@@ -42,6 +43,10 @@ def completion_body(raw: bytes, cfg: ServerConfig, chat: bool) -> dict:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
             raise BadRequest("'messages' must be a non-empty array of message objects.", "messages")
+        try:
+            count_images(messages)
+        except ValueError as exc:
+            raise BadRequest(f"Invalid image: {exc}.", "messages") from None
     else:
         prompt = body.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):

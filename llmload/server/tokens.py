@@ -3,8 +3,8 @@
 How it works: the embedded server counts one token per whitespace-separated word of the
 prompt (chat messages in order, each preceded by a role marker token). That is not any
 real model's tokenizer, but it is exact and cheap, so a client that builds prompts of N
-words knows the server sees N (+ role markers) tokens. Output tokens are words drawn
-deterministically from a small vocabulary, each streamed with a leading space.
+words knows the server sees N (+ role markers) tokens; an image part adds its patch tokens (images.py).
+Output tokens are words drawn deterministically from a small vocabulary, each streamed with a leading space.
 
 Structured prompts (asking for JSON or code, or `response_format` set) are recognised so
 the engine can decode them faster, as speculative decoding does on predictable text.
@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import random
 import re
+
+from llmload.server.images import image_url_of, image_words
 
 VOCABULARY = (
     "the model answers with a short stream of plain words so that every token is one word "
@@ -35,10 +37,12 @@ def prompt_words(messages_or_prompt: list[dict] | str) -> list[str]:
         content = message.get("content")
         if isinstance(content, str):
             words.extend(content.split())
-        elif isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        elif isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, {"type": "image_url", ...}]
             for part in content:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     words.extend(part["text"].split())
+                elif isinstance(url := image_url_of(part), str):
+                    words.extend(image_words(url))  # checked by parse.completion_body
     return words
 
 

@@ -18,8 +18,7 @@ from typing import Any
 from llmload.rules.refine import DEFAULT_MAX_TIERS
 from llmload.rules.traffic import parse_arrival
 from llmload.run.flags import add_warmup_option
-from llmload.run.options import warmup_seconds
-from llmload.sink.warmup import parse_span_s
+from llmload.sink.warmup import parse_span_s, warmup_seconds
 from llmload.workload.trace_formats import FORMATS as TRACE_FORMATS
 
 REFINE_CHOICES = ("auto", "on", "off")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 _SPAN = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
@@ -36,6 +37,18 @@ def parse_span_s(text: str) -> float:
         raise ValueError(f"bad duration {text!r}: use 90, 90s, 2m or 1h30m")
     h, m, s = (float(g) if g else 0.0 for g in span.groups())
     return h * 3600 + m * 60 + s
+
+
+def warmup_seconds(parsed: Any) -> float | None:
+    """--warmup-seconds as a number, None when not given (the web UI form sends text; ValueError if bad)."""
+    value = getattr(parsed, "warmup_seconds", None) if parsed is not None else None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    seconds = float(value) if isinstance(value, (int, float)) else parse_span_s(value)
+    if seconds < 0:
+        raise ValueError(f"--warmup-seconds must be >= 0, got {value!r}")
+    return seconds
+
 
 
 @dataclass

@@ -186,3 +186,15 @@ def test_the_c_parsers_feed_does_what_the_responses_feed_does():
     ghc_compat.parser_feed(cut)(wire[0] + wire[1])
     with pytest.raises(HTTPParseError):
         ghc_compat.parser_feed(cut)(b"")  # the peer closed inside a chunk
+
+
+def test_locusts_host_option_is_a_plain_store_action_that_can_be_joined():
+    from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    (host,) = [a for a in parser._actions if "--host" in a.option_strings]
+    assert type(host).__name__ == "_StoreAction" and host.dest == "host" and host.default is None
+    locust_compat.join_repeated_hosts(parser)
+    assert parser.parse_args(["--host", "http://a:1", "--host", "http://b:2"]).host == "http://a:1,http://b:2"
+    assert parser.parse_args(["--host", "http://a:1"]).host == "http://a:1" and parser.parse_args([]).host is None

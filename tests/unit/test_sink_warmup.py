@@ -7,9 +7,8 @@ import argparse
 import pytest
 
 from llmload.run.flags import add_warmup_option
-from llmload.run.options import warmup_seconds
 from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
-from llmload.sink.warmup import RampWarmup, parse_span_s
+from llmload.sink.warmup import RampWarmup, parse_span_s, warmup_seconds
 
 
 def test_first_ramp_waits_for_every_user_after_the_last_spawn():

@@ -53,7 +53,7 @@ from llmload.contract import SAMPLE_COLUMNS
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
 TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
                 "model_requested", "model_returned", "retry_of", "retry_after_source", "finish_reason",
-                "error_detail", "output_tokens_client_source", "length_asked", "session", "parent_session")
+                "error_detail", "output_tokens_client_source", "length_asked", "session", "parent_session", "target")
 """samples.csv columns read as text (categories); `request_id` as plain strings"""
 UNREAD_COLUMNS: tuple[str, ...] = ()
 """contract columns the analysis does not use"""

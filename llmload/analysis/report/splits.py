@@ -1,4 +1,5 @@
-"""The report's split tables (`splits.py`): retries, decode and stalls, tokens, connections, open loop.
+"""The report's split tables (`splits.py`): targets (targets.py), retries, decode, tokens, connections, images,
+open loop.
 
 How it works: one function per table, each returning [] when the run cannot show that split, so
 the report only grows where the data has something to say. Pure: blocks in, no I/O.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from llmload.analysis import text
 from llmload.analysis.read import histograms
 from llmload.analysis.report.document import Block, Heading, Table
+from llmload.analysis.report.targets import target_blocks
 from llmload.analysis.tables import splits, tokens
 from llmload.analysis.verdicts import billing
 
@@ -87,6 +89,23 @@ def connection_blocks(a) -> list[Block]:
                   note="Tiers where both occurred (samples' conn_reused); connect = TCP (+TLS) setup.")]
 
 
+def image_blocks(a) -> list[Block]:
+    frame = splits.image_table(a.run)
+    if frame.empty:
+        return []
+    loads = a.table.set_index("tier")["load"]
+    several = "target" in frame
+    rows = tuple((str(r.tier), text.load(loads.get(r.tier, float("nan"))), *((r.target,) if several else ()),
+                  str(r.images), str(r.n), ms(r.ttft_p50_ms), ms(r.ttft_p95_ms), ms(r.ttft_p99_ms),
+                  num(r.input_tokens_mean, 0)) for r in frame.itertuples())
+    return [Heading("TTFT by images per request", 3),
+            Table(("tier", "load", *(("target",) if several else ()), "images", "n", "TTFT p50", "TTFT p95",
+                   "TTFT p99", "input tokens (mean)"), rows, numeric_from=3 if several else 1,
+                  note="Chat requests by the images they carried (--images; samples' images), measured successes. "
+                       "A vision model counts each image as prompt tokens from its size, so its prefill (and TTFT) "
+                       "grows with them; input tokens as the server's usage says.")]
+
+
 def intended_blocks(a) -> list[Block]:
     frame = splits.intended_table(a.table)
     if frame.empty:
@@ -105,4 +124,5 @@ def intended_blocks(a) -> list[Block]:
 def split_blocks(a) -> list[Block]:
     if not a.run.per_request:  # the other splits need per-request rows (hist_run.CANNOT_SHOW)
         return decode_blocks(a)
-    return [*retry_blocks(a), *decode_blocks(a), *token_blocks(a), *connection_blocks(a), *intended_blocks(a)]
+    return [*target_blocks(a), *retry_blocks(a), *decode_blocks(a), *token_blocks(a), *connection_blocks(a),
+            *image_blocks(a), *intended_blocks(a)]

@@ -21,6 +21,7 @@ import numpy as np
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
+from llmload.analysis.report.targets import summary_section as target_summary
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
 from llmload.analysis.text import utc
@@ -51,14 +52,17 @@ def clean(value):
 
 
 def safe_host(host) -> str | None:
-    """The target URL without user, password or query string (where keys ride)."""
+    """The target URL without user, password or query string (where keys ride); several targets: each, comma-joined."""
     if not host:
         return None
-    parts = urlsplit(str(host))
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    out = []
+    for one in str(host).split(","):
+        parts = urlsplit(one.strip())
+        netloc = parts.hostname or ""
+        if parts.port:
+            netloc += f":{parts.port}"
+        out.append(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+    return ",".join(out)
 
 
 def run_facts(a: Analysis) -> dict:
@@ -197,7 +201,8 @@ def gate_record(objective: Objective, result: check.Check) -> dict:
 
 def summary(a: Analysis) -> dict:
     plan = a.plan
-    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run)}
+    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run),
+                "targets": target_summary(a)}
     return clean({
         "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
                                               () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),

@@ -4,7 +4,7 @@ How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`)
 lists all its fields as required and forbids others, so a field added to `summary.py` without
 being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
 `["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
-`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, `output_tokens`,
+`additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, `output_tokens`, `targets`,
 present only when the run has such data) are the only fields left out of `required`, so a small checker can validate it
 when the `jsonschema` package is not installed.
 """
@@ -107,6 +107,15 @@ WORKLOAD = optional(obj(
     agent=AGENT,
 ), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill", "agent")
 
+DIFFERENCE = obj(fastest_ms=NUM, other_ms=NUM, diff_ms=NUM, low_ms=NUM, high_ms=NUM, told=BOOL)
+TARGETS = obj(
+    tiers=rows("target", ints=("tier", "attempts", "ok"), nums=("error_rate", "ttft_p50_ms", "ttft_p99_ms",
+                                                                "itl_p50_ms", "itl_p99_ms", "ok_rps", "out_tok_s")),
+    comparisons=arr(obj(fastest={"type": "string"}, other={"type": "string"}, n_fastest={"type": "integer"},
+                        n_other={"type": "integer"}, ttft_p50=DIFFERENCE, ttft_p99=DIFFERENCE,
+                        sentence={"type": "string"})),
+)
+
 SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades",
                     "not saturated", "cannot tell"]
 
@@ -135,5 +144,6 @@ SCHEMA = {
                           client_tokens={"type": "integer"}, usage_above={"type": "integer"},
                           usage_below={"type": "integer"}, over_max_tokens={"type": "integer"},
                           unexplained={"type": "integer"}, answer={"type": "string"}),
-    ), "workload", "output_tokens"),
+        targets=TARGETS,
+    ), "workload", "output_tokens", "targets"),
 }

@@ -10,6 +10,8 @@ run cannot show returns an empty frame and the report leaves it out):
   than the attempt's hint (`retry_after_s`, less HINT_SLACK_S) is a retry that ignored the hint.
 - `connection_table`: TTFT and connect time of new vs reused connections (`conn_reused`), for
   tiers where both occur.
+- `image_table`: TTFT by the images a chat request carried (samples.csv `images`, --images), per tier (and
+  target, with several), where some request carried one: a vision model's prefill grows with the image tokens.
 - `intended_table`: open loop: TTFT/e2e from the intended send (coordinated-omission corrected,
   what verdicts use) beside the figures from the actual send.
 """
@@ -98,6 +100,21 @@ def connection_table(run: Run) -> pd.DataFrame:
     out = out.reset_index()
     both = out.groupby("tier")["connection"].transform("nunique") == 2
     return out[both].reset_index(drop=True)
+
+
+def image_table(run: Run) -> pd.DataFrame:
+    """Per tier and image count of requests with images: n, TTFT p50/p95/p99, mean input tokens."""
+    s = run.samples
+    if "images" not in s or not (s["images"].fillna(0) > 0).any():
+        return pd.DataFrame()
+    ok = s[s["measured"] & s["ok"]]
+    several = "target" in ok and ok["target"].astype(str).nunique() > 1  # each target's own prefill
+    keys = [ok["tier"], *([ok["target"].astype(str)] if several else []), ok["images"].fillna(0).astype(int)]
+    by = ok.groupby(keys)
+    out = pd.DataFrame({"n": by.size(), "ttft_p50_ms": by["ttft_ms"].median(),
+                        "ttft_p95_ms": by["ttft_ms"].quantile(0.95), "ttft_p99_ms": by["ttft_ms"].quantile(0.99),
+                        "input_tokens_mean": by["input_tokens"].mean()})
+    return out.reset_index()
 
 
 def intended_table(table: pd.DataFrame) -> pd.DataFrame:
