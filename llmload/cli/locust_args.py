@@ -49,7 +49,7 @@ class Plan:
 
 OPTIONS = {
     "host": (("--host",), "URL", "the API base URL (https://api.example.com/v1); default: embedded, the simulated "
-             "server started for the run"),
+             "server started for the run; repeat it for several targets (--host-weights)"),
     "model": (("--model",), "NAME", "the model sent in every request"),
     "tiers": (("--tiers",), "USERS", "users per step tier, e.g. 1,2,4,8 (default 1,2,4,8,16,32)"),
     "tier_seconds": (("--tier-seconds",), "SPAN", "how long each tier is held: 60, 90s, 2m (default 60)"),
@@ -84,6 +84,8 @@ def build_parser(command: str) -> Parser:
         flags, metavar, text = OPTIONS[name]
         if metavar is None:
             parser.add_argument(*flags, dest=name, action="store_true", help=text)
+        elif name == "host":  # repeated for several targets (run/targets.py)
+            parser.add_argument(*flags, dest=name, metavar=metavar, action="append", help=text)
         else:
             parser.add_argument(*flags, dest=name, metavar=metavar, help=text)
     return parser
@@ -140,7 +142,8 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
     for name in COMMANDS[command][1]:
         value = getattr(args, name)
         if value is not None and name not in ("run_dir", "workers", "no_report"):
-            out += [OPTIONS[name][0][0], value]
+            for one in value if isinstance(value, list) else [value]:
+                out += [OPTIONS[name][0][0], one]
     run_dir = None
     if command in ("run", "master"):
         run_dir = choose_run_dir(args.run_dir, cwd, time.time() if now_s is None else now_s)

@@ -42,6 +42,13 @@ def test_known_options_are_read_and_every_other_argument_goes_to_locust_unchange
     assert not p.report
 
 
+def test_a_repeated_host_reaches_locust_once_per_target_in_order(tmp_path):
+    argv = ["--host", "http://127.0.0.1:8001/v1", "--host", "http://127.0.0.1:8002/v1", "--host-weights", "3,1"]
+    p = plan("run", argv, cwd=tmp_path, now_s=NOW_S)
+    assert p.locust_argv[2:6] == ["--host", "http://127.0.0.1:8001/v1", "--host", "http://127.0.0.1:8002/v1"]
+    assert p.locust_argv[-2:] == ["--host-weights", "3,1"]
+
+
 def test_a_scenario_name_is_found_in_the_checkouts_scenarios_first():
     p = plan("ui", ["streaming"], cwd=ROOT)
     assert p.locust_argv[:2] == ["-f", str(ROOT / "scenarios" / "streaming.py")]
