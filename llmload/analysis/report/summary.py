@@ -1,4 +1,4 @@
-"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/3`).
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/4`).
 
 How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
 facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation
@@ -31,7 +31,7 @@ from llmload.rules import limiter, replicas
 from llmload.rules.knees import KneePoint
 from llmload.rules.slo import Objective, describe_objective
 
-SCHEMA_ID = "llmload.summary/3"
+SCHEMA_ID = "llmload.summary/4"
 QUANTILES = ("p50", "p95", "p99")
 
 
@@ -95,6 +95,12 @@ def _quantiles(row, prefix: str, names=QUANTILES) -> dict:
     return {name: row.get(f"{prefix}_{name}_ms") for name in names}
 
 
+def _cis(row, prefix: str, *names: str) -> dict:
+    """`{name}_ci_low` / `{name}_ci_high`: a percentile's 95 % bootstrap CI (tables/samples.add_cis)."""
+    return {f"{name}_ci_{end}": row.get(f"{prefix}_{name}_ci_{short}_ms") for name in names
+            for end, short in (("low", "lo"), ("high", "hi"))}
+
+
 def tier_record(row, run_tiers) -> dict:
     """One tier's figures (a tier-table row), as summary.json's `tiers[]` items and `tiers --format json`."""
     window = run_tiers[run_tiers["tier"] == row["tier"]].iloc[0]
@@ -112,11 +118,10 @@ def tier_record(row, run_tiers) -> dict:
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
         "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
-        "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
-                    "p99_ci_high": row["ttft_p99_ci_hi_ms"], "p95_ci_low": row.get("ttft_p95_ci_lo_ms"),
-                    "p95_ci_high": row.get("ttft_p95_ci_hi_ms")},
-        "e2e_ms": _quantiles(row, "e2e"), "tpot_ms": _quantiles(row, "tpot"),
-        "itl_mean_ms": _quantiles(row, "itl_mean"),
+        "out_tok_s_ci_low": row.get("out_tok_s_ci_lo"), "out_tok_s_ci_high": row.get("out_tok_s_ci_hi"),
+        "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], **_cis(row, "ttft", "p50", "p95", "p99")},
+        "e2e_ms": {**_quantiles(row, "e2e"), **_cis(row, "e2e", "p99")}, "tpot_ms": _quantiles(row, "tpot"),
+        "itl_mean_ms": {**_quantiles(row, "itl_mean"), **_cis(row, "itl_mean", "p50", "p99")},
         "itl_gap_ms": {**_quantiles(row, "itl_gap", (*QUANTILES, "p999")), "gaps": row.get("itl_gaps", 0)},
         "stalls": row["stalls"], "stall_ms": row["stall_ms"],
         "wait_ms": row["wait_ms"],

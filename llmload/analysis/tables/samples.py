@@ -8,8 +8,9 @@ requests is flagged with the length it needed; latency percentiles use successfu
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
 server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
-when the run counts them as errors) and, with no token, are in no latency figure; p99 TTFT gets a bootstrap
-CI; TTFT is split into connect, headers-minus-connect and the rest.
+when the run counts them as errors) and, with no token, are in no latency figure; TTFT gets bootstrap
+CIs (p50, p95, p99: the SLO's, the queueing model's and the baseline gate's figures; e2e p99, per-request mean ITL
+p50 and p99, and output tokens/s by batch means, `delivery.rate_ci`, for the baseline gate); TTFT is split into connect, headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from llmload.analysis.read import histograms
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
 from llmload.analysis.tables import delivery
-from llmload.analysis.tables.stats import quantile_ci
+from llmload.analysis.tables.stats import quantile_cis
 from llmload.rules.limits import MIN_SAMPLES_P999
 from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS
 
@@ -106,6 +107,9 @@ def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, decode_max_ms
     tokens = delivery.delivered(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
     table["out_tokens"] = pd.Series(tokens, index=tiers.index).reindex(table.index)
     table["out_tok_s"] = table["out_tokens"] / window
+    low, high = delivery.rate_ci(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
+    table["out_tok_s_ci_lo"] = pd.Series(low, index=tiers.index).reindex(table.index)
+    table["out_tok_s_ci_hi"] = pd.Series(high, index=tiers.index).reindex(table.index)
     delivery.add_short_for_requests(table, decode_max_ms, tiers)
 
 
@@ -144,7 +148,7 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by, tiers_e
 
 
 def _add_latency(table: pd.DataFrame, ok_by) -> None:
-    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with the bootstrap CIs of p99 and p95 TTFT."""
+    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with bootstrap CIs (TTFT p50/p95/p99, e2e p99)."""
     _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
     too_few_999 = table["ok"] < MIN_SAMPLES_P999
     table.loc[too_few_999, "ttft_p999_ms"] = np.nan
@@ -152,10 +156,18 @@ def _add_latency(table: pd.DataFrame, ok_by) -> None:
     table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
     table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
     table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
-    for name, q in (("p99", 0.99), ("p95", 0.95)):  # p95: the SLO's figure, checked against the queueing model
-        ci = {t: quantile_ci(g.to_numpy(), q) for t, g in ok_by["ttft_ms"]}
-        table[f"ttft_{name}_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
-        table[f"ttft_{name}_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    # p95: the SLO's figure, checked against the queueing model; p50 and p99: the baseline gate's
+    add_cis(table, ok_by, "ttft_ms", "ttft", {"p50": 0.50, "p95": 0.95, "p99": 0.99})
+    add_cis(table, ok_by, "e2e_ms", "e2e", {"p99": 0.99})
+
+
+def add_cis(table: pd.DataFrame, ok_by, column: str, prefix: str, qs: dict[str, float]) -> None:
+    """`{prefix}_{name}_ci_lo_ms` / `_ci_hi_ms`: the bootstrap 95 % CI of each percentile of `column` per tier."""
+    cis = {t: quantile_cis(g.to_numpy(dtype=float), tuple(qs.values())) for t, g in ok_by[column]}
+    for i, name in enumerate(qs):
+        for j, end in enumerate(("lo", "hi")):
+            table[f"{prefix}_{name}_ci_{end}_ms"] = pd.Series({t: v[i][j] for t, v in cis.items()},
+                                                              dtype=float).reindex(table.index)
 
 
 def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
@@ -164,6 +176,7 @@ def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:
     _add_percentiles(table, ok_by, "tpot_ms", "tpot", PERCENTILES.items())
     table["tpot_mean_ms"] = ok_by["tpot_ms"].mean().reindex(table.index)
     _add_percentiles(table, ok_by, "itl_mean_ms", "itl_mean", PERCENTILES.items())
+    add_cis(table, ok_by, "itl_mean_ms", "itl_mean", {"p50": 0.50, "p99": 0.99})
     stalled = ok_by["itl_max_ms"].agg(lambda s: int((s > stall_ms).sum()))
     table["stalls"] = stalled.reindex(table.index).fillna(0).astype(int)
     table["stall_ms"] = stall_ms
