@@ -7,7 +7,8 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
   compare A B [...]  same load levels side by side; which run holds more load under the SLO
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
-  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
+  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge;
+                     with --baseline OLD the regression gate against another run (report/baseline.py)
 A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
 A run recorded with --ship histograms (no samples.csv) gets every command from its histograms, through the
 same analysis (read/hist_run.py); watch needs per-request rows and says so.
@@ -23,6 +24,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
+from llmload.analysis.report import baseline
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -178,6 +180,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from llmload.analysis.verdicts import gate as check
     from llmload.rules import slo
 
+    if args.baseline:
+        return baseline.cmd_check_baseline(args)
     objective = slo.objective(args.slo or "chat", args.slo_file)
     result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
                              args.empty_answer_is_error)
@@ -242,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
     where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
+    baseline.add_options(p)
     _empty_option(p)
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")

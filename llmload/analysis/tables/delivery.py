@@ -9,8 +9,8 @@ every window by binary search (times are taken from the run's first send, so the
 It is the rule book's `share_in` summed over the attempts, on arrays (the live book sums `share_in` itself).
 `rate_ci` gives the confidence interval of a window's tokens/s by batch means: the window cut into
 RATE_PARTS equal parts, the bootstrap interval of the mean of their rates (`stats.mean_ci`; that mean is the
-window's rate). `add_short_for_requests` adds the longest decode of the successful measured requests per tier and the rule
-book's too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
+window's rate). `add_short_for_requests` adds the longest decode of the successful measured requests per tier
+and the rule book's too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ never makes the latency look good; open loop, TTFT and e2e count from the intend
 server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
 when the run counts them as errors) and, with no token, are in no latency figure; TTFT gets bootstrap
 CIs (p50, p95, p99: the SLO's, the queueing model's and the baseline gate's figures; e2e p99, per-request mean ITL
-p50 and p99, and output tokens/s by batch means, `delivery.rate_ci`, for the baseline gate); TTFT is split into connect, headers-minus-connect and the rest.
+p50 and p99, and output tokens/s by batch means, `delivery.rate_ci`, for the baseline gate); TTFT is split
+into connect, headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
