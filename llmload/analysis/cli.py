@@ -17,6 +17,7 @@ same analysis (read/hist_run.py); watch needs per-request rows and says so.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
-from llmload.analysis.report import baseline
+from llmload.analysis.report import baseline, resources
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -58,6 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from llmload.analysis.report.layout import answer_items, write_report
 
     a = _analysis(args, target=_target(args))
+    a = dataclasses.replace(a, prices=resources.prices_of(args, a.run.info))
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, html_path = write_report(a, build_figures(a), out_dir)
@@ -235,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--target-tok-s", type=float, help="replica plan for this many output tokens/s")
             p.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
                            help="share of SLO capacity kept free per replica (default 0.3)")
+            resources.add_options(p)
     p = sub.add_parser("compare", help="same load levels side by side")
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
     _slo_options(p)

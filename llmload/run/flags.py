@@ -69,7 +69,8 @@ def add_options(parser: Any) -> None:
              "seconds away (one line, exit code 2); 0: wait for it (the outage is named in the report)")
     add("--server-metrics", default=d.server_metrics, include_in_web_ui=True,
         help="the target's Prometheus metrics, scraped every second into server_metrics.csv: auto (try "
-             "<host>/metrics once, off if it is not there), off, or a URL")
+             "<host>/metrics once, off if it is not there), off, or URLs, comma-separated (auto,URL: the engine "
+             "and a DCGM exporter for GPU utilisation and power)")
     add("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
         help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT includes the "
              "handshake each time (the connection-reuse question; connect_ms per row)")

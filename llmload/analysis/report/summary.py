@@ -21,6 +21,7 @@ import numpy as np
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
+from llmload.analysis.report import resources
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
 from llmload.analysis.text import utc
@@ -202,7 +203,8 @@ def gate_record(objective: Objective, result: check.Check) -> dict:
 
 def summary(a: Analysis) -> dict:
     plan = a.plan
-    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run)}
+    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run),
+                "cost": resources.cost_section(a), "gpu": resources.gpu_section(a)}
     return clean({
         "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
                                               () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),

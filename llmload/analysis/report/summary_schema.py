@@ -5,8 +5,9 @@ lists all its fields as required and forbids others, so a field added to `summar
 being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
 `["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
 `additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, `output_tokens`,
-present only when the run has such data) are the only fields left out of `required`, so a small checker can validate it
-when the `jsonschema` package is not installed.
+present only when the run has such data; `cost` only with prices given, `gpu` only with DCGM series) are the
+only fields left out of `required`, so a small checker can validate it when the `jsonschema` package is not
+installed.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ WORKLOAD = optional(obj(
     agent=AGENT,
 ), "short_outputs", "repeat_vs_first", "turns", "grid", "reasoning", "streamed", "prefill", "agent")
 
+COST_TIER = obj(tier={"type": "integer"}, load=NUM, input_tokens=NUM, output_tokens=NUM, token_usd_per_1m_output=NUM,
+                replica_usd_per_1m_output=NUM)
 SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades",
                     "not saturated", "cannot tell"]
 
@@ -139,5 +142,10 @@ SCHEMA = {
                           client_tokens={"type": "integer"}, usage_above={"type": "integer"},
                           usage_below={"type": "integer"}, over_max_tokens={"type": "integer"},
                           unexplained={"type": "integer"}, answer={"type": "string"}),
-    ), "workload", "output_tokens"),
+        cost=obj(prices=obj(price_per_1m_input=NUM, price_per_1m_output=NUM, replica_dollars_per_hour=NUM),
+                 profile={"type": "string"}, at_capacity=COST_TIER | {"type": ["object", "null"]},
+                 tiers=arr(COST_TIER)),
+        gpu=obj(tiers=arr(obj(tier={"type": "integer"}, load=NUM, gpu_util_pct=NUM, gpu_power_w=NUM,
+                              gpu_fb_used_mib=NUM, gpus=NUM))),
+    ), "workload", "output_tokens", "cost", "gpu"),
 }
