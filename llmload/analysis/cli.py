@@ -58,8 +58,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from llmload.analysis.report.figures import build_figures
     from llmload.analysis.report.layout import answer_items, write_report
 
-    a = _analysis(args, target=_target(args))
-    a = dataclasses.replace(a, prices=resources.prices_of(args, a.run.info))
+    prices = resources.prices_of(args, {})  # checked before the analysis; None: run.json's, if any
+    a = dataclasses.replace(_analysis(args, target=_target(args)), prices=prices)
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, html_path = write_report(a, build_figures(a), out_dir)

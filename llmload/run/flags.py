@@ -89,6 +89,7 @@ def add_options(parser: Any) -> None:
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
     add_knob_options(parser)
+    add_price_options(parser)
     add_workload_options(parser)
     add_agent_options(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
@@ -110,6 +111,28 @@ def add_knob_options(parser: Any) -> None:
     add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
         help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
              "min-tokens (+min_tokens = max_tokens)")
+
+
+PRICE_FLAGS = {"--price-per-1m-input": "$ per 1M input tokens", "--price-per-1m-output": "$ per 1M output tokens",
+               "--replica-dollars-per-hour": "$ per hour of one serving replica"}
+"""prices recorded in run.json `prices`: the report's cost lines ($ per 1M output tokens, docs/analysis.md)"""
+
+
+def _price_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a price in $ (a number >= 0), got {text!r}")
+    return value
+
+
+def add_price_options(parser: Any) -> None:
+    """Prices the report turns into $ per 1M output tokens (recorded in run.json; none: no cost lines)."""
+    for flag, what in PRICE_FLAGS.items():
+        parser.add_argument(flag, type=_price_arg, default=None, include_in_web_ui=False,
+                            help=f"{what}: recorded in run.json, the report adds $ per 1M output tokens per tier")
 
 
 def _span_arg(text: str) -> float:

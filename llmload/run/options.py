@@ -249,8 +249,8 @@ def check_server_metrics(setting: Any) -> None:
     """OptionError unless each comma-separated --server-metrics value is auto, off or an http(s) URL."""
     for value in str(setting or "auto").split(","):
         if value.strip().lower() not in ("auto", "off"):
-            http_url(value.strip(), "--server-metrics must be auto, off or http(s) URLs, comma-separated, like "
-                                    "http://127.0.0.1:8000/metrics")
+            http_url(value.strip(), "--server-metrics must be auto, off or an http(s) URL (several: comma-separated)"
+                                    " like http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:

@@ -12,7 +12,6 @@ from llmload.analysis.read.run import load_run
 from llmload.analysis.report import summary
 from llmload.analysis.report.document import to_markdown
 from llmload.analysis.report.layout import blocks
-from llmload.analysis.tables import cost
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 from tests.helpers import canned_server, read_csv, run_locally
@@ -39,12 +38,18 @@ def scraped(tmp_path_factory):
     exporter = canned_server("text/plain; version=0.0.4", DCGM_PAGE.encode())
     with EmbeddedServer(["--preset", "exact"]) as server:
         try:
-            run_locally(Chat, server.url, tmp / "run", ["--max-tokens", "8", "--server-metrics",
-                                                        f"auto,http://127.0.0.1:{exporter.server_port}/metrics"],
-                        users=2, seconds=4.5)
+            metrics = f"auto,http://127.0.0.1:{exporter.server_port}/metrics"
+            run_locally(Chat, server.url, tmp / "run", ["--max-tokens", "8", "--server-metrics", metrics,
+                                                        "--replica-dollars-per-hour", "3.6"], users=2, seconds=4.5)
         finally:
             exporter.stop()
     return tmp / "run"
+
+
+@pytest.fixture(scope="module")
+def analysed(scraped):
+    run = load_run(scraped)
+    return analyze(run, choose_profile(run, None), source=profile_source(run, None))
 
 
 def test_both_pages_land_in_one_file_with_the_dcgm_series(scraped):
@@ -56,9 +61,8 @@ def test_both_pages_land_in_one_file_with_the_dcgm_series(scraped):
     assert len(util) >= 6 and len(util) % len(GPUS) == 0  # every scrape, both GPUs
 
 
-def test_the_report_shows_gpu_utilisation_power_and_memory_per_tier(scraped):
-    run = load_run(scraped)
-    a = analyze(run, choose_profile(run, None), source=profile_source(run, None))
+def test_the_report_shows_gpu_utilisation_power_and_memory_per_tier(analysed):
+    a = analysed
     judged = a.table.dropna(subset=["gpu_util_pct"])
     assert len(judged)
     util, power, memory = (sum(v[i] for v in GPUS.values()) for i in range(3))
@@ -66,12 +70,18 @@ def test_the_report_shows_gpu_utilisation_power_and_memory_per_tier(scraped):
         assert r.gpu_util_pct == pytest.approx(util / len(GPUS)) and r.gpus == len(GPUS)
         assert r.gpu_power_w == pytest.approx(power) and r.gpu_fb_used_mib == pytest.approx(memory)
     md = to_markdown(blocks(a, []))
-    assert "GPU per tier (DCGM exporter)" in md and "Cost per 1M output tokens" not in md
-    gpu = json.loads(summary.dumps(a))["gpu"]
-    assert [t["tier"] for t in gpu["tiers"]] == [int(t) for t in a.table["tier"]]
-    # with a replica's price, the cost per 1M output tokens follows the tier's output tok/s
-    priced = dataclasses.replace(a, prices=cost.Prices(replica_per_hour=3.6))
-    assert "Cost per 1M output tokens" in to_markdown(blocks(priced, []))
-    tok_s = float(priced.table["out_tok_s"].iloc[0])
-    section = json.loads(summary.dumps(priced))["cost"]
+    assert "GPU per tier (DCGM exporter)" in md and "Cost per 1M output tokens" in md
+    doc = json.loads(summary.dumps(a))
+    assert [t["tier"] for t in doc["gpu"]["tiers"]] == [int(t) for t in a.table["tier"]]
+
+
+def test_the_runs_price_flag_is_recorded_and_priced_by_the_report(scraped, analysed):
+    info = json.loads((scraped / "run.json").read_text())
+    assert info["prices"] == {"price_per_1m_input": None, "price_per_1m_output": None, "replica_dollars_per_hour": 3.6}
+    a = analysed
+    tok_s = float(a.table["out_tok_s"].iloc[0])
+    section = json.loads(summary.dumps(a))["cost"]
+    assert section["prices"]["replica_dollars_per_hour"] == 3.6
     assert section["tiers"][0]["replica_usd_per_1m_output"] == pytest.approx(3.6 / (tok_s * 3600) * 1e6)
+    unpriced = dataclasses.replace(a, prices=None, run=dataclasses.replace(a.run, info={**info, "prices": None}))
+    assert "cost" not in json.loads(summary.dumps(unpriced))

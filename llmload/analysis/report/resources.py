@@ -29,6 +29,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def prices_of(args: argparse.Namespace, info: dict) -> cost.Prices | None:
+    """The report's price flags, else `info`'s (run.json) `prices`; ValueError (one line) for a bad one."""
     return cost.resolve({k: getattr(args, k, None) for k in cost.PRICE_KEYS}, info)
 
 
