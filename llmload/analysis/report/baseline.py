@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
 from llmload.analysis.report import summary
-from llmload.analysis.tables import tiers
+from llmload.analysis.tables import samples, tiers
 
 SCHEMA_PREFIX = "llmload.summary/"
 DEFAULT_THRESHOLD = "10%"
@@ -48,7 +48,7 @@ def records(path: str, empty_is_error: bool = False) -> tuple[str, str, list[dic
     run = load_run(where)
     if empty_is_error:
         run = counting_empty_as_error(run)
-    table = tiers.tier_table(run)
+    table = samples.with_gate_cis(run, tiers.tier_table(run))
     return run.name, run.load_unit, summary.clean([summary.tier_record(row, run.tiers) for _, row in table.iterrows()])
 
 

@@ -210,7 +210,7 @@ def summary(a: Analysis) -> dict:
                                               () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),
         "goodput_counts": describe_objective(a.objective) if a.run.per_request else
         "not available from histograms (needs per-request rows)",
-        "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
+        "tiers": [tier_record(row, a.run.tiers) for _, row in samples.with_gate_cis(a.run, a.table).iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),
         "queueing_onset": knee_point(a.onset, "onset"), "queueing_model": queueing_model(a),
         "generator_overloaded": health.exclusion_sentence(a.table, a.run.load_unit) or None,
