@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="same load levels side by side")
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
     _slo_options(p)
-    p = sub.add_parser("check", help="the SLO gate: exit 0 pass, 1 fail, 2 cannot judge")
+    p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge")
     p.add_argument("run_dir")
     p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
     p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
