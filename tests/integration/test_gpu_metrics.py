@@ -73,6 +73,9 @@ def test_the_report_shows_gpu_utilisation_power_and_memory_per_tier(analysed):
     assert "GPU per tier (DCGM exporter)" in md and "Cost per 1M output tokens" in md
     doc = json.loads(summary.dumps(a))
     assert [t["tier"] for t in doc["gpu"]["tiers"]] == [int(t) for t in a.table["tier"]]
+    for record, (_, row) in zip(doc["gpu"]["tiers"], a.table.iterrows()):
+        if record["gpu_power_w"] is not None:
+            assert record["joules_per_output_token"] == pytest.approx(power / row["out_tok_s"])
 
 
 def test_the_runs_price_flag_is_recorded_and_priced_by_the_report(scraped, analysed):

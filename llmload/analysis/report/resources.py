@@ -4,7 +4,8 @@ How it works: cost needs prices (`tables/cost.py`: the report's --price-per-1m-i
 --replica-dollars-per-hour, else run.json's `prices`); without them there is no cost line, table or section at
 all. The capacity point is the chosen profile's: the last tier that met the SLO (`Capacity.met`, or the highest
 tested when nothing broke); none when the lowest tier already broke. GPU figures need DCGM series in
-server_metrics.csv (`tables/gpu.py`); without them no GPU table or section.
+server_metrics.csv (`tables/gpu.py`); without them no GPU table or section. Energy per output token is the
+GPUs' power over the tier's output tokens/s (J per token: W = J/s).
 """
 
 from __future__ import annotations
@@ -90,15 +91,22 @@ def cost_blocks(a: Analysis) -> list[Block]:
 def gpu_blocks(a: Analysis) -> list[Block]:
     if not gpu.has_gpu(a.table):
         return []
-    headers = ("tier", "load", "GPUs", "GPU util %", "power W", "memory used MiB", "out tok/s")
+    headers = ("tier", "load", "GPUs", "GPU util %", "power W", "memory used MiB", "out tok/s", "J / out token")
     rows = tuple((str(r.tier), text.load(r.load), text.num(r.gpus, 0), text.num(r.gpu_util_pct, 0),
-                  text.num(r.gpu_power_w, 0), text.num(r.gpu_fb_used_mib, 0), text.num(r.out_tok_s, 0))
-                 for r in a.table.itertuples())
+                  text.num(r.gpu_power_w, 0), text.num(r.gpu_fb_used_mib, 0), text.num(r.out_tok_s, 0),
+                  text.num(joules, 3))
+                 for r, joules in zip(a.table.itertuples(), _joules_per_token(a.table)))
     return [Heading("GPU per tier (DCGM exporter)", 3),
             Table(headers, rows, note="Mean per measure window of DCGM_FI_DEV_GPU_UTIL (mean over GPUs), "
-                                      "DCGM_FI_DEV_POWER_USAGE and DCGM_FI_DEV_FB_USED (summed over GPUs). "
+                                      "DCGM_FI_DEV_POWER_USAGE and DCGM_FI_DEV_FB_USED (summed over GPUs); "
+                                      "energy per output token = power / output tok/s. "
                                       "Utilisation well under 90 % at the top tier: the serving stack, not the GPU, "
                                       "was the limit. '-' = not exposed.")]
+
+
+def _joules_per_token(table: pd.DataFrame) -> pd.Series:
+    """The GPUs' energy per output token delivered: power W / output tok/s (NaN without either)."""
+    return table["gpu_power_w"] / table["out_tok_s"].where(table["out_tok_s"] > 0)
 
 
 def blocks(a: Analysis) -> list[Block]:
@@ -121,5 +129,6 @@ def cost_section(a: Analysis) -> dict | None:
 def gpu_section(a: Analysis) -> dict | None:
     if not gpu.has_gpu(a.table):
         return None
-    return {"tiers": [{"tier": int(r["tier"]), "load": r["load"], **{c: r[c] for c in gpu.COLUMNS}}
-                      for _, r in a.table.iterrows()]}
+    return {"tiers": [{"tier": int(r["tier"]), "load": r["load"], **{c: r[c] for c in gpu.COLUMNS},
+                       "joules_per_output_token": joules}
+                      for (_, r), joules in zip(a.table.iterrows(), _joules_per_token(a.table))]}

@@ -146,6 +146,6 @@ SCHEMA = {
                  profile={"type": "string"}, at_capacity=COST_TIER | {"type": ["object", "null"]},
                  tiers=arr(COST_TIER)),
         gpu=obj(tiers=arr(obj(tier={"type": "integer"}, load=NUM, gpu_util_pct=NUM, gpu_power_w=NUM,
-                              gpu_fb_used_mib=NUM, gpus=NUM))),
+                              gpu_fb_used_mib=NUM, gpus=NUM, joules_per_output_token=NUM))),
     ), "workload", "output_tokens", "cost", "gpu"),
 }
