@@ -12,9 +12,11 @@ from llmload.analysis.read.run import load_run
 from llmload.analysis.report import summary
 from llmload.analysis.report.document import to_markdown
 from llmload.analysis.report.layout import blocks
+from llmload.analysis.report.summary_schema import SCHEMA
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 from tests.helpers import canned_server, read_csv, run_locally
+from tests.unit.test_analysis_summary import violations
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +74,7 @@ def test_the_report_shows_gpu_utilisation_power_and_memory_per_tier(analysed):
     md = to_markdown(blocks(a, []))
     assert "GPU per tier (DCGM exporter)" in md and "Cost per 1M output tokens" in md
     doc = json.loads(summary.dumps(a))
+    assert violations(doc, SCHEMA) == []
     assert [t["tier"] for t in doc["gpu"]["tiers"]] == [int(t) for t in a.table["tier"]]
     for record, (_, row) in zip(doc["gpu"]["tiers"], a.table.iterrows()):
         if record["gpu_power_w"] is not None:

@@ -17,7 +17,9 @@ from llmload.analysis.report import resources, summary
 from llmload.analysis.report.answer import answer_items
 from llmload.analysis.report.document import to_markdown
 from llmload.analysis.report.layout import blocks
+from llmload.analysis.report.summary_schema import SCHEMA
 from llmload.analysis.tables import cost
+from tests.unit.test_analysis_summary import violations
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "knee16"
 
@@ -50,7 +52,9 @@ def usage_by_tier(tiers: list) -> dict[int, tuple[float, float]]:
 
 def test_token_prices_and_a_replicas_price_per_tier_and_at_the_capacity(knee16):
     a = dataclasses.replace(knee16, prices=cost.Prices(per_1m_input=0.5, per_1m_output=1.5, replica_per_hour=2.5))
-    section = json.loads(summary.dumps(a))["cost"]
+    doc = json.loads(summary.dumps(a))
+    assert violations(doc, SCHEMA) == []
+    section = doc["cost"]
     usage = usage_by_tier([int(t) for t in a.table["tier"]])
     for record, (_, row) in zip(section["tiers"], a.table.iterrows()):
         tokens_in, tokens_out = usage[record["tier"]]
