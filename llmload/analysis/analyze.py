@@ -34,6 +34,7 @@ from llmload.analysis.tables import (
 )
 from llmload.analysis.tables import delivery as delivery_mod
 from llmload.analysis.tables import phases as phases_mod
+from llmload.analysis.tables.cost import Prices
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
 from llmload.analysis.verdicts import ending as ending_mod
@@ -102,6 +103,8 @@ class Analysis:
     rate where the capacity tier got more (`limited`)"""
     limiter: RateLimiter | None = None
     """the rate limiter behind the 429s (llmload.rules.limiter), or None"""
+    prices: Prices | None = None
+    """prices the report was given (`tables/cost.py`); None: run.json's, if any"""
 
     @property
     def climbs(self) -> bool:

@@ -7,7 +7,8 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   plots RUN_DIR      write the figures as PNG into RUN_DIR/plots/
   compare A B [...]  same load levels side by side; which run holds more load under the SLO
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
-  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge
+  check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge;
+                     with --baseline OLD the regression gate against another run (report/baseline.py)
 A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
 A run recorded with --ship histograms (no samples.csv) gets every command from its histograms, through the
 same analysis (read/hist_run.py); watch needs per-request rows and says so.
@@ -16,6 +17,7 @@ same analysis (read/hist_run.py); watch needs per-request rows and says so.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
+from llmload.analysis.report import baseline, resources
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -55,7 +58,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from llmload.analysis.report.figures import build_figures
     from llmload.analysis.report.layout import answer_items, write_report
 
-    a = _analysis(args, target=_target(args))
+    prices = resources.prices_of(args, {})  # checked before the analysis; None: run.json's, if any
+    a = dataclasses.replace(_analysis(args, target=_target(args)), prices=prices)
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, html_path = write_report(a, build_figures(a), out_dir)
@@ -178,6 +182,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from llmload.analysis.verdicts import gate as check
     from llmload.rules import slo
 
+    if args.baseline:
+        return baseline.cmd_check_baseline(args)
     objective = slo.objective(args.slo or "chat", args.slo_file)
     result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
                              args.empty_answer_is_error)
@@ -231,10 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument("--target-tok-s", type=float, help="replica plan for this many output tokens/s")
             p.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
                            help="share of SLO capacity kept free per replica (default 0.3)")
+            resources.add_options(p)
     p = sub.add_parser("compare", help="same load levels side by side")
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
     _slo_options(p)
-    p = sub.add_parser("check", help="the SLO gate: exit 0 pass, 1 fail, 2 cannot judge")
+    p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge")
     p.add_argument("run_dir")
     p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
     p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
@@ -242,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
     where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
+    baseline.add_options(p)
     _empty_option(p)
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from llmload.run.flags import PRICE_FLAGS
 from llmload.run.knobs import redacted
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
@@ -141,9 +142,15 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "shape": run_state(environment).shape_info,
         "slo_profile": settings.slo_profile,
         "empty_answer_is_error": settings.empty_answer_is_error,
-        **(worker_book or {}),
+        **(worker_book or {}), **prices(environment.parsed_options),
         **({"unwritten_rows": unwritten} if (unwritten := run_state(environment).sink.disk.unwritten()) else {}),
     }
+
+
+def prices(parsed) -> dict:
+    """run.json `prices` when a price flag was given (run/flags.py PRICE_FLAGS), else nothing."""
+    given = {flag[2:].replace("-", "_"): getattr(parsed, flag[2:].replace("-", "_"), None) for flag in PRICE_FLAGS}
+    return {"prices": given} if any(v is not None for v in given.values()) else {}
 
 
 def write_run_json(run_dir: Path, info: dict) -> Path:

@@ -71,7 +71,8 @@ def add_options(parser: Any) -> None:
              "seconds away (one line, exit code 2); 0: wait for it (the outage is named in the report)")
     add("--server-metrics", default=d.server_metrics, include_in_web_ui=True,
         help="the target's Prometheus metrics, scraped every second into server_metrics.csv: auto (try "
-             "<host>/metrics once, off if it is not there), off, or a URL")
+             "<host>/metrics once, off if it is not there), off, or URLs, comma-separated (auto,URL: the engine "
+             "and a DCGM exporter for GPU utilisation and power)")
     add("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
         help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT includes the "
              "handshake each time (the connection-reuse question; connect_ms per row)")
@@ -89,11 +90,9 @@ def add_options(parser: Any) -> None:
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
-    add_exporter_options(parser)
-    add_knob_options(parser)
-    join_repeated_hosts(parser)
-    add_workload_options(parser)
-    add_agent_options(parser)
+    for group in (add_exporter_options, add_knob_options, join_repeated_hosts, add_price_options,
+                  add_workload_options, add_agent_options):
+        group(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
 
 
@@ -140,6 +139,26 @@ def _port_arg(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"a port 0-65535 is needed (0: off), got {text!r}")
     return port
+PRICE_FLAGS = {"--price-per-1m-input": "$ per 1M input tokens", "--price-per-1m-output": "$ per 1M output tokens",
+               "--replica-dollars-per-hour": "$ per hour of one serving replica"}
+"""prices recorded in run.json `prices`: the report's cost lines ($ per 1M output tokens, docs/analysis.md)"""
+
+
+def _price_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a price in $ (a number >= 0), got {text!r}")
+    return value
+
+
+def add_price_options(parser: Any) -> None:
+    """Prices the report turns into $ per 1M output tokens (recorded in run.json; none: no cost lines)."""
+    for flag, what in PRICE_FLAGS.items():
+        parser.add_argument(flag, type=_price_arg, default=None, include_in_web_ui=False,
+                            help=f"{what}: recorded in run.json, the report adds $ per 1M output tokens per tier")
 
 
 def _span_arg(text: str) -> float:

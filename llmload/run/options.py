@@ -254,10 +254,11 @@ def _checked_spec(parsed: Any) -> WorkloadSpec:
 
 
 def check_server_metrics(setting: Any) -> None:
-    """OptionError unless --server-metrics is auto, off or an http(s) URL (run/server_metrics.py)."""
-    value = str(setting or "auto").strip()
-    if value.lower() not in ("auto", "off"):
-        http_url(value, "--server-metrics must be auto, off or an http(s) URL like http://127.0.0.1:8000/metrics")
+    """OptionError unless each comma-separated --server-metrics value is auto, off or an http(s) URL."""
+    for value in str(setting or "auto").split(","):
+        if value.strip().lower() not in ("auto", "off"):
+            http_url(value.strip(), "--server-metrics must be auto, off or an http(s) URL (several: comma-separated)"
+                                    " like http://127.0.0.1:8000/metrics")
 
 
 def read_options(environment: Any) -> RunOptions:

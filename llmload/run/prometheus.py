@@ -8,8 +8,9 @@ included); a timestamp after it is ignored. A line that does not parse is skippe
 counted, never raised.
 
 Kept (`kept`): the serving engines' families, names starting with `vllm:`, `llamacpp:`,
-`sglang:`, `tgi_` or `llmload:`; histogram `_bucket` lines and `_created` stamps are dropped
-(the analysis uses gauges and a histogram's `_sum` / `_count`). The name is kept with its
+`sglang:`, `tgi_` or `llmload:`, and NVIDIA's DCGM exporter's `DCGM_` (GPU utilisation, power, memory);
+histogram `_bucket` lines and `_created` stamps are dropped (the analysis uses gauges and a histogram's
+`_sum` / `_count`). The name is kept with its
 labels as the server wrote them; the analysis drops the labels when it sums a family.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-KEPT_PREFIXES = ("vllm:", "llamacpp:", "sglang:", "tgi_", "llmload:")
+KEPT_PREFIXES = ("vllm:", "llamacpp:", "sglang:", "tgi_", "llmload:", "DCGM_")
 DROPPED_SUFFIXES = ("_bucket", "_created")
 _SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?[ \t]+(\S+)')
 """name, optional label block (quoted values may hold `}` and escapes), blanks, value"""

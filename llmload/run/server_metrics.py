@@ -8,6 +8,9 @@ start, `start(environment, run_dir)` resolves the setting:
 - a URL: scraped as given (no API key: another origin may not be trusted with it); failures
   are counted, never fatal.
 - `off`: nothing.
+- several, comma-separated (`auto,http://127.0.0.1:9400/metrics`: the engine and a DCGM exporter beside it):
+  one scraper each, as above, writing into the same file (`Scrapers`; greenlets of one process, so rows never
+  interleave); the target's queue for the live verdicts comes from the first that reports one.
 One greenlet sends one GET every `INTERVAL_S` (1 s, on a fixed cadence) with a `TIMEOUT_S`
 timeout; the kept samples go to `server_metrics.csv` (`ts_s` unix time of the answer, `name`
 with labels, `value`), created at the first kept sample. Errors are counted and summed up in
@@ -51,6 +54,16 @@ Fetch = Callable[[str], tuple[int, str, str]]
 """url -> (HTTP status, content-type, body text); raises OSError / urllib errors on failure"""
 
 
+def metrics_urls(setting: str, host: str) -> list[tuple[str, bool]]:
+    """(URL, guessed from --host) of each comma-separated --server-metrics value that names one."""
+    out = []
+    for part in (setting or "auto").split(","):
+        url, auto = metrics_url(part, host)
+        if url is not None and (url, auto) not in out:
+            out.append((url, auto))
+    return out
+
+
 def metrics_url(setting: str, host: str) -> tuple[str | None, bool]:
     """(URL to scrape or None, whether it was guessed from --host) for a --server-metrics value."""
     value = (setting or "auto").strip()
@@ -77,12 +90,37 @@ def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float 
     return fetch
 
 
+class MetricsFile:
+    """The run's server_metrics.csv, created at the first kept sample; shared by the run's scrapers."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / FILE_NAME
+        self.log: CsvLog | None = None
+
+    def write(self, ts_s: float, samples: list[tuple[str, float]]) -> None:
+        if self.log is None:
+            self.log = CsvLog(self.path, SERVER_METRICS_COLUMNS)
+        for name, value in samples:
+            self.log.write({"ts_s": ts_s, "name": name, "value": repr(value)})
+
+    def flush(self) -> None:
+        if self.log is not None:
+            self.log.flush()
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+
 class Scraper:
     """Scrapes one URL into the run folder's server_metrics.csv (module docstring)."""
 
     def __init__(self, url: str, run_dir: Path, fetch: Fetch, auto: bool, clock: Callable[[], float] = time.time,
-                 secrets: tuple[str, ...] = ()):
+                 secrets: tuple[str, ...] = (), file: MetricsFile | None = None):
         self.url, self.run_dir, self.fetch, self.auto, self.clock = url, Path(run_dir), fetch, auto, clock
+        self.file = file or MetricsFile(self.run_dir)
+        """where the kept samples go (shared with the run's other scrapers, who then close it)"""
+        self._owns_file = file is None
         self.secrets = list(secrets)
         """values an error message must not show (the key sent with the scrape)"""
         self.shown_url = without_userinfo(url)
@@ -91,11 +129,14 @@ class Scraper:
         self.last_error = ""
         self.rows = 0
         self.off = False
-        self.log: CsvLog | None = None
         self.waiting: list[tuple[float, float]] = []
         """(unix second, requests waiting) per scrape: the target's queue (contract.SERVER_WAITING), for the live
         verdicts"""
         self._greenlet: gevent.Greenlet | None = None
+
+    @property
+    def log(self) -> CsvLog | None:
+        return self.file.log
 
     def waiting_mean(self, start_s: float, end_s: float) -> float:
         """The target's mean queue over [start_s, end_s) (NaN: fewer than SERVER_MIN_SCRAPES scrapes there)."""
@@ -130,10 +171,7 @@ class Scraper:
         now_s = round(self.clock(), 3)
         samples = prometheus.kept_samples(text)
         if samples:
-            if self.log is None:
-                self.log = CsvLog(self.run_dir / FILE_NAME, SERVER_METRICS_COLUMNS)
-            for name, value in samples:
-                self.log.write({"ts_s": now_s, "name": name, "value": repr(value)})
+            self.file.write(now_s, samples)
             self.rows += len(samples)
             self._note_waiting(now_s, samples)
         return samples
@@ -153,8 +191,7 @@ class Scraper:
             gevent.sleep(max(0.0, next_s - time.monotonic()))
             next_s = max(next_s + INTERVAL_S, time.monotonic())
             self.scrape_once()
-            if self.log is not None:
-                self.log.flush()
+            self.file.flush()
 
     def start(self) -> Scraper:
         self._greenlet = gevent.spawn(self._run)
@@ -164,21 +201,49 @@ class Scraper:
         if self._greenlet is not None:
             self._greenlet.kill(block=True, timeout=2.0)
             self._greenlet = None
-        if self.log is not None:
-            self.log.close()
+        if self._owns_file:
+            self.file.close()
         if self.errors and not self.off:
             logger.warning("llmload: %d of %d server-metrics scrapes of %s failed (last: %s)", self.errors,
                            self.scrapes, self.shown_url, self.last_error)
 
 
-def start(environment: Any, run_dir: Path) -> Scraper | None:
+class Scrapers:
+    """The run's scrapers, one per --server-metrics URL, into one server_metrics.csv."""
+
+    def __init__(self, scrapers: list[Scraper], file: MetricsFile):
+        self.scrapers, self.file = scrapers, file
+
+    def waiting_mean(self, start_s: float, end_s: float) -> float:
+        """The target's mean queue (Scraper.waiting_mean) from the first scraper that saw one; NaN when none did."""
+        for scraper in self.scrapers:
+            if scraper.waiting:
+                return scraper.waiting_mean(start_s, end_s)
+        return math.nan
+
+    def start(self) -> Scrapers:
+        for scraper in self.scrapers:
+            scraper.start()
+        return self
+
+    def stop(self) -> None:
+        for scraper in self.scrapers:
+            scraper.stop()
+        self.file.close()
+
+
+def start(environment: Any, run_dir: Path) -> Scrapers | None:
     """test_start on the process that writes files: start scraping per --server-metrics (or not)."""
     settings = settings_of(environment)
-    url, auto = metrics_url(settings.server_metrics, split_hosts(environment.host or "")[0])  # the first target
-    if url is None:
+    urls = metrics_urls(settings.server_metrics, split_hosts(environment.host or "")[0])  # auto: the first target
+    if not urls:
         return None
     api_key, key_header = settings.api_key, settings.api_key_header  # Azure-style `api-key: KEY`, else Bearer
     auth = {key_header: api_key} if key_header else {"Authorization": f"Bearer {api_key}"}
-    headers = auth if auto and api_key else {}
-    fetch = url_fetch(headers, insecure=settings.insecure)
-    return Scraper(url, run_dir, fetch, auto, secrets=(api_key,) if headers else ()).start()
+    file = MetricsFile(run_dir)
+    scrapers = []
+    for url, auto in urls:
+        headers = auth if auto and api_key else {}
+        fetch = url_fetch(headers, insecure=settings.insecure)
+        scrapers.append(Scraper(url, run_dir, fetch, auto, secrets=(api_key,) if headers else (), file=file))
+    return Scrapers(scrapers, file).start()

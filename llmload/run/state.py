@@ -46,7 +46,7 @@ from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer
 
 if TYPE_CHECKING:
     from llmload.run.health import HealthMonitor
-    from llmload.run.server_metrics import Scraper
+    from llmload.run.server_metrics import Scraper, Scrapers
     from llmload.run.workers import WorkerBook
     from llmload.server.launch import EmbeddedServer
 
@@ -99,8 +99,8 @@ class RunState:
         """the local runner's or master's worker book (run/workers.py; None on a worker)"""
         self.health: HealthMonitor | None = None
         """event-loop lag and CPU of this generating process (run/health.py; started at test start)"""
-        self.server_metrics: Scraper | None = None
-        """the scraper of the target's /metrics while a run goes (run/server_metrics.py)"""
+        self.server_metrics: Scrapers | Scraper | None = None
+        """the scrapers of the target's /metrics (and a GPU exporter's) while a run goes (run/server_metrics.py)"""
         self.inflight = 0
         """requests of this process on the wire now (health.csv `inflight`)"""
         self.repeats = RepeatedErrors()

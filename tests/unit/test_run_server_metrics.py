@@ -97,3 +97,27 @@ def test_auto_turns_off_quietly_when_there_is_no_engine_metrics_page(tmp_path):
         scraper._run()  # returns at once: no loop when the first scrape finds nothing to keep
         assert scraper.off and scraper.log is None
     assert not (tmp_path / "server_metrics.csv").exists()
+
+
+def test_several_urls_are_each_scraped_into_one_file(tmp_path):
+    assert server_metrics.metrics_urls("auto, http://127.0.0.1:9400/metrics,auto", "http://h:8000") == [
+        ("http://h:8000/metrics", True), ("http://127.0.0.1:9400/metrics", False)]
+    assert server_metrics.metrics_urls("off", "http://h:8000") == []
+    with pytest.raises(OptionError, match="comma-separated"):
+        check_values(argparse.Namespace(server_metrics="auto,localhost:9400"))
+    dcgm = 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 91\nDCGM_FI_DEV_POWER_USAGE{gpu="0"} 250.5\ngo_goroutines 3\n'
+    file = server_metrics.MetricsFile(tmp_path)
+    engine = server_metrics.Scraper("http://h/metrics", tmp_path, Fetches((200, "text/plain", PAGE)), auto=True,
+                                    clock=lambda: 10.0, file=file)
+    gpus = server_metrics.Scraper("http://g/metrics", tmp_path, Fetches((200, "text/plain", dcgm)), auto=False,
+                                  clock=lambda: 10.5, file=file)
+    group = server_metrics.Scrapers([engine, gpus], file)
+    engine.scrape_once()
+    gpus.scrape_once()
+    group.stop()
+    rows = read_csv(tmp_path / "server_metrics.csv")
+    assert [r["name"] for r in rows if r["ts_s"] == "10.5"] == ['DCGM_FI_DEV_GPU_UTIL{gpu="0"}',
+                                                               'DCGM_FI_DEV_POWER_USAGE{gpu="0"}']
+    assert len([r for r in rows if r["ts_s"] == "10.0"]) == 7  # the engine's kept samples
+    assert engine.waiting and not gpus.waiting  # the target's queue comes from the engine's page
+    assert math.isnan(group.waiting_mean(0, 20))  # one scrape: fewer than SERVER_MIN_SCRAPES

@@ -12,6 +12,7 @@ from llmload.analysis import text
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import ramps
 from llmload.analysis.read.shape import NAMES
+from llmload.analysis.report import resources
 from llmload.analysis.report.document import Table
 from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
@@ -131,6 +132,8 @@ def answer_items(a: Analysis) -> list[tuple[str, str]]:
         items.append(("Model check:", a.model_check.sentence))
     items += _limit_items(a)
     items += _plan_items(a)
+    if resources.answer_line(a):
+        items.append(("Cost:", resources.answer_line(a)))
     if a.scenario_table is not None and len(a.scenario_table):
         items.append(("Scenarios:", a.scenario_sentence))
     if view is not None and view.prefill_fit is not None and not view.sweep:

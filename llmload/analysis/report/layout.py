@@ -19,7 +19,7 @@ from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import summary, tierformat
+from llmload.analysis.report import resources, summary, tierformat
 from llmload.analysis.report.answer import answer_items, capacity_sentence, capacity_table
 from llmload.analysis.report.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from llmload.analysis.report.splits import split_blocks
@@ -94,9 +94,8 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     out += [Heading("Run facts"), Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99)]
     out += _tier_blocks(a)
     out += _failure_blocks(a)
-    out += workload_blocks(a.workload)
-    out.append(Heading("Figures"))
-    out += [FigureBlock(name, caption, png) for name, caption, png in figures]
+    out += workload_blocks(a.workload) + resources.blocks(a)
+    out += [Heading("Figures"), *(FigureBlock(name, caption, png) for name, caption, png in figures)]
     out += _cannot_show_blocks(a)
     out += _closing_blocks(a)
     return out

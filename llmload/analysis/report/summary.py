@@ -1,4 +1,4 @@
-"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/3`).
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/4`).
 
 How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
 facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation
@@ -21,6 +21,7 @@ import numpy as np
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
+from llmload.analysis.report import resources
 from llmload.analysis.report.targets import summary_section as target_summary
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
@@ -32,7 +33,7 @@ from llmload.rules import limiter, replicas
 from llmload.rules.knees import KneePoint
 from llmload.rules.slo import Objective, describe_objective
 
-SCHEMA_ID = "llmload.summary/3"
+SCHEMA_ID = "llmload.summary/4"
 QUANTILES = ("p50", "p95", "p99")
 
 
@@ -99,6 +100,12 @@ def _quantiles(row, prefix: str, names=QUANTILES) -> dict:
     return {name: row.get(f"{prefix}_{name}_ms") for name in names}
 
 
+def _cis(row, prefix: str, *names: str) -> dict:
+    """`{name}_ci_low` / `{name}_ci_high`: a percentile's 95 % bootstrap CI (tables/samples.add_cis)."""
+    return {f"{name}_ci_{end}": row.get(f"{prefix}_{name}_ci_{short}_ms") for name in names
+            for end, short in (("low", "lo"), ("high", "hi"))}
+
+
 def tier_record(row, run_tiers) -> dict:
     """One tier's figures (a tier-table row), as summary.json's `tiers[]` items and `tiers --format json`."""
     window = run_tiers[run_tiers["tier"] == row["tier"]].iloc[0]
@@ -116,11 +123,10 @@ def tier_record(row, run_tiers) -> dict:
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
         "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
-        "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
-                    "p99_ci_high": row["ttft_p99_ci_hi_ms"], "p95_ci_low": row.get("ttft_p95_ci_lo_ms"),
-                    "p95_ci_high": row.get("ttft_p95_ci_hi_ms")},
-        "e2e_ms": _quantiles(row, "e2e"), "tpot_ms": _quantiles(row, "tpot"),
-        "itl_mean_ms": _quantiles(row, "itl_mean"),
+        "out_tok_s_ci_low": row.get("out_tok_s_ci_lo"), "out_tok_s_ci_high": row.get("out_tok_s_ci_hi"),
+        "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], **_cis(row, "ttft", "p50", "p95", "p99")},
+        "e2e_ms": {**_quantiles(row, "e2e"), **_cis(row, "e2e", "p99")}, "tpot_ms": _quantiles(row, "tpot"),
+        "itl_mean_ms": {**_quantiles(row, "itl_mean"), **_cis(row, "itl_mean", "p50", "p99")},
         "itl_gap_ms": {**_quantiles(row, "itl_gap", (*QUANTILES, "p999")), "gaps": row.get("itl_gaps", 0)},
         "stalls": row["stalls"], "stall_ms": row["stall_ms"],
         "wait_ms": row["wait_ms"],
@@ -202,13 +208,13 @@ def gate_record(objective: Objective, result: check.Check) -> dict:
 def summary(a: Analysis) -> dict:
     plan = a.plan
     optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run),
-                "targets": target_summary(a)}
+                "targets": target_summary(a), "cost": resources.cost_section(a), "gpu": resources.gpu_section(a)}
     return clean({
         "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,
                                               () if a.run.per_request else CANNOT_SHOW), "run": run_facts(a),
         "goodput_counts": describe_objective(a.objective) if a.run.per_request else
         "not available from histograms (needs per-request rows)",
-        "tiers": [tier_record(row, a.run.tiers) for _, row in a.table.iterrows()],
+        "tiers": [tier_record(row, a.run.tiers) for _, row in samples.with_gate_cis(a.run, a.table).iterrows()],
         "compute_saturation": knee_point(a.compute, "compute"),
         "queueing_onset": knee_point(a.onset, "onset"), "queueing_model": queueing_model(a),
         "generator_overloaded": health.exclusion_sentence(a.table, a.run.load_unit) or None,

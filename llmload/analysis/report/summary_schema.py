@@ -1,12 +1,13 @@
-"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/3`.
+"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/4`.
 
 How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`); every object
 lists all its fields as required and forbids others, so a field added to `summary.py` without
 being documented here (and in docs/summary.md) fails the tests. Figures that may be missing are
 `["number", "null"]`: summary.json never holds NaN. Only `type`, `properties`, `required`,
 `additionalProperties`, `items`, `enum` and `const` are used. Optional sections (`workload`, `output_tokens`, `targets`,
-present only when the run has such data) are the only fields left out of `required`, so a small checker can validate it
-when the `jsonschema` package is not installed.
+present only when the run has such data; `cost` only with prices given, `gpu` only with DCGM series) are the
+only fields left out of `required`, so a small checker can validate it when the `jsonschema` package is not
+installed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def quantiles(*extra: str) -> dict:
     return obj(False, **{name: NUM for name in ("p50", "p95", "p99", *extra)})
 
 
+def cis(*names: str) -> tuple[str, ...]:
+    return tuple(f"{name}_ci_{end}" for name in names for end in ("low", "high"))
+
+
 KNEE = obj(nullable=True, status={"enum": ["within", "below", "beyond", "none"]}, load=NUM, tier=INT,
            interval=obj(nullable=True, low=NUM, high=NUM), sentence={"type": "string"})
 
@@ -40,9 +45,9 @@ TIER = obj(
     n_429={"type": "integer"}, n_empty={"type": "integer"},
     short_for_requests=BOOL, hold_s=NUM, decode_max_ms=NUM,
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
-    goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
-                                                      "p95_ci_high"),
-    e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(),
+    goodput_rps=NUM, out_tok_s=NUM, out_tok_s_ci_low=NUM, out_tok_s_ci_high=NUM,
+    ttft_ms=quantiles("p999", *cis("p50", "p95", "p99")), e2e_ms=quantiles(*cis("p99")), tpot_ms=quantiles(),
+    itl_mean_ms=quantiles(*cis("p50", "p99")),
     itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,
     stall_ms=NUM, wait_ms=NUM,
     window=obj(start_unix=NUM, measure_start_unix=NUM, end_unix=NUM, measure_s=NUM),
@@ -116,6 +121,8 @@ TARGETS = obj(
                         sentence={"type": "string"})),
 )
 
+COST_TIER = obj(tier={"type": "integer"}, load=NUM, input_tokens=NUM, output_tokens=NUM, token_usd_per_1m_output=NUM,
+                replica_usd_per_1m_output=NUM)
 SATURATION_KINDS = ["queues", "sheds", "queues and sheds", "rate limited", "times out", "fails", "degrades",
                     "not saturated", "cannot tell"]
 
@@ -123,7 +130,7 @@ SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "llmload summary.json",
     **optional(obj(
-        schema={"const": "llmload.summary/3"},
+        schema={"const": "llmload.summary/4"},
         source=obj(kind={"enum": ["samples", "histograms"]}, relative_error=NUM, cannot_show=arr({"type": "string"})),
         run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
         compute_saturation=KNEE, queueing_onset=KNEE, queueing_model=QUEUEING_MODEL, generator_overloaded=TEXT,
@@ -145,5 +152,10 @@ SCHEMA = {
                           usage_below={"type": "integer"}, over_max_tokens={"type": "integer"},
                           unexplained={"type": "integer"}, answer={"type": "string"}),
         targets=TARGETS,
-    ), "workload", "output_tokens", "targets"),
+        cost=obj(prices=obj(price_per_1m_input=NUM, price_per_1m_output=NUM, replica_dollars_per_hour=NUM),
+                 profile={"type": "string"}, at_capacity=COST_TIER | {"type": ["object", "null"]},
+                 tiers=arr(COST_TIER)),
+        gpu=obj(tiers=arr(obj(tier={"type": "integer"}, load=NUM, gpu_util_pct=NUM, gpu_power_w=NUM,
+                              gpu_fb_used_mib=NUM, gpus=NUM, joules_per_output_token=NUM))),
+    ), "workload", "output_tokens", "targets", "cost", "gpu"),
 }

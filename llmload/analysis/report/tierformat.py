@@ -16,12 +16,14 @@ import json
 from llmload.analysis import text
 from llmload.analysis.report import summary
 from llmload.analysis.report.document import Block, Heading, Table, to_markdown
+from llmload.analysis.tables import samples
 
 FORMATS = ("text", "csv", "json", "md")
 
 
 def records(a) -> list[dict]:
-    return summary.clean([summary.tier_record(row, a.run.tiers) for _, row in a.table.iterrows()])
+    table = samples.with_gate_cis(a.run, a.table)
+    return summary.clean([summary.tier_record(row, a.run.tiers) for _, row in table.iterrows()])
 
 
 def flatten(record: dict) -> dict:

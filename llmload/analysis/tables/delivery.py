@@ -7,8 +7,10 @@ before x, D(x) = sum over decodes begun before x of slope x (x - first) minus th
 before x (each such decode then counts its whole tokens), so sorting the firsts and the lasts once answers
 every window by binary search (times are taken from the run's first send, so the sums keep their precision).
 It is the rule book's `share_in` summed over the attempts, on arrays (the live book sums `share_in` itself).
-`add_short_for_requests` adds the longest decode of the successful measured requests per tier and the rule
-book's too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
+`rate_ci` gives the confidence interval of a window's tokens/s by batch means: the window cut into
+RATE_PARTS equal parts, the bootstrap interval of the mean of their rates (`stats.mean_ci`; that mean is the
+window's rate). `add_short_for_requests` adds the longest decode of the successful measured requests per tier
+and the rule book's too-short flag (`delivery.too_short`) with the tier length the run needed (`delivery.hold_s`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from llmload.analysis.tables.stats import mean_ci
 from llmload.rules import delivery
 from llmload.rules.limits import HOLD_REQUESTS
 
@@ -61,6 +64,25 @@ def _before(first: np.ndarray, last: np.ndarray, tokens: np.ndarray, x: np.ndarr
             i = np.searchsorted(at, x, side="left")
             out += sign * (x * s[i] - se[i])
     return out
+
+
+RATE_PARTS = 10
+"""a tier's window is cut into this many equal parts for the interval of its output tokens/s"""
+
+
+def rate_ci(samples: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) 95 % interval of the output tokens/s delivered in each window [starts[i], ends[i]) (NaN for a
+    window without an end or with no length)."""
+    starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    lows, highs = np.full(len(starts), np.nan), np.full(len(starts), np.nan)
+    ok = np.isfinite(starts) & np.isfinite(ends) & (ends > starts)
+    if not ok.any():
+        return lows, highs
+    cuts = starts[ok, None] + (ends - starts)[ok, None] * np.linspace(0.0, 1.0, RATE_PARTS + 1)[None, :]
+    tokens = delivered(samples, cuts[:, :-1].ravel(), cuts[:, 1:].ravel()).reshape(-1, RATE_PARTS)
+    rates = tokens / np.diff(cuts, axis=1)
+    lows[ok], highs[ok] = np.array([mean_ci(row) for row in rates]).T
+    return lows, highs
 
 
 def add_short_for_requests(table: pd.DataFrame, decode_max_ms: pd.Series, tiers: pd.DataFrame) -> None:

@@ -88,7 +88,9 @@ def _latency(table: pd.DataFrame, hists: Histograms) -> None:
                                     if len(base_mean) else np.nan)
 
 
-UNKNOWN = ("ttft_p99_ci_lo_ms", "ttft_p99_ci_hi_ms", "ttft_p95_ci_lo_ms", "ttft_p95_ci_hi_ms", "itl_p50_ms",
+CIS = tuple(f"{name}_ci_{end}_ms" for name in ("ttft_p50", "ttft_p95", "ttft_p99", "e2e_p99", "itl_mean_p50",
+                                                "itl_mean_p99") for end in ("lo", "hi"))
+UNKNOWN = (*CIS, "out_tok_s_ci_lo", "out_tok_s_ci_hi", "itl_p50_ms",
            "itl_p99_ms", "connect_ms", "gateway_queue_ms", "after_headers_ms", "model_mismatch", "loop_lag_p99_ms",
            "schedule_lag_p99_ms", "stalls", "remaining_requests_min", "remaining_tokens_min",
            "remaining_requests_max")

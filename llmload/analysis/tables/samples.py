@@ -8,8 +8,9 @@ requests is flagged with the length it needed; latency percentiles use successfu
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
 server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
-when the run counts them as errors) and, with no token, are in no latency figure; p99 TTFT gets a bootstrap
-CI; TTFT is split into connect, headers-minus-connect and the rest.
+when the run counts them as errors) and, with no token, are in no latency figure; TTFT p95 and p99 get
+bootstrap CIs (`with_gate_cis` adds the baseline gate's: TTFT p50, e2e p99, per-request mean ITL p50 and p99,
+output tokens/s by batch means); TTFT is split into connect, headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from llmload.analysis.read import histograms
 from llmload.analysis.read.run import Run
 from llmload.analysis.read.windows import completions
 from llmload.analysis.tables import delivery
-from llmload.analysis.tables.stats import quantile_ci
+from llmload.analysis.tables.stats import columns_cis
 from llmload.rules.limits import MIN_SAMPLES_P999
 from llmload.rules.outcomes import EMPTY_ANSWER, SHED_ERRORS
 
@@ -144,7 +145,7 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by, tiers_e
 
 
 def _add_latency(table: pd.DataFrame, ok_by) -> None:
-    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with the bootstrap CIs of p99 and p95 TTFT."""
+    """Percentiles of TTFT, e2e, ITL and TPOT over successes, with bootstrap CIs of TTFT p95 and p99."""
     _add_percentiles(table, ok_by, "ttft_ms", "ttft", (*PERCENTILES.items(), ("p999", 0.999)))
     too_few_999 = table["ok"] < MIN_SAMPLES_P999
     table.loc[too_few_999, "ttft_p999_ms"] = np.nan
@@ -152,10 +153,47 @@ def _add_latency(table: pd.DataFrame, ok_by) -> None:
     table["itl_p50_ms"] = ok_by["itl_p50_ms"].median().reindex(table.index)
     table["itl_p99_ms"] = ok_by["itl_p99_ms"].quantile(0.99).reindex(table.index)
     table["out_tps_p50"] = ok_by["out_tps"].median().reindex(table.index)
-    for name, q in (("p99", 0.99), ("p95", 0.95)):  # p95: the SLO's figure, checked against the queueing model
-        ci = {t: quantile_ci(g.to_numpy(), q) for t, g in ok_by["ttft_ms"]}
-        table[f"ttft_{name}_ci_lo_ms"] = pd.Series({t: v[0] for t, v in ci.items()}, dtype=float).reindex(table.index)
-        table[f"ttft_{name}_ci_hi_ms"] = pd.Series({t: v[1] for t, v in ci.items()}, dtype=float).reindex(table.index)
+    add_cis(table, ok_by, CIS)
+
+
+CIS = {"ttft": {"p95": 0.95, "p99": 0.99}}
+"""the tier table's bootstrap CIs: TTFT p95 (the SLO's, checked against the queueing model) and p99 (the report's)"""
+GATE_CIS = {"ttft": {"p50": 0.50}, "e2e": {"p99": 0.99}, "itl_mean": {"p50": 0.50, "p99": 0.99}}
+"""the baseline gate's further CIs, computed only for summary.json's tier records (`with_gate_cis`)"""
+
+
+def with_gate_cis(run: Run, table: pd.DataFrame) -> pd.DataFrame:
+    """A copy of the tier table (column `tier`) with the baseline gate's CIs: GATE_CIS and output tokens/s by
+    batch means (`delivery.rate_ci`). Not in the tier table itself: only summary.json and the gate use them, and a
+    bootstrap per figure and tier is not free. A run from histograms keeps its NaN (hist_figures.UNKNOWN)."""
+    out = table.copy()
+    if not run.per_request:
+        return out
+    rows = verdict_rows(run)
+    cis = pd.DataFrame(index=pd.Index(out["tier"]))
+    add_cis(cis, rows[rows["ok"]].groupby("tier"), GATE_CIS)
+    tiers = run.tiers.set_index("tier")
+    low, high = delivery.rate_ci(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
+    cis["out_tok_s_ci_lo"] = pd.Series(low, index=tiers.index).reindex(cis.index)
+    cis["out_tok_s_ci_hi"] = pd.Series(high, index=tiers.index).reindex(cis.index)
+    for column in cis.columns:
+        out[column] = cis[column].to_numpy()
+    return out
+
+
+def add_cis(table: pd.DataFrame, ok_by, specs: dict[str, dict[str, float]]) -> None:
+    """`{prefix}_{name}_ci_lo_ms` / `_ci_hi_ms`: the bootstrap 95 % CI of each percentile of `{prefix}_ms` per tier
+    (the columns of a tier share their resamples: `stats.columns_cis`)."""
+    cis: dict[str, dict] = {prefix: {} for prefix in specs}
+    for tier, group in ok_by:
+        columns = [(group[f"{prefix}_ms"].to_numpy(dtype=float), tuple(qs.values())) for prefix, qs in specs.items()]
+        for prefix, got in zip(specs, columns_cis(columns)):
+            cis[prefix][tier] = got
+    for prefix, qs in specs.items():
+        for i, name in enumerate(qs):
+            for j, end in enumerate(("lo", "hi")):
+                table[f"{prefix}_{name}_ci_{end}_ms"] = pd.Series({t: v[i][j] for t, v in cis[prefix].items()},
+                                                                  dtype=float).reindex(table.index)
 
 
 def _add_decode(table: pd.DataFrame, ok_by, stall_ms: float) -> None:

@@ -13,6 +13,7 @@ figure lists the names it accepts and takes the first one present (labels in a n
   llmload:request_queue_time_seconds): the mean time a request finished waiting in the tier;
 - KV-cache usage (fraction 0-1 -> %): vllm:gpu_cache_usage_perc, vllm:kv_cache_usage_perc,
   llmload:kv_cache_usage_perc; per tier the mean.
+GPU utilisation, power and memory from a DCGM exporter scraped beside the engine: `gpu.py` (its columns join these).
 A figure whose names are all absent is left out (NaN), never guessed. A tier with fewer than
 MIN_SCRAPES scrapes in its window gets NaN for it.
 """
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.analysis.read.run import Run
+from llmload.analysis.tables import gpu
 from llmload.contract import SERVER_KV_CACHE as KV_CACHE
 from llmload.contract import SERVER_MIN_SCRAPES as MIN_SCRAPES
 from llmload.contract import SERVER_QUEUE_TIME as QUEUE_TIME
@@ -63,9 +65,9 @@ def source_names(run: Run) -> dict[str, str]:
 
 
 def per_tier(run: Run) -> pd.DataFrame:
-    """One row per tier (index: tier) with COLUMNS; all NaN when the run has no server metrics."""
+    """One row per tier (index: tier) with COLUMNS and gpu.COLUMNS; all NaN when the run has no server metrics."""
     tiers = run.tiers.set_index("tier")
-    out = pd.DataFrame(np.nan, index=tiers.index, columns=list(COLUMNS))
+    out = pd.DataFrame(np.nan, index=tiers.index, columns=list(COLUMNS)).join(gpu.per_tier(run))
     if run.server_metrics is None:
         return out
     series = _series(run.server_metrics)
