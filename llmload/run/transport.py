@@ -3,7 +3,8 @@
 A user holds one transport per target of the run (run/targets.py): for `fast` its own keep-alive
 connection to each, for `openai` the SDK client of each base URL. `TargetedTransport.stream` asks
 the process's `RoundRobin` which target the request goes to and names it on the result
-(`StreamResult.target`, samples.csv `target`); with one target that is the only one.
+(`StreamResult.target`, samples.csv `target`); with one target that is the only one. A retry
+(`StreamRequest.retry_of`) goes to the target of the attempt it repeats, not the next in turn.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def _one(opts: RunOptions, target: Target, user_index: int) -> Any:
                          query=opts.query, api_key_header=opts.api_key_header)
 
 
+SERVED_KEPT = 64
+"""request ids whose target a user remembers (an agent's fan-out has several requests open at once)"""
+
+
 class TargetedTransport:
     """One transport per target; each request goes to the target the round robin picks."""
 
@@ -37,6 +42,8 @@ class TargetedTransport:
         self.labels = labels
         self.picker = picker
         self.name = transports[0].name
+        self.served: dict[str, int] = {}
+        """request id -> the target it went to, for the last SERVED_KEPT requests (a retry follows its attempt)"""
 
     def prepare(self) -> None:
         for transport in self.transports:
@@ -47,7 +54,14 @@ class TargetedTransport:
             transport.close()
 
     def stream(self, req: StreamRequest) -> StreamResult:
-        index = self.picker.next()
+        """A retry goes where the attempt it repeats went (that server's 429 and hint are what it waits out);
+        any other request to the round robin's next target."""
+        index = self.served.pop(req.retry_of, None) if req.retry_of else None
+        if index is None:
+            index = self.picker.next()
+        self.served[req.request_id] = index
+        while len(self.served) > SERVED_KEPT:
+            del self.served[next(iter(self.served))]
         result = self.transports[index].stream(req)
         result.target = self.labels[index]
         return result

@@ -23,10 +23,11 @@ from llmload.analysis.report.summary_schema import TARGETS
 from llmload.analysis.report.targets import comparison_sentence, target_blocks
 from llmload.analysis.synthetic import SimRun, SimServer, write_run
 from llmload.analysis.tables import targets
-from llmload.client.request import StreamRequest
+from llmload.client.request import StreamRequest, StreamResult
 from llmload.rules.slo import profile_from
 from llmload.run.options import OptionError, read_options
 from llmload.run.targets import RoundRobin, TargetError, label_of, make_targets, parse_weights, split_hosts
+from llmload.run.transport import SERVED_KEPT, TargetedTransport
 from llmload.server.images import count_images, image_tokens, png_size
 from llmload.workload.images import ImageError, ImagePool, data_uri, parse_images, png_bytes
 
@@ -226,3 +227,33 @@ def dataclass_replace(run, **fields):
     import dataclasses
 
     return dataclasses.replace(run, **fields)
+
+
+class _Recording:
+    """A transport that answers at once and says which target it is (the routing is what is tested)."""
+
+    name = "recording"
+
+    def __init__(self, label: str) -> None:
+        self.label, self.seen = label, []
+
+    def stream(self, req: StreamRequest) -> StreamResult:
+        self.seen.append(req.request_id)
+        return StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=self.name, ts_start_s=0.0)
+
+
+def _req(request_id: str, retry_of: str = "") -> StreamRequest:
+    return StreamRequest(endpoint="chat", model="m", prompt="p", max_tokens=1, request_id=request_id,
+                         retry_of=retry_of)
+
+
+def test_a_retry_goes_to_the_target_of_the_attempt_it_repeats():
+    a, b = _Recording("a"), _Recording("b")
+    transport = TargetedTransport([a, b], ["a", "b"], RoundRobin((1.0, 1.0)))
+    assert transport.stream(_req("r1")).target == "a"
+    retried = transport.stream(_req("r2", retry_of="r1"))
+    assert retried.target == "a" and a.seen == ["r1", "r2"]  # not b, the next in turn
+    assert transport.stream(_req("r3")).target == "b"
+    for n in range(200):  # what it remembers stays bounded
+        transport.stream(_req(f"x{n}"))
+    assert len(transport.served) == SERVED_KEPT
