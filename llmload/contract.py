@@ -18,7 +18,7 @@ SAMPLE_COLUMNS = (
     "model_requested", "model_returned", "retry_of", "retry_after_s", "schedule_lag_ms", "loop_lag_ms",
     "retry_after_source", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
     "finish_reason", "streamed", "reasoning_tokens", "max_tokens", "prompt_tokens_target", "turn", "prompt_repeat",
-    "output_tokens_client_source", "length_asked", "elapsed_ms", "session", "parent_session",
+    "output_tokens_client_source", "length_asked", "elapsed_ms", "session", "parent_session", "documents",
 )
 """samples.csv: one row per request attempt. `finish_reason` as the server said it ('' when none);
 `streamed` 1, or 0 for a non-streamed answer (its ttft_ms is the whole answer's time, = e2e_ms);
@@ -33,7 +33,9 @@ asked beside max_tokens for a fixed output length: `ignore_eos`, `min_tokens`, `
 chunk has an e2e_ms of a few ms, to that chunk, and an elapsed_ms of 60,000: the user was busy all along; files
 written before it have no such column); `session` the agent session of the row (scenarios/agent.py: its turn in
 `turn`; '' otherwise), `parent_session` the session a sub-agent session was fanned out of ('' for a root session
-and without agent sessions)"""
+and without agent sessions); `documents` the documents a rerank request sent ('' for other APIs: documents/s is
+documents / e2e_ms). `endpoint` names the API (chat, completions, embeddings, responses, messages, rerank); rerank
+rows are like embeddings rows: not streamed, no ttft_ms, output_tokens 0"""
 
 SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error",
                        "error_detail", "tokens_source", "model_requested", "model_returned", "retry_of",

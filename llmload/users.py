@@ -1,4 +1,4 @@
-"""The abstract streaming Locust users a scenario subclasses: LLMUser, ChatUser, CompletionsUser.
+"""The abstract streaming Locust users a scenario subclasses: LLMUser, ChatUser, CompletionsUser (more: api_users.py).
 
 A scenario is a few lines (see `llmload.scenario.install` for what the one call registers):
 
@@ -13,18 +13,17 @@ A scenario is a few lines (see `llmload.scenario.install` for what the one call 
         scenario = "chat-short"          # the event name in Locust's tables
         prompt_tokens = 64
 
-Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`;
-docs/workloads.md): a seeded `PromptSource` (llmload/workload/) hands each user the next prompt, max_tokens
-and label, unless the scenario overrides `prompt()`; `--cache warm|cold`: run/cache.py. Request knobs (`--extra-body`,
-`--header`, `--stream`, `--output-len-mode`) have class-attribute twins (`extra_body`, `headers`, `stream`,
-`output_len_mode`); an instance's `request_headers` go on its next requests (agent sessions: llmload/agent/).
+Workloads (`--dataset`, `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns`, `--seed`; docs/workloads.md):
+a seeded `PromptSource` (llmload/workload/) hands each user the next prompt, max_tokens and label, unless the scenario
+overrides `prompt()`; `--cache warm|cold`: run/cache.py. Request knobs (`--extra-body`, `--header`, `--stream`,
+`--output-len-mode`) have class-attribute twins (`extra_body`, `headers`, `stream`, `output_len_mode`); an
+instance's `request_headers` go on its next requests (agent sessions: llmload/agent/).
 
-How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which
-a scenario may override), the transport (`--transport fast|openai`) streams it into a
-StreamResult, `record()` fires the LLM/TTFT/ITL events and hands one sample row to the sink.
-With `--retries N`, a 429 or 503 is retried (run/retry.py); every attempt is its own row and
-event, the retry's `retry_of` naming the previous attempt. A broken target is not hammered:
-after a failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
+How an attempt flows: `ask()` builds a StreamRequest (synthetic prompt from `prompt()`, which a scenario may
+override), the transport (`--transport fast|openai`) streams it into a StreamResult, `record()` fires the
+LLM/TTFT/ITL events and hands one sample row to the sink. With `--retries N`, a 429 or 503 is retried (run/retry.py);
+every attempt is its own row and event, the retry's `retry_of` naming the previous attempt. A broken target is not
+hammered: after a failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
 server's hint (`--on-429 wait`, the default; a hint above `--max-retry-wait-s` is a
 `retry_after_too_long` failure instead), and after 3 consecutive other failures it backs off
 (`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
@@ -49,6 +48,7 @@ from typing import Any
 from locust import User, constant, task
 from locust.exception import InterruptTaskSet, RescheduleTask, StopUser
 
+from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
 from llmload.run.cache import controlled
@@ -79,7 +79,7 @@ class LLMUser(User):
     abstract = True
     wait_time = constant(0)
     endpoint: str | None = None
-    """chat | completions; None: the --endpoint option"""
+    """chat | completions | embeddings | responses | messages | rerank; None: the --api (--endpoint) option"""
     scenario: str | None = None
     """name of the LLM/TTFT/ITL events and the samples' `scenario`; default: the class name"""
     prompt_tokens: int | None = None
@@ -110,7 +110,7 @@ class LLMUser(User):
         self.user_id = f"{self.ctx.worker}-{self.user_index}"
         if self.opts is not None and self.headers:
             self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
-        self.transport: Any = make_transport(self.opts, self.user_index) if self.opts is not None else None
+        self.transport: Any = make_transport(self.opts, self.user_index, self.endpoint or "") if self.opts else None
         if self.transport is not None:
             self.transport.prepare()  # untimed: the first request pays its connect, nothing else
         self.label = self.scenario or type(self).__name__
@@ -146,7 +146,7 @@ class LLMUser(User):
             return None
         return PromptSource(spec, base_label=self.label, user_index=self.user_index,
                             worker_index=self.ctx.worker_index, items=items, sizer=sizer,
-                            prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint == "chat")
+                            prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint in CHAT_APIS)
 
     def on_stop(self) -> None:
         transport = getattr(self, "transport", None)
@@ -219,7 +219,7 @@ class LLMUser(User):
                 extra_body={**(self.options.extra_body or {}), **(self.extra_body or {})} or None,
                 stream=self.options.stream if self.stream is None else self.stream,
                 output_len_mode=self.output_len_mode or self.options.output_len_mode, headers=self.request_headers,
-            )
+                documents=self.options.rerank_documents)
             self.ctx.inflight += 1
             try:
                 result = self.transport.stream(req)

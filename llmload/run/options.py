@@ -4,9 +4,8 @@ How it works: Locust parses the command line (and copies the web UI form back in
 `environment.parsed_options` when a run starts); this module is the one place that reads that
 namespace, into two frozen views whose every field is declared once, with its default (run/flags.py
 registers the flags with these defaults):
-  * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go,
-    --ship, the gate, the server metrics, the SLO profile, the model and transport run.json names, and
-    the few of Locust's own options llmload reads). Read whenever needed, on the master too; never raises
+  * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go, --ship,
+    the gate, the server metrics, the SLO profile, the model and transport run.json names, Locust's few we read). Read whenever needed, on the master too; never raises
     (a value it cannot read keeps its default) and draws nothing random.
   * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read
     and validated once per run at test start on a generating process (RunState.opts): `check_values`
@@ -28,7 +27,9 @@ from urllib.parse import urlparse
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import gate_profile
+from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
 from llmload.run import knobs
+from llmload.run.api_option import RERANK_DOCUMENTS, read_api
 from llmload.run.outage import SERVER_GONE_TIMEOUT_S
 from llmload.run.retry import ON_429_MODES, RetryPolicy
 from llmload.sink.warmup import parse_span_s
@@ -36,7 +37,6 @@ from llmload.workload.agent_spec import AgentSpec, parse_agent_spec
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
-ENDPOINTS = ("chat", "completions")
 DEFAULT_SERVER_ARGS = "--preset demo"
 
 
@@ -85,7 +85,9 @@ class RunOptions(RunSettings):
     prompt_tokens: int = 128
     """approximate prompt length in tokens of the synthetic prompts"""
     endpoint: str = "chat"
-    """chat (/v1/chat/completions) | completions (/v1/completions)"""
+    """--api (or --endpoint): chat | completions | embeddings | responses | messages | rerank (client/apis.py)"""
+    rerank_documents: int = RERANK_DOCUMENTS
+    """--rerank-documents: documents per rerank request"""
     timeouts: Timeouts = field(default_factory=Timeouts)
     """--connect-timeout-s, --first-token-timeout-s, --request-timeout-s"""
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
@@ -259,12 +261,12 @@ def read_options(environment: Any) -> RunOptions:
     check_values(parsed)
     settings = _settings(environment)
     try:
+        knob = read_knobs(parsed)
         opts = RunOptions(
-            **{**settings, **read_knobs(parsed)},
+            **{**settings, **knob}, **read_api(parsed, d.endpoint, knob["stream"]),
             base_url=api_base_url(settings["host"]),
             max_tokens=int(_get(parsed, "max_tokens", d.max_tokens)),
             prompt_tokens=int(_get(parsed, "prompt_tokens", d.prompt_tokens)),
-            endpoint=str(_get(parsed, "endpoint", d.endpoint)),
             timeouts=Timeouts(
                 connect_timeout_s=float(_get(parsed, "connect_timeout_s", d.timeouts.connect_timeout_s)),
                 first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", d.timeouts.first_token_timeout_s)),
@@ -284,8 +286,6 @@ def read_options(environment: Any) -> RunOptions:
         raise OptionError(f"bad llmload option: {exc}") from None
     if opts.transport not in TRANSPORTS:
         raise OptionError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {opts.transport!r}")
-    if opts.endpoint not in ENDPOINTS:
-        raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
     return opts
 
 

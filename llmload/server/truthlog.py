@@ -13,7 +13,8 @@ answers and embeddings, the whole body); `first_reasoning_byte_s` the first reas
 what the request asked ('' when unset), `finish_reason` what the answer ended with ('' if it
 did not complete), `reasoning_tokens` how many of `output_tokens` were reasoning ('' when
 `--reasoning-tokens` is off), `tool_results` how many tool results (`tool` messages) a chat request's
-conversation held ('' for other endpoints).
+conversation held ('' for other endpoints), `documents` how many documents a rerank request held ('' for other
+endpoints). `endpoint` is the path served (/v1/chat/completions, /v1/responses, /v1/messages, /v1/rerank, ...).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_start_s",
            "first_byte_due_s", "first_byte_s", "last_byte_s", "arrival_unix", "prompt_tokens",
            "cached_tokens", "output_tokens", "fault", "max_tokens", "finish_reason", "reasoning_tokens",
-           "first_reasoning_byte_s", "tool_results")
+           "first_reasoning_byte_s", "tool_results", "documents")
 
 
 class TruthLog:

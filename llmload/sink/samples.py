@@ -56,7 +56,7 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "finish_reason": result.finish_reason, "streamed": int(result.streamed),
         "reasoning_tokens": _num(result.reasoning_tokens), "max_tokens": _num(result.max_tokens),
         "prompt_tokens_target": "", "turn": "", "prompt_repeat": "", "elapsed_ms": _num(result.elapsed_ms),
-        "session": "", "parent_session": "",
+        "session": "", "parent_session": "", "documents": _num(result.documents),
         "output_tokens_client_source": result.output_tokens_client_source, "length_asked": result.length_asked,
         GAPS_KEY: result.itl_gaps_ms,
     }
