@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -249,7 +250,9 @@ class OpenAITransport:
             attempt.result.status = s_exc.status_code
             headers = {k.lower(): v for k, v in s_exc.response.headers.items()}
             attempt.note_headers(headers)
-            attempt.exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
+            body = getattr(s_exc, "body", None)  # the decoded error body (Anthropic's message holds its repr)
+            attempt.exc = error_for_status(s_exc.status_code, headers,
+                                           json.dumps(body) if isinstance(body, dict) else str(s_exc.message))
         except MalformedChunk as m_exc:
             attempt.malformed(m_exc)
         except ProtocolError as p_exc:  # not an event stream
