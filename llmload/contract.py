@@ -79,6 +79,10 @@ TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warm
 """tiers.csv: one row per tier of a load shape; `refined` 1 for a tier `--refine` added after the planned
 sweep (0 planned; files written before it have no such column: read as 0)"""
 
+NOT_GENERATING_APIS = ("embeddings", "rerank")
+"""samples.csv `endpoint` values answered without a first token (one JSON body, nothing generated): such a row with
+no error is a success without a ttft_ms"""
+
 PHASES = ("warmup", "measure", "after")
 
 EMPTY_ANSWER = "empty_answer"

@@ -17,13 +17,15 @@ no first token, no max_tokens, never an empty answer.
 
 from __future__ import annotations
 
+from llmload.contract import NOT_GENERATING_APIS
+
 APIS = ("chat", "completions", "embeddings", "responses", "messages", "rerank")
 """every --api (the older --endpoint spelling takes the same values)"""
 PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings",
          "responses": "/responses", "messages": "/messages", "rerank": "/rerank"}
 """the path of each API under the base URL (…/v1)"""
-NOT_GENERATING = ("embeddings", "rerank")
-"""APIs whose answer is one JSON body with nothing generated"""
+NOT_GENERATING = NOT_GENERATING_APIS
+"""APIs whose answer is one JSON body with nothing generated (the analysis reads the same tuple)"""
 CHAT_APIS = ("chat", "responses", "messages")
 """APIs whose prompts are conversations (a dataset's messages, --turns sessions)"""
 EVENT_STREAMS = ("responses", "messages")
