@@ -1,13 +1,13 @@
 """The wire APIs a request can speak: their paths, request bodies and stream decoders.
 
-| api | path | body | streamed events (decoder) |
+| api | path | body | answer (decoder) |
 |---|---|---|---|
-| chat | /chat/completions | `messages`, `max_tokens` | `chat.completion.chunk` (client/sse.py) |
-| completions | /completions | `prompt`, `max_tokens` | `text_completion` chunks (client/sse.py) |
-| embeddings | /embeddings | `input` | never streamed |
-| responses | /responses | `input`, `max_output_tokens` | `response.*` events (client/events_responses.py) |
-| messages | /messages | `messages`, `max_tokens` (Anthropic) | `message_*` / `content_block_*` (client/events_messages.py) |
-| rerank | /rerank | `query`, `documents`, `top_n` (vLLM / Cohere) | never streamed (client/events_rerank.py) |
+| chat | /chat/completions | `messages`, `max_tokens` | `chat.completion.chunk` (sse.py) |
+| completions | /completions | `prompt`, `max_tokens` | `text_completion` chunks (sse.py) |
+| embeddings | /embeddings | `input` | one JSON body (builder.py) |
+| responses | /responses | `input`, `max_output_tokens` | `response.*` events (events_responses.py) |
+| messages | /messages | `messages`, `max_tokens` (Anthropic) | `message_*`, `content_block_*` (events_messages.py) |
+| rerank | /rerank | `query`, `documents`, `top_n` (vLLM, Cohere) | one JSON body (events_rerank.py) |
 
 A rerank request is built from the prompt: its first `RERANK_QUERY_WORDS` words are the query, and
 each of the `documents` documents is the whole prompt rotated by a different offset (so every document

@@ -34,10 +34,10 @@ import gevent
 from llmload.client import sse
 from llmload.client.apis import NOT_GENERATING
 from llmload.client.builder import StreamBuilder
+from llmload.client.errors import LLMError, ProtocolError, Timeout
 from llmload.client.events_messages import MessagesBuilder
 from llmload.client.events_rerank import RerankBuilder
 from llmload.client.events_responses import ResponsesBuilder
-from llmload.client.errors import LLMError, ProtocolError, Timeout
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.retry_hints import remaining_quota
 from llmload.client.timing import StreamTiming

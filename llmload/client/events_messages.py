@@ -4,11 +4,14 @@ The events, by `type`:
 
 | event | what it gives |
 |---|---|
-| `message_start` | `message.model`; `message.usage` input tokens (`input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` = prompt_tokens, `cache_read_input_tokens` = cached_tokens) |
+| `message_start` | `message.model`; input usage: prompt_tokens = `input_tokens` + `cache_read_input_tokens` + |
+|  | `cache_creation_input_tokens`, cached_tokens = `cache_read_input_tokens` |
 | `content_block_start` | nothing yet (a text block opens empty; a tool_use block names its tool) |
-| `content_block_delta` | `text_delta` -> answer text (the first non-empty one is the first token, TTFT); `thinking_delta` -> reasoning text; `input_json_delta` -> tool-call arguments; `signature_delta` nothing |
+| `content_block_delta` | `text_delta`: answer text (the first non-empty one is the first token, TTFT); |
+|  | `thinking_delta`: reasoning text; `input_json_delta`: tool-call arguments; `signature_delta`: nothing |
 | `content_block_stop` | nothing |
-| `message_delta` | `delta.stop_reason` (`end_turn` / `stop_sequence` -> stop, `max_tokens` -> length, `tool_use` -> tool_calls) and `usage.output_tokens` (cumulative: completion_tokens) |
+| `message_delta` | `delta.stop_reason` (`end_turn` / `stop_sequence` -> stop, `max_tokens` -> length, `tool_use` -> |
+|  | tool_calls) and `usage.output_tokens` (cumulative: completion_tokens; input counts again when present) |
 | `message_stop` | the end |
 | `ping` | a keep-alive: not a chunk |
 | `error` | `error.type` (`overloaded_error`, `api_error`, ...) and `message`: an in-stream error |
@@ -39,6 +42,10 @@ def input_usage(usage: object) -> dict:
     return out
 
 
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _delta(delta: object) -> Event:
     if not isinstance(delta, dict):
         return NOTHING
@@ -60,11 +67,11 @@ def decode(obj: dict) -> Event:
     if kind == "ping":
         return KEEPALIVE
     if kind == "message_start":
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = _dict(obj.get("message"))
         model = message.get("model")
         return Event(usage=input_usage(message.get("usage")) or None, model=model if isinstance(model, str) else None)
     if kind == "message_delta":
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+        usage = _dict(obj.get("usage"))
         fields = input_usage(usage) if "input_tokens" in usage else {}
         if isinstance(usage.get("output_tokens"), int):
             fields["completion_tokens"] = usage["output_tokens"]

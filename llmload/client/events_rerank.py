@@ -34,7 +34,8 @@ class RerankBuilder(StreamBuilder):
         if not isinstance(obj.get("results"), list):
             raise sse.MalformedChunk(f"rerank answer without a results list: {raw[:80]!r}")
         self.timing.chunk(t, False, False)
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-        prompt = usage.get("prompt_tokens", usage.get("total_tokens"))
+        usage = obj.get("usage")
+        prompt = usage.get("prompt_tokens", usage.get("total_tokens")) if isinstance(usage, dict) else None
         self.usage = {"completion_tokens": 0, **({"prompt_tokens": prompt} if isinstance(prompt, int) else {})}
-        self.model = obj.get("model") if isinstance(obj.get("model"), str) else ""
+        model = obj.get("model")
+        self.model = model if isinstance(model, str) else ""

@@ -32,9 +32,9 @@ Non-streamed requests (`--no-stream`) and embeddings go through the same
 `with_streaming_response` call with `stream=False` (embeddings: `embeddings.create`); the
 whole body is read and timed when it is in. The Responses API is `responses.create(stream=True)`,
 its raw event lines read the same way; rerank, which the SDK has no method for, is the client's own
-`post("/rerank")` (its auth, headers and errors). Anthropic Messages: client/sdk_anthropic.py. Request knobs: `headers` and `query` become the
-client's `default_headers` / `default_query`; with `api_key_header` the key goes in that
-header and the SDK's `Authorization` header is omitted.
+`post("/rerank")` (its auth, headers, errors). Anthropic Messages: client/sdk_anthropic.py.
+Request knobs: `headers` and `query` become the client's `default_headers` / `default_query`; with
+`api_key_header` the key goes in that header and the SDK's `Authorization` header is omitted.
 """
 
 from __future__ import annotations
@@ -250,9 +250,9 @@ class OpenAITransport:
             attempt.result.status = s_exc.status_code
             headers = {k.lower(): v for k, v in s_exc.response.headers.items()}
             attempt.note_headers(headers)
-            body = getattr(s_exc, "body", None)  # the decoded error body (Anthropic's message holds its repr)
+            decoded = getattr(s_exc, "body", None)  # the decoded error body (Anthropic's message holds its repr)
             attempt.exc = error_for_status(s_exc.status_code, headers,
-                                           json.dumps(body) if isinstance(body, dict) else str(s_exc.message))
+                                           json.dumps(decoded) if isinstance(decoded, dict) else str(s_exc.message))
         except MalformedChunk as m_exc:
             attempt.malformed(m_exc)
         except ProtocolError as p_exc:  # not an event stream

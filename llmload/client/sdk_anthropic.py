@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 import anthropic
@@ -61,7 +62,8 @@ class AnthropicTransport(OpenAITransport):
         self.clock = clock
         url = urlparse(base_url)
         self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
-        self.client, self.tracer = shared_anthropic_client(base_url, api_key, self.timeouts,  # type: ignore[assignment]
+        self.client: Any
+        self.client, self.tracer = shared_anthropic_client(base_url, api_key, self.timeouts,
                                                            user_index // USERS_PER_CLIENT, clock, insecure, headers,
                                                            query)
         self.auth_omitted = {}

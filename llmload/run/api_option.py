@@ -1,8 +1,8 @@
 """`--api`: which wire API the users speak, and `--rerank-documents`, the size knob of rerank requests.
 
 `--api chat|completions|embeddings|responses|messages|rerank` (client/apis.py) is the newer spelling of
-`--endpoint`, which takes the same values: `--api` wins when both are given; a user class's own `endpoint`
-(ResponsesUser, MessagesUser, RerankUser: llmload/api_users.py) wins over both. The Responses and Messages
+`--endpoint`, which takes the same values: `--api` wins when both are given; a user class's own
+`endpoint` (ResponsesUser, MessagesUser, RerankUser: llmload/api_users.py) wins over both. The Responses and Messages
 APIs are measured streamed only: `--no-stream` with them is refused with one line.
 """
 
@@ -19,9 +19,9 @@ RERANK_DOCUMENTS = 8
 def add_api_options(parser: Any) -> None:
     """Register --api and --rerank-documents (run/flags.py calls this)."""
     parser.add_argument("--api", choices=("", *APIS), default="", include_in_web_ui=True,
-                        help="the wire API ('': --endpoint's): chat (/v1/chat/completions), completions, embeddings, responses "
-                             "(OpenAI Responses API), messages (Anthropic Messages: x-api-key + anthropic-version), "
-                             "rerank (/v1/rerank); --endpoint is the older spelling")
+                        help="the wire API ('': --endpoint's): chat (/v1/chat/completions), completions, embeddings, "
+                             "responses (OpenAI Responses API), messages (Anthropic Messages: x-api-key + "
+                             "anthropic-version), rerank (/v1/rerank); --endpoint is the older spelling")
     parser.add_argument("--rerank-documents", type=int, default=RERANK_DOCUMENTS, include_in_web_ui=True,
                         help="--api rerank: documents per request, each about --prompt-tokens long (the query is "
                              "the prompt's first 16 words)")

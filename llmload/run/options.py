@@ -4,9 +4,9 @@ How it works: Locust parses the command line (and copies the web UI form back in
 `environment.parsed_options` when a run starts); this module is the one place that reads that
 namespace, into two frozen views whose every field is declared once, with its default (run/flags.py
 registers the flags with these defaults):
-  * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go, --ship,
-    the gate, the server metrics, the SLO profile, the model and transport run.json names, Locust's few we read). Read whenever needed, on the master too; never raises
-    (a value it cannot read keeps its default) and draws nothing random.
+  * `settings_of(environment)` -> `RunSettings`: the options around the requests (files, --ship, the gate, the
+    server metrics, the SLO profile, the model and transport run.json names, the few Locust options we read). Read
+    whenever needed, on the master too; never raises (a value it cannot read keeps its default), draws nothing random.
   * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read
     and validated once per run at test start on a generating process (RunState.opts): `check_values`
     rejects impossible numbers (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py)
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import gate_profile
-from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
 from llmload.run import knobs
 from llmload.run.api_option import RERANK_DOCUMENTS, read_api
 from llmload.run.outage import SERVER_GONE_TIMEOUT_S

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from llmload.server import wire
 from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.embeddings import EmbeddingJob
-from llmload.server.event_generation import EVENT_PATHS, EventGeneration
 from llmload.server.engine import Engine
+from llmload.server.event_generation import EVENT_PATHS, EventGeneration
 from llmload.server.faults import Faults
 from llmload.server.generation import Generation
 from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
@@ -35,8 +35,8 @@ from llmload.server.plan import OutputPlan, plan_output, tool_results
 from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
-from llmload.server.rerank import RerankJob
 from llmload.server.requestlog import RequestLog
+from llmload.server.rerank import RerankJob
 from llmload.server.retry_hints import quota_headers, retry_headers
 from llmload.server.tokens import TextSource, is_structured, prompt_words
 from llmload.server.truthlog import TruthLog

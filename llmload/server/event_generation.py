@@ -14,15 +14,17 @@ from llmload.server import wire
 from llmload.server.generation import Generation
 from llmload.server.wire_events import MessagesTemplates, ResponsesTemplates
 
-EVENT_PATHS = {"/v1/responses": ResponsesTemplates, "/responses": ResponsesTemplates,
-               "/v1/messages": MessagesTemplates, "/messages": MessagesTemplates}
+EVENT_PATHS: dict[str, type[ResponsesTemplates] | type[MessagesTemplates]] = {
+    "/v1/responses": ResponsesTemplates, "/responses": ResponsesTemplates,
+    "/v1/messages": MessagesTemplates, "/messages": MessagesTemplates}
 """the paths served with typed events, and their templates"""
 
 
 class EventGeneration(Generation):
     def __init__(self, app, req, chat, body, words, plan, faults, truth, structured, headers):
         super().__init__(app, req, chat, body, words, plan, faults, truth, structured, headers)
-        self.events = EVENT_PATHS[req.path](req.request_id, self.created, self.model, bool(plan.reasoning_tokens))
+        self.events: ResponsesTemplates | MessagesTemplates = EVENT_PATHS[req.path](
+            req.request_id, self.created, self.model, bool(plan.reasoning_tokens))
         self.templates = self.events  # type: ignore[assignment]  # the same parts as wire.ChunkTemplates
         if plan.reasoning_tokens:
             self.prefix, self.suffix = self.events.reasoning_pair()

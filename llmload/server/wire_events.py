@@ -96,9 +96,10 @@ class MessagesTemplates:
 
     def open(self, prompt_tokens: int, cached_tokens: int) -> None:
         """The opening events, with the input usage known when the headers go out."""
-        message = {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
-                   "stop_reason": None, "stop_sequence": None, "usage": self._input(prompt_tokens, cached_tokens)}
-        self.role = event("message_start", {"message": {**message, "usage": {**message["usage"], "output_tokens": 1}}})
+        usage = {**self._input(prompt_tokens, cached_tokens), "output_tokens": 1}
+        message: dict = {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
+                   "stop_reason": None, "stop_sequence": None, "usage": usage}
+        self.role = event("message_start", {"message": message})
         self.role += event("ping", {})
         if self.reasoning:
             self.role += event("content_block_start", {"index": 0, "content_block": {"type": "thinking",
