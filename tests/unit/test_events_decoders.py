@@ -5,6 +5,7 @@ reasoning token and the last event are known exactly; usage, finish reasons and 
 """
 
 import json
+from datetime import datetime
 
 import pytest
 
@@ -15,7 +16,7 @@ from llmload.client.events_messages import MessagesBuilder
 from llmload.client.events_rerank import RerankBuilder
 from llmload.client.events_responses import ResponsesBuilder
 from llmload.client.request import StreamRequest, StreamResult
-from llmload.client.retry_hints import remaining_quota
+from llmload.client.retry_hints import RetryHint, parse_retry_hint, remaining_quota
 from llmload.client.timing import StreamTiming
 from llmload.run.api_option import read_api
 from llmload.server.wire_events import anthropic_error, anthropic_quota
@@ -220,6 +221,11 @@ def test_anthropic_errors_and_hints():
     assert isinstance(limited, RateLimited) and limited.retry_after_s == 3.0
     assert limited.retry_after_source == "retry-after"
     assert limited.detail == "Number of request tokens exceeded" and remaining_quota(headers) == (0, None)
+    resets = {"anthropic-ratelimit-requests-reset": "2026-12-02T07:40:03Z",
+              "anthropic-ratelimit-input-tokens-reset": "2026-12-02T07:40:01.5Z"}
+    now_s = datetime.fromisoformat("2026-12-02T07:40:00+00:00").timestamp()
+    assert parse_retry_hint(resets, now_s) == RetryHint(3.0, "anthropic-ratelimit-requests-reset")
+    assert parse_retry_hint({"anthropic-ratelimit-requests-reset": "soon"}, now_s) is None
 
 
 class Parsed:
