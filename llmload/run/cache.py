@@ -27,6 +27,7 @@ import gevent
 from gevent.event import Event
 from gevent.pool import Pool
 
+from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest
 from llmload.rules.traffic import cache_mode
 from llmload.run.transport import make_transport
@@ -69,13 +70,13 @@ def prime(user: Any, tier: Tier) -> None:
     """Send each distinct dataset prompt once (max_tokens 1), PRIME_CONNECTIONS at a time; log what it took."""
     opts, ctx = user.options, user.ctx
     endpoint = user.endpoint or opts.endpoint
-    prompts = distinct_prompts(ctx.dataset_items(opts.workload.dataset), chat=endpoint == "chat")
+    prompts = distinct_prompts(ctx.dataset_items(opts.workload.dataset), chat=endpoint in CHAT_APIS)
     lanes = max(1, min(PRIME_CONNECTIONS, len(prompts)))
     failed: list[int] = []
     started_s = time.time()
 
     def lane(index: int) -> None:
-        transport = make_transport(opts, ctx.next_user_index())  # a connection carries one stream at a time
+        transport = make_transport(opts, ctx.next_user_index(), endpoint)  # a connection carries one stream at a time
         try:
             for n in range(index, len(prompts), lanes):
                 text, messages = prompts[n]

@@ -8,7 +8,8 @@ request's faults from the seeded RNG (500/503 answer at once) -> take from the r
 itself is driven by `generation.Generation`; embeddings by `embeddings.EmbeddingJob`. The Responses API and
 Anthropic Messages (parse_apis.py folds their bodies into chat's) stream through `event_generation.EventGeneration`,
 rerank is a `rerank.RerankJob`. On `/v1/messages` the key may come as `x-api-key`, `anthropic-version` is required,
-errors have Anthropic's shape (an overload, 503, is its 529) and the quota headers its `anthropic-ratelimit-*` names.
+errors have Anthropic's shape (an overload, 503, is its 529), the quota headers its `anthropic-ratelimit-*` names and
+a refusal's hint its `retry-after` + `anthropic-ratelimit-*-reset` (whatever --retry-after-header says, unless none).
 `GET /metrics` renders the engine's state in Prometheus format (metrics.py).
 """
 
@@ -40,7 +41,7 @@ from llmload.server.rerank import RerankJob
 from llmload.server.retry_hints import quota_headers, retry_headers
 from llmload.server.tokens import TextSource, is_structured, prompt_words
 from llmload.server.truthlog import TruthLog
-from llmload.server.wire_events import anthropic_error, anthropic_quota
+from llmload.server.wire_events import anthropic_error, anthropic_quota, anthropic_retry
 
 COMPLETION_PATHS = {"/v1/chat/completions": True, "/v1/completions": False}
 
@@ -197,8 +198,9 @@ class App:
             if not decision.allowed:
                 truth["status"] = 429
                 self.truth.write(truth)
-                headers.update(retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit,
-                                             time.time()))
+                hints = retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit, time.time())
+                headers.update(anthropic_retry(decision.retry_after_s, decision.limit, time.time())
+                               if _anthropic(req) and hints else hints)
                 self.reply_error(req, 429, f"Rate limit reached for {decision.limit} per minute. "
                                  f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
                                  "rate_limit_exceeded", headers=headers)

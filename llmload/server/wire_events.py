@@ -23,6 +23,8 @@ input counts again) and `message_stop`; an error is `event: error` with an `over
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, datetime
 
 MESSAGES_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
@@ -147,6 +149,15 @@ def anthropic_error(status: int, message: str) -> tuple[int, bytes]:
     status = 529 if status == 503 else status
     kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     return status, json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
+
+def anthropic_retry(wait_s: float, limit: str, now_unix: float) -> dict[str, str]:
+    """Anthropic's hints of a 429: `retry-after` (whole seconds, rounded up) and the refused bucket's reset time
+    (RFC 3339, `anthropic-ratelimit-requests-reset` or `-tokens-reset`)."""
+    reset = datetime.fromtimestamp(now_unix + wait_s, tz=UTC).isoformat(timespec="milliseconds")
+    kind = "tokens" if limit == "tokens" else "requests"
+    return {"retry-after": str(max(1, math.ceil(wait_s))),
+            f"anthropic-ratelimit-{kind}-reset": reset.replace("+00:00", "Z")}
 
 
 def anthropic_quota(headers: dict[str, str]) -> dict[str, str]:

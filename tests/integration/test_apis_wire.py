@@ -82,7 +82,7 @@ def test_first_token_reasoning_and_usage_match_the_truth(reasoning_runs, api, ki
         # the client may read a little before the server's stamp (it stamps before its send): generous bounds
         assert abs(r.t0_perf_s + r.timing.ttft_ms / 1000 - float(row["first_byte_s"])) < 0.05
         assert abs(r.t0_perf_s + r.timing.reasoning_ttft_ms / 1000 - float(row["first_reasoning_byte_s"])) < 0.05
-        assert r.timing.reasoning_ttft_ms < r.timing.ttft_ms
+        assert r.timing.reasoning_ttft_ms <= r.timing.ttft_ms + 0.01  # in one read (a busy machine): the same time
         assert abs(r.t0_perf_s + r.timing.e2e_ms / 1000 - float(row["last_byte_s"])) < 0.05
         assert r.input_tokens == int(row["prompt_tokens"]) and r.output_tokens == int(row["output_tokens"]) == 12
         assert r.tokens_source == "usage" and r.finish_reason == "length" and r.model_returned == "llmload-sim"
@@ -131,7 +131,10 @@ def test_rate_limits_give_their_hints_and_quota(servers, api, kind):
     client.close()
     assert first.ok and (first.timing.ttft_ms is not None) == (api != "rerank")
     assert second.status == 429 and second.error == "rate_limited"
-    assert second.retry_after_source == "retry-after-ms" and 0 < second.retry_after_s <= 0.1
+    if api == "messages":  # Anthropic's dialect: whole seconds in retry-after, and the bucket's reset time
+        assert second.retry_after_source == "retry-after" and second.retry_after_s == 1.0
+    else:
+        assert second.retry_after_source == "retry-after-ms" and 0 < second.retry_after_s <= 0.1
     assert second.ratelimit_remaining_requests == 0 and first.ratelimit_remaining_requests == 0
 
 

@@ -19,7 +19,7 @@ from llmload.client.request import StreamRequest, StreamResult
 from llmload.client.retry_hints import RetryHint, parse_retry_hint, remaining_quota
 from llmload.client.timing import StreamTiming
 from llmload.run.api_option import read_api
-from llmload.server.wire_events import anthropic_error, anthropic_quota
+from llmload.server.wire_events import anthropic_error, anthropic_quota, anthropic_retry
 
 
 def sse_lines(events: list[dict]) -> list[bytes]:
@@ -226,6 +226,10 @@ def test_anthropic_errors_and_hints():
     now_s = datetime.fromisoformat("2026-12-02T07:40:00+00:00").timestamp()
     assert parse_retry_hint(resets, now_s) == RetryHint(3.0, "anthropic-ratelimit-requests-reset")
     assert parse_retry_hint({"anthropic-ratelimit-requests-reset": "soon"}, now_s) is None
+    sent = anthropic_retry(2.5, "tokens", now_s)
+    assert sent == {"retry-after": "3", "anthropic-ratelimit-tokens-reset": "2026-12-02T07:40:02.500Z"}
+    assert parse_retry_hint({"anthropic-ratelimit-tokens-reset": sent["anthropic-ratelimit-tokens-reset"]},
+                            now_s) == RetryHint(2.5, "anthropic-ratelimit-tokens-reset")
 
 
 class Parsed:
