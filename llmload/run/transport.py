@@ -3,11 +3,14 @@
 Anthropic Messages (`--api messages`) authenticates with `x-api-key` and names its version in
 `anthropic-version` (client/apis.py ANTHROPIC_VERSION): the fast transport is given both (an --api-key-header
 or an `anthropic-version` --header of the run wins); `--transport openai` uses the official `anthropic` SDK,
-which sends them itself (client/sdk_anthropic.py).
+which sends them itself (client/sdk_anthropic.py). Without --api-key (nor $OPENAI_API_KEY), Messages takes the key
+from $ANTHROPIC_API_KEY.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
 from llmload.client.apis import ANTHROPIC_VERSION
@@ -18,6 +21,8 @@ def make_transport(opts: RunOptions, user_index: int = 0, endpoint: str = "") ->
     """The `--transport` of the run for one user of API `endpoint` (default the run's --api; the SDK is imported
     only when chosen)."""
     messages = (endpoint or opts.endpoint) == "messages"
+    if messages and not opts.api_key:  # Anthropic's own variable, when no --api-key / $OPENAI_API_KEY is given
+        opts = dataclasses.replace(opts, api_key=os.environ.get("ANTHROPIC_API_KEY", ""))
     sdk: Any = None
     if opts.transport == "openai" and messages:
         from llmload.client.sdk_anthropic import AnthropicTransport
