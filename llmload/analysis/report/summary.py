@@ -111,7 +111,7 @@ def tier_record(row, run_tiers) -> dict:
         "n_empty": row.get("n_empty", 0),
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
-        "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
+        "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"], "docs_s": row.get("docs_s", 0.0),
         "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], "p99_ci_low": row["ttft_p99_ci_lo_ms"],
                     "p99_ci_high": row["ttft_p99_ci_hi_ms"], "p95_ci_low": row.get("ttft_p95_ci_lo_ms"),
                     "p95_ci_high": row.get("ttft_p95_ci_hi_ms")},

@@ -40,7 +40,7 @@ TIER = obj(
     n_429={"type": "integer"}, n_empty={"type": "integer"},
     short_for_requests=BOOL, hold_s=NUM, decode_max_ms=NUM,
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
-    goodput_rps=NUM, out_tok_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
+    goodput_rps=NUM, out_tok_s=NUM, docs_s=NUM, ttft_ms=quantiles("p999", "p99_ci_low", "p99_ci_high", "p95_ci_low",
                                                       "p95_ci_high"),
     e2e_ms=quantiles(), tpot_ms=quantiles(), itl_mean_ms=quantiles(),
     itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,
