@@ -19,6 +19,7 @@ SAMPLE_COLUMNS = (
     "retry_after_source", "ratelimit_remaining_requests", "ratelimit_remaining_tokens",
     "finish_reason", "streamed", "reasoning_tokens", "max_tokens", "prompt_tokens_target", "turn", "prompt_repeat",
     "output_tokens_client_source", "length_asked", "elapsed_ms", "session", "parent_session", "images", "target",
+    "documents",
 )
 """samples.csv: one row per request attempt. `finish_reason` as the server said it ('' when none);
 `streamed` 1, or 0 for a non-streamed answer (its ttft_ms is the whole answer's time, = e2e_ms);
@@ -35,7 +36,9 @@ written before it have no such column); `session` the agent session of the row (
 `turn`; '' otherwise), `parent_session` the session a sub-agent session was fanned out of ('' for a root session
 and without agent sessions); `images` the images the request carried (--images; 0 without), `target` the
 target it went to, as host:port[/path] (run/targets.py: no user info, no query; files written before these
-columns have neither)"""
+columns have neither); `documents` the documents a rerank request sent ('' for other APIs: documents/s is
+documents / e2e_ms). `endpoint` names the API (chat, completions, embeddings, responses, messages, rerank); rerank
+rows are like embeddings rows: not streamed, no ttft_ms, output_tokens 0"""
 
 SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error",
                        "error_detail", "tokens_source", "model_requested", "model_returned", "retry_of",
@@ -78,6 +81,10 @@ TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warm
                  *TIERS_APPLIED_COLUMNS, "refined")
 """tiers.csv: one row per tier of a load shape; `refined` 1 for a tier `--refine` added after the planned
 sweep (0 planned; files written before it have no such column: read as 0)"""
+
+NOT_GENERATING_APIS = ("embeddings", "rerank")
+"""samples.csv `endpoint` values answered without a first token (one JSON body, nothing generated): such a row with
+no error is a success without a ttft_ms"""
 
 PHASES = ("warmup", "measure", "after")
 

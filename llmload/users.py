@@ -1,4 +1,4 @@
-"""The abstract streaming Locust users a scenario subclasses: LLMUser, ChatUser, CompletionsUser.
+"""The abstract streaming Locust users a scenario subclasses: LLMUser, ChatUser, CompletionsUser (more: api_users.py).
 
 A scenario is a few lines (see `llmload.scenario.install` for what the one call registers):
 
@@ -27,12 +27,11 @@ failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
 default; a hint above `--max-retry-wait-s` is a `retry_after_too_long` failure instead), and after 3 consecutive other
 failures it backs off (`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
 
-Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401
-before any success, cannot connect, endpoint does not stream, the first 20 requests all one
-4xx; a server that answered, then stayed away --server-gone-timeout-s: run/outage.py), which stops the run
-once with one line (exit code 2). Users never raise StopUser for it: they idle in Locust's WAITING state
-until the runner stops them (a stop kills a waiting user at once). Retry and backoff pauses are waits in the
-same sense, so they never outlast the run's stop.
+Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401 before any success, cannot
+connect, endpoint does not stream, the first 20 requests all one 4xx; a server that answered, then stayed away
+--server-gone-timeout-s: run/outage.py), which stops the run once with one line (exit code 2). Users never raise
+StopUser for it: they idle in Locust's WAITING state until the runner stops them (a stop kills a waiting user at
+once). Retry and backoff pauses are waits in the same sense, so they never outlast the run's stop.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from typing import Any
 from locust import User, constant, task
 from locust.exception import InterruptTaskSet, RescheduleTask, StopUser
 
+from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.prompts import Prompt, make_prompt
 from llmload.run.cache import controlled
@@ -77,7 +77,7 @@ class LLMUser(User):
     abstract = True
     wait_time = constant(0)
     endpoint: str | None = None
-    """chat | completions; None: the --endpoint option"""
+    """chat | completions | embeddings | responses | messages | rerank; None: the --api (--endpoint) option"""
     scenario: str | None = None
     """name of the LLM/TTFT/ITL events and the samples' `scenario`; default: the class name"""
     prompt_tokens: int | None = None
@@ -108,7 +108,8 @@ class LLMUser(User):
         self.user_id = f"{self.ctx.worker}-{self.user_index}"
         if self.opts is not None and self.headers:
             self.opts = dataclasses.replace(self.opts, headers={**self.opts.headers, **self.headers})
-        self.transport: Any = make_transport(self.opts, self.user_index, self.ctx.round_robin) if self.opts else None
+        self.transport: Any = None if self.opts is None else make_transport(
+            self.opts, self.user_index, self.ctx.round_robin, self.endpoint or "")
         if self.transport is not None:
             self.transport.prepare()  # untimed: the first request pays its connect, nothing else
         self.label = self.scenario or type(self).__name__
@@ -144,7 +145,7 @@ class LLMUser(User):
             return None
         return PromptSource(spec, base_label=self.label, user_index=self.user_index,
                             worker_index=self.ctx.worker_index, items=items, sizer=sizer,
-                            prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint == "chat")
+                            prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint in CHAT_APIS)
 
     def on_stop(self) -> None:
         transport = getattr(self, "transport", None)
@@ -218,7 +219,7 @@ class LLMUser(User):
                 stream=self.options.stream if self.stream is None else self.stream,
                 output_len_mode=self.output_len_mode or self.options.output_len_mode, headers=self.request_headers,
                 images=self.ctx.next_images(self.endpoint or self.options.endpoint),
-            )
+                documents=self.options.rerank_documents)
             self.ctx.inflight += 1
             try:
                 result = self.transport.stream(req)

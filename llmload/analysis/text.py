@@ -117,9 +117,10 @@ def empty_column(table: pd.DataFrame) -> bool:
 def outcome_rows(table: pd.DataFrame, load_unit: str = "users") -> Rows:
     open_loop = open_loop_columns(table, load_unit)
     empty = empty_column(table)
+    docs = bool((table["docs_s"] > 0).any()) if "docs_s" in table else False  # a rerank run: documents/s
     headers = ("tier", "load", "sent", "ok", *(("empty",) if empty else ()), "429", "429 %", "other err %",
                *(("sent req/s", "dropped", "drop %") if open_loop else ()), "ok req/s", "goodput req/s", "out tok/s",
-               "in flight",
+               *(("docs/s",) if docs else ()), "in flight",
                "eff. conc.", "flags")
     rows = []
     for r in table.itertuples():
@@ -127,7 +128,7 @@ def outcome_rows(table: pd.DataFrame, load_unit: str = "users") -> Rows:
         rows.append((str(r.tier), applied_load(r), str(r.sent), str(r.ok), *((str(r.n_empty),) if empty else ()),
                      str(r.n_429), pct(r.rate_429),
                      pct(r.error_rate), *extra, num(r.ok_rps), num(getattr(r, "goodput_rps", float("nan"))),
-                     num(r.out_tok_s, 0), num(r.inflight),
+                     num(r.out_tok_s, 0), *((num(r.docs_s),) if docs else ()), num(r.inflight),
                      num(r.concurrency), flags(r)))
     return headers, rows
 

@@ -32,11 +32,18 @@ from collections.abc import Callable
 import gevent
 
 from llmload.client import sse
+from llmload.client.apis import NOT_GENERATING
 from llmload.client.builder import StreamBuilder
 from llmload.client.errors import LLMError, ProtocolError, Timeout
+from llmload.client.events_messages import MessagesBuilder
+from llmload.client.events_rerank import RerankBuilder
+from llmload.client.events_responses import ResponsesBuilder
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.retry_hints import remaining_quota
 from llmload.client.timing import StreamTiming
+
+BUILDERS = {"responses": ResponsesBuilder, "messages": MessagesBuilder, "rerank": RerankBuilder}
+"""the decoder of each API whose answer is not an OpenAI chat/completions chunk stream (client/apis.py)"""
 
 
 class Attempt:
@@ -47,13 +54,14 @@ class Attempt:
         self.clock = clock
         self.limits = limits
         self.timing = StreamTiming(clock)
-        self.builder = StreamBuilder(self.timing)
-        streamed = req.streamed
+        self.builder = BUILDERS.get(req.endpoint, StreamBuilder)(self.timing)
+        streamed, generating = req.streamed, req.endpoint not in NOT_GENERATING
         self.result = StreamResult(request_id=req.request_id, endpoint=req.endpoint, transport=transport,
                                    ts_start_s=time.time(), model_requested=req.model, retry_of=req.retry_of,
                                    streamed=streamed,
-                                   max_tokens=req.max_tokens if req.endpoint != "embeddings" else None,
-                                   length_asked=req.length_asked, images=len(req.images))
+                                   max_tokens=req.max_tokens if generating else None,
+                                   length_asked=req.length_asked, images=len(req.images),
+                                   documents=req.documents if req.endpoint == "rerank" else None)
         self.total = gevent.Timeout(limits.request_timeout_s)
         self.first = gevent.Timeout(limits.first_token_timeout_s)
         self.exc: LLMError | None = None
@@ -67,7 +75,7 @@ class Attempt:
 
     def answer(self, raw: bytes) -> None:
         """A non-streamed answer's whole body, read just now."""
-        self.builder.feed_answer(self.clock(), raw, embeddings=self.req.endpoint == "embeddings")
+        self.builder.feed_answer(self.clock(), raw, embeddings=self.req.endpoint in NOT_GENERATING)
         self.exc = self.builder.failure()
 
     def disarm(self) -> None:
@@ -116,7 +124,7 @@ class Attempt:
         elif timing.t_headers is not None:
             result.conn_reused = True
         self.builder.fill(result, self.req.input_tokens_estimate)
-        result.empty_answer = (self.exc is None and self.req.endpoint != "embeddings" and timing.t0 is not None
+        result.empty_answer = (self.exc is None and self.req.endpoint not in NOT_GENERATING and timing.t0 is not None
                                and not timing.text_times)  # answered cleanly, not one character of text
         result.t0_perf_s = timing.t0
         if timing.t0 is not None:

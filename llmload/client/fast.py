@@ -41,6 +41,7 @@ from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
 from llmload.client import body_lines, ghc_compat, keepalive, kstamp, reactor, resolve, sse, startgate
+from llmload.client.apis import PATHS
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -55,7 +56,6 @@ from llmload.client.errors import (
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
 
-PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
 BLOCK_SIZE = 16384
 """bytes per socket read"""
 

@@ -1,7 +1,8 @@
 """What one attempt sends (`StreamRequest`), its caps (`Timeouts`) and its outcome (`StreamResult`).
 
 `StreamRequest.body()` is the JSON both transports send: chat (`messages`), completions
-(`prompt`) or embeddings (`input`); streamed (`stream: true` + `include_usage`) or not.
+(`prompt`) or embeddings (`input`); streamed (`stream: true` + `include_usage`) or not; the Responses,
+Messages and rerank bodies are built by client/apis.py.
 The output-length mode adds vLLM's sampling extras: `ignore-eos` -> `"ignore_eos": true`,
 `min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins). A chat request's
 `images` (data URIs, workload/images.py) become `image_url` content parts after the text of its last
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmload.client.apis import EVENT_STREAMS, NOT_GENERATING, event_body, rerank_body
 from llmload.client.errors import LLMError
 from llmload.client.timing import TimingFigures
 from llmload.contract import EMPTY_ANSWER
@@ -31,7 +33,7 @@ class StreamRequest:
     """What one attempt sends (both transports build the same JSON body from it)."""
 
     endpoint: str
-    """chat | completions"""
+    """the API (client/apis.py APIS): chat | completions | embeddings | responses | messages | rerank"""
     model: str
     prompt: str
     max_tokens: int
@@ -50,14 +52,20 @@ class StreamRequest:
     """this request's own headers, over the transport's (an agent session's sticky-session header)"""
     images: tuple[str, ...] = ()
     """chat only: image URLs (data URIs) sent with the last user message"""
+    documents: int = 0
+    """rerank: how many documents to rank (--rerank-documents)"""
 
     @property
     def streamed(self) -> bool:
-        return self.stream and self.endpoint != "embeddings"
+        return self.stream and self.endpoint not in NOT_GENERATING
 
     def body(self) -> dict:
-        if self.endpoint == "embeddings":
-            body: dict = {"model": self.model, "input": self.prompt, "encoding_format": "float"}
+        if self.endpoint == "rerank":
+            body: dict = rerank_body(self.model, self.prompt, self.documents)
+        elif self.endpoint in EVENT_STREAMS:
+            body = event_body(self.endpoint, self.model, self.prompt, self.max_tokens, self.messages, self.stream)
+        elif self.endpoint == "embeddings":
+            body = {"model": self.model, "input": self.prompt, "encoding_format": "float"}
         else:
             body = {"model": self.model, "max_tokens": self.max_tokens, "stream": self.stream}
             if self.stream:
@@ -80,7 +88,7 @@ class StreamRequest:
     def length_asked(self) -> str:
         """What the body asks beside max_tokens for a fixed output length: `ignore_eos`, `min_tokens`, both
         joined by '+', or '' (as sent: --output-len-mode, a class's output_len_mode or an extra_body's field)."""
-        if self.endpoint == "embeddings":
+        if self.endpoint in NOT_GENERATING:
             return ""
         body = self.body()
         return "+".join(k for k in ("ignore_eos", "min_tokens") if body.get(k))
@@ -136,7 +144,7 @@ class StreamResult:
     reasoning_tokens: int | None = None
     """usage.completion_tokens_details.reasoning_tokens, when the server sends it"""
     max_tokens: int | None = None
-    """the max_tokens asked (None for embeddings)"""
+    """the max_tokens asked (None for embeddings and rerank)"""
     length_asked: str = ""
     """StreamRequest.length_asked: ignore_eos, min_tokens, both ('+') or ''"""
     empty_answer: bool = False
@@ -146,6 +154,8 @@ class StreamResult:
     """images the request carried (StreamRequest.images)"""
     target: str = ""
     """the target's label (run/targets.py) when the run's transport named it"""
+    documents: int | None = None
+    """rerank: the documents sent to be ranked (None for other APIs)"""
 
     @property
     def ok(self) -> bool:

@@ -3,7 +3,8 @@
 Servers disagree on the header: `Retry-After` (seconds or an HTTP-date, RFC 9110),
 `retry-after-ms` (OpenAI, Azure), a provider-prefixed copy such as LiteLLM's
 `llm_provider-retry-after`, or only the quota reset time, `x-ratelimit-reset-requests` /
-`-tokens`, in OpenAI's duration format (`6m0s`, `1.5s`, `20ms`). `parse_retry_hint` reads
+`-tokens`, in OpenAI's duration format (`6m0s`, `1.5s`, `20ms`), or Anthropic's
+`anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset` (an RFC 3339 time). `parse_retry_hint` reads
 them in that order of precision and says which header gave the value, so the report can
 name it. The quota left (`x-ratelimit-remaining-requests` / `-tokens`, Anthropic's
 `anthropic-ratelimit-requests-remaining` / `-tokens-remaining`, or a proxy's prefixed copy such as
@@ -18,11 +19,14 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+ANTHROPIC_RESET_HEADERS = tuple(f"anthropic-ratelimit-{k}-reset" for k in ("requests", "tokens", "input-tokens",
+                                                                             "output-tokens"))
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,25 @@ def parse_retry_hint(headers: dict[str, str], now_unix_s: float | None = None) -
         seconds = parse_duration_s(headers[name]) if headers.get(name) else None
         if seconds is not None:
             resets.append((seconds, name))
+    for name in ANTHROPIC_RESET_HEADERS:
+        seconds = _seconds_until(headers[name], now_unix_s) if headers.get(name) else None
+        if seconds is not None:
+            resets.append((seconds, name))
     if resets:
-        seconds, name = max(resets)  # both quotas must have room again
+        seconds, name = max(resets)  # every quota must have room again
         return RetryHint(seconds, name)
     return None
+
+
+def _seconds_until(value: str, now_unix_s: float | None) -> float | None:
+    """An RFC 3339 time (`2026-12-02T07:40:03Z`) -> seconds from now, never negative; None if unreadable."""
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now_unix_s is None else now_unix_s))
 
 
 QUOTA_HEADERS = {"requests": ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"),

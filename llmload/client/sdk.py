@@ -30,14 +30,18 @@ the pooled connection was reused.
 
 Non-streamed requests (`--no-stream`) and embeddings go through the same
 `with_streaming_response` call with `stream=False` (embeddings: `embeddings.create`); the
-whole body is read and timed when it is in. Request knobs: `headers` and `query` become the
-client's `default_headers` / `default_query`; with `api_key_header` the key goes in that
-header and the SDK's `Authorization` header is omitted.
+whole body is read and timed when it is in. The Responses API is `responses.create(stream=True)`,
+its raw event lines read the same way; rerank, which the SDK has no method for, is the client's own
+`post("/rerank")` (its auth, headers, errors). Anthropic Messages: client/sdk_anthropic.py.
+Request knobs: `headers` and `query` become the client's `default_headers` / `default_query`; with
+`api_key_header` the key goes in that header and the SDK's `Authorization` header is omitted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -63,7 +67,8 @@ from llmload.client.errors import (
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
 
-_SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt", "input", "encoding_format")
+_SDK_ARGS = ("model", "max_tokens", "stream", "stream_options", "messages", "prompt", "input", "encoding_format",
+             "max_output_tokens", "instructions", "system")
 
 USERS_PER_CLIENT = 32
 """users sharing one SDK client (see the module docstring: httpcore2's pool scan)"""
@@ -118,14 +123,8 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
     key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query,
            api_key_header)
     if key not in _clients:
-        logging.getLogger("httpx2").setLevel(logging.WARNING)
         tracer = ConnectTracer(clock)
-        http_client = httpx2.Client(
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-            timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
-            event_hooks={"request": [tracer.on_request]},
-            verify=not insecure,
-        )
+        http_client = traced_http_client(tracer, timeouts, insecure)
         default_headers: dict = dict(headers or {})
         if api_key_header:
             default_headers[api_key_header] = api_key  # and each request omits Authorization (stream())
@@ -140,8 +139,23 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
     return _clients[key]
 
 
+def traced_http_client(tracer: ConnectTracer, timeouts: Timeouts, insecure: bool) -> httpx2.Client:
+    """An SDK's httpx2 client: no pool caps, the attempt's timeouts, connects traced (module docstring)."""
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    return httpx2.Client(
+        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
+        timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
+        event_hooks={"request": [tracer.on_request]},
+        verify=not insecure,
+    )
+
+
 class OpenAITransport:
     name = "openai"
+    status_error: Any = openai.APIStatusError
+    timeout_errors: tuple = (openai.APITimeoutError, httpx2.TimeoutException)
+    connection_errors: tuple = (openai.APIConnectionError, httpx2.TransportError)
+    """the SDK's exception classes (client/sdk_anthropic.py has Anthropic's)"""
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
                  clock: Callable[[], float] = time.perf_counter, user_index: int = 0,
@@ -168,6 +182,12 @@ class OpenAITransport:
         host, _, port = self.host.rpartition(":")
         resolve.prepare(host, int(port))
 
+    def warm(self, endpoint: str) -> None:
+        """Untimed, before the first request: the SDK imports an API's module on its first use (the Responses
+        API's costs ~0.25 s), which the first request's TTFT would otherwise carry."""
+        if endpoint == "responses":
+            self.client.responses.with_streaming_response  # noqa: B018  (touching it imports it)
+
     def _read_stream(self, resp, attempt: Attempt) -> None:
         """Raw SSE lines stamped as they arrive, to [DONE] (then drained: the connection is kept)."""
         clock, feed = self.clock, attempt.builder.feed
@@ -185,14 +205,23 @@ class OpenAITransport:
                 pass
         attempt.exc = attempt.builder.failure()
 
-    def stream(self, req: StreamRequest) -> StreamResult:
-        clock, body = self.clock, req.body()
-        kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
+    def _create(self, req: StreamRequest, kwargs: dict, headers: dict, body: dict) -> Any:
+        """The SDK call of the request's API: a context manager giving the raw HTTP response."""
+        if req.endpoint == "rerank":
+            return contextlib.nullcontext(self.client.post("/rerank", cast_to=httpx2.Response, body={**kwargs, **body},
+                                                           options={"headers": headers}))
         api: Any
         if req.endpoint == "chat":
             api = self.client.chat.completions
+        elif req.endpoint == "responses":
+            api = self.client.responses
         else:  # touching client.embeddings imports its module (once): only when used
             api = self.client.completions if req.endpoint == "completions" else self.client.embeddings
+        return api.with_streaming_response.create(**kwargs, extra_headers=headers, extra_body=body or None)
+
+    def stream(self, req: StreamRequest) -> StreamResult:
+        clock, body = self.clock, req.body()
+        kwargs = {k: body.pop(k) for k in _SDK_ARGS if k in body}
         attempt = Attempt(req, self.name, self.timeouts, clock)
         timing = attempt.timing
         if not self.started:
@@ -201,10 +230,8 @@ class OpenAITransport:
         attempt.arm()
         try:
             timing.start()
-            with api.with_streaming_response.create(
-                **kwargs, extra_headers={**(req.headers or {}), "X-Request-Id": req.request_id, **self.auth_omitted},
-                extra_body=body or None
-            ) as resp:
+            headers = {**(req.headers or {}), "X-Request-Id": req.request_id, **self.auth_omitted}
+            with self._create(req, kwargs, headers, body) as resp:
                 timing.headers()
                 attempt.result.status = resp.status_code
                 attempt.note_headers({k.lower(): v for k, v in resp.headers.items()})
@@ -217,22 +244,24 @@ class OpenAITransport:
                     self._read_stream(resp, attempt)
         except gevent.Timeout as t_exc:
             attempt.exc = attempt.cap_error(t_exc)
-        except openai.APIStatusError as s_exc:
+        except self.status_error as s_exc:
             if timing.t_headers is None:
                 timing.headers()
             attempt.result.status = s_exc.status_code
             headers = {k.lower(): v for k, v in s_exc.response.headers.items()}
             attempt.note_headers(headers)
-            attempt.exc = error_for_status(s_exc.status_code, headers, str(s_exc.message))
+            decoded = getattr(s_exc, "body", None)  # the decoded error body (Anthropic's message holds its repr)
+            attempt.exc = error_for_status(s_exc.status_code, headers,
+                                           json.dumps(decoded) if isinstance(decoded, dict) else str(s_exc.message))
         except MalformedChunk as m_exc:
             attempt.malformed(m_exc)
         except ProtocolError as p_exc:  # not an event stream
             attempt.exc = p_exc
-        except (openai.APITimeoutError, httpx2.TimeoutException) as to_exc:
+        except self.timeout_errors as to_exc:
             connecting = req.request_id in self.tracer.connecting
             attempt.exc = Timeout("connect" if connecting else "read",
                                   self.timeouts.connect_timeout_s if connecting else None, type(to_exc).__name__)
-        except (openai.APIConnectionError, httpx2.TransportError) as c_exc:
+        except self.connection_errors as c_exc:
             detail = f"{type(c_exc).__name__}: {c_exc.__cause__ or c_exc}"
             if timing.t_headers is not None:
                 attempt.exc = StreamBroken(detail)

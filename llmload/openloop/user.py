@@ -260,7 +260,8 @@ class OpenLoopUser(_UserBase):
             transport = idle.pop()
         else:
             assert self.opts is not None, "open-loop arrival without valid run options"
-            transport = make_transport(self.opts, self.ctx.next_user_index(), self.ctx.round_robin)
+            transport = make_transport(self.opts, self.ctx.next_user_index(), self.ctx.round_robin,
+                                       getattr(self, "endpoint", None) or "")
         view = copy.copy(self)
         view.transport = transport
         try:

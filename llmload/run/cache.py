@@ -27,6 +27,7 @@ import gevent
 from gevent.event import Event
 from gevent.pool import Pool
 
+from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest
 from llmload.rules.traffic import cache_mode
 from llmload.run.targets import RoundRobin
@@ -70,14 +71,15 @@ def prime(user: Any, tier: Tier) -> None:
     """Send each distinct dataset prompt once (max_tokens 1), PRIME_CONNECTIONS at a time; log what it took."""
     opts, ctx = user.options, user.ctx
     endpoint = user.endpoint or opts.endpoint
-    prompts = distinct_prompts(ctx.dataset_items(opts.workload.dataset), chat=endpoint == "chat")
+    prompts = distinct_prompts(ctx.dataset_items(opts.workload.dataset), chat=endpoint in CHAT_APIS)
     lanes = max(1, min(PRIME_CONNECTIONS, len(prompts)))
     failed: list[int] = []
     started_s = time.time()
 
     def lane(index: int) -> None:
         # a connection carries one stream at a time; each prompt is sent once to every target, in turn
-        transport = make_transport(opts, ctx.next_user_index(), RoundRobin((1.0,) * max(1, len(opts.targets))))
+        transport = make_transport(opts, ctx.next_user_index(), RoundRobin((1.0,) * max(1, len(opts.targets))),
+                                   endpoint)
         try:
             for n in range(index, len(prompts), lanes):
                 text, messages = prompts[n]

@@ -20,6 +20,7 @@ from typing import Any
 from llmload.client.request import OUTPUT_LEN_MODES
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import DEFAULT_PROFILE, PROFILES, profiles_help
+from llmload.run.api_option import add_api_options
 from llmload.run.locust_compat import join_repeated_hosts
 from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
@@ -48,7 +49,8 @@ def add_options(parser: Any) -> None:
     add("--transport", choices=TRANSPORTS, default=d.transport, include_in_web_ui=True,
         help="fast: geventhttpclient timed at the socket read (default); openai: the official SDK as an app uses it")
     add("--endpoint", choices=ENDPOINTS, default=d.endpoint, include_in_web_ui=True,
-        help="chat (/v1/chat/completions) or completions (/v1/completions)")
+        help="the older spelling of --api (same values; --api wins when both are given)")
+    add_api_options(parser)
     add("--connect-timeout-s", type=float, default=d.timeouts.connect_timeout_s, include_in_web_ui=True,
         help="TCP (+TLS) connect cap")
     add("--first-token-timeout-s", type=float, default=d.timeouts.first_token_timeout_s, include_in_web_ui=True,

@@ -156,12 +156,10 @@ def _start_generating(environment: Any, state: RunState) -> None:
     state.prepare_requests(opts)
     state.guard.base_url = ", ".join(files.without_userinfo(t.base_url) for t in opts.targets)  # all of them
     state.outage = OutageWatch(state.guard.base_url, opts.server_gone_timeout_s)
-    if opts.transport == "openai":  # build the shared SDK clients before any user starts
-        from llmload.client.sdk import shared_client
+    if opts.transport == "openai":  # the shared SDK clients (and the --api's module) before any user starts
+        from llmload.run.transport import make_transport
 
-        for target in opts.targets:
-            shared_client(target.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
-                          query=opts.query, api_key_header=opts.api_key_header)
+        make_transport(opts).close()
     if state.health is None:
         state.health = HealthMonitor(state.worker, state.sink.add_health, state.users_now, lambda: state.inflight,
                                      on_overload=lambda text: overload.announce(environment, state.worker, text))

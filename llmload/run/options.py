@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import gate_profile
 from llmload.run import knobs
+from llmload.run.api_option import RERANK_DOCUMENTS, read_api
 from llmload.run.outage import SERVER_GONE_TIMEOUT_S
 from llmload.run.retry import ON_429_MODES, RetryPolicy
 from llmload.run.targets import Target, TargetError, make_targets, parse_weights, split_hosts
@@ -35,7 +37,6 @@ from llmload.workload.images import ImageError, ImageSpec, parse_images
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
-ENDPOINTS = ("chat", "completions")
 DEFAULT_SERVER_ARGS = "--preset demo"
 
 
@@ -88,7 +89,9 @@ class RunOptions(RunSettings):
     prompt_tokens: int = 128
     """approximate prompt length in tokens of the synthetic prompts"""
     endpoint: str = "chat"
-    """chat (/v1/chat/completions) | completions (/v1/completions)"""
+    """--api (or --endpoint): chat | completions | embeddings | responses | messages | rerank (client/apis.py)"""
+    rerank_documents: int = RERANK_DOCUMENTS
+    """--rerank-documents: documents per rerank request"""
     timeouts: Timeouts = field(default_factory=Timeouts)
     """--connect-timeout-s, --first-token-timeout-s, --request-timeout-s"""
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
@@ -267,13 +270,12 @@ def read_options(environment: Any) -> RunOptions:
     check_values(parsed)
     settings = _settings(environment)
     try:
-        bases = [api_base_url(host) for host in split_hosts(settings["host"])]
+        bases, knob = [api_base_url(host) for host in split_hosts(settings["host"])], read_knobs(parsed)
         opts = RunOptions(
-            **{**settings, **read_knobs(parsed)}, base_url=bases[0],
+            **{**settings, **knob}, **read_api(parsed, d.endpoint, knob["stream"]), base_url=bases[0],
             targets=make_targets(bases, parse_weights(_get(parsed, "host_weights", ""), len(bases))),
             max_tokens=int(_get(parsed, "max_tokens", d.max_tokens)),
             prompt_tokens=int(_get(parsed, "prompt_tokens", d.prompt_tokens)),
-            endpoint=str(_get(parsed, "endpoint", d.endpoint)),
             timeouts=Timeouts(
                 connect_timeout_s=float(_get(parsed, "connect_timeout_s", d.timeouts.connect_timeout_s)),
                 first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", d.timeouts.first_token_timeout_s)),
@@ -295,6 +297,4 @@ def read_options(environment: Any) -> RunOptions:
         raise OptionError(f"bad llmload option: {exc}") from None
     if opts.transport not in TRANSPORTS:
         raise OptionError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {opts.transport!r}")
-    if opts.endpoint not in ENDPOINTS:
-        raise OptionError(f"--endpoint must be one of {', '.join(ENDPOINTS)}, got {opts.endpoint!r}")
     return opts

@@ -1,7 +1,8 @@
 """What a user does after an answer that says "try later": retry it, wait, or carry on.
 
 How it works: `next_step(result, attempt, policy, ...)` returns a `NextStep` (retry or not, and
-how long to pause first). Only 429s and 503s say "try later" (other failures are answers):
+how long to pause first). Only 429s and 503s (and Anthropic's 529 overloaded) say "try later" (other failures
+are answers):
 
 - `--retries N`: a 429 or 503 is retried up to N times. The wait before a retry is the server's
   hint (`client.retry_hints`: Retry-After, retry-after-ms, provider variants, quota resets), else
@@ -54,7 +55,7 @@ def backoff_s(attempt: int, rng: random.Random) -> float:
 
 
 def is_retryable(result: StreamResult) -> bool:
-    return result.error == "rate_limited" or (result.error == "http_5xx" and result.status == 503)
+    return result.error == "rate_limited" or (result.error == "http_5xx" and result.status in (503, 529))
 
 
 def mark_too_long(result: StreamResult, policy: RetryPolicy) -> StreamResult:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent.event
 
+from llmload.client.apis import NOT_GENERATING
 from llmload.client.request import StreamRequest
 from llmload.run.drain import Drain
 from llmload.run.guard import RunGuard
@@ -186,7 +187,7 @@ class RunState:
             if opts.workload.tokenizer:
                 self._sizer = TokenizerSizer(opts.workload.tokenizer)
             else:
-                probe = StreamRequest(endpoint=endpoint if endpoint != "embeddings" else "chat", model=opts.model,
+                probe = StreamRequest(endpoint=endpoint if endpoint not in NOT_GENERATING else "chat", model=opts.model,
                                       prompt=probe_text(), max_tokens=1, request_id=f"{self.token}-calibrate",
                                       stream=opts.stream)
                 result = transport.stream(probe)

@@ -5,29 +5,55 @@ connection to each, for `openai` the SDK client of each base URL. `TargetedTrans
 the process's `RoundRobin` which target the request goes to and names it on the result
 (`StreamResult.target`, samples.csv `target`); with one target that is the only one. A retry
 (`StreamRequest.retry_of`) goes to the target of the attempt it repeats, not the next in turn.
+
+Anthropic Messages (`--api messages`) authenticates with `x-api-key` and names its version in
+`anthropic-version` (client/apis.py ANTHROPIC_VERSION): the fast transport is given both (an --api-key-header
+or an `anthropic-version` --header of the run wins); `--transport openai` uses the official `anthropic` SDK,
+which sends them itself (client/sdk_anthropic.py). Without --api-key (nor $OPENAI_API_KEY), Messages takes the key
+from $ANTHROPIC_API_KEY.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
+from llmload.client.apis import ANTHROPIC_VERSION
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.run.options import RunOptions
 from llmload.run.targets import RoundRobin, Target, label_of
 
 
-def _one(opts: RunOptions, target: Target, user_index: int) -> Any:
-    """The `--transport` of the run for one user and one target (the SDK is imported only when chosen)."""
-    if opts.transport == "openai":
+def _one(opts: RunOptions, base_url: str, user_index: int, endpoint: str) -> Any:
+    """The `--transport` of the run for one user of API `endpoint` and one target (the SDK is imported only when
+    chosen)."""
+    messages = endpoint == "messages"
+    if messages and not opts.api_key:  # Anthropic's own variable, when no --api-key / $OPENAI_API_KEY is given
+        opts = dataclasses.replace(opts, api_key=os.environ.get("ANTHROPIC_API_KEY", ""))
+    sdk: Any = None
+    if opts.transport == "openai" and messages:
+        from llmload.client.sdk_anthropic import AnthropicTransport
+
+        sdk = AnthropicTransport(base_url, opts.api_key, opts.timeouts, user_index=user_index,
+                                 insecure=opts.insecure, headers=opts.headers, query=opts.query)
+    elif opts.transport == "openai":
         from llmload.client.sdk import OpenAITransport
 
-        return OpenAITransport(target.base_url, opts.api_key, opts.timeouts, user_index=user_index,
-                               insecure=opts.insecure, headers=opts.headers, query=opts.query,
-                               api_key_header=opts.api_key_header)
+        sdk = OpenAITransport(base_url, opts.api_key, opts.timeouts, user_index=user_index,
+                              insecure=opts.insecure, headers=opts.headers, query=opts.query,
+                              api_key_header=opts.api_key_header)
+    if sdk is not None:
+        sdk.warm(endpoint)  # untimed: the SDK's lazy import of the API's module
+        return sdk
     from llmload.client.fast import FastTransport
 
-    return FastTransport(target.base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=opts.headers,
-                         query=opts.query, api_key_header=opts.api_key_header)
+    headers, key_header = opts.headers, opts.api_key_header
+    if messages:
+        headers = {"anthropic-version": ANTHROPIC_VERSION, **headers}
+        key_header = key_header or "x-api-key"
+    return FastTransport(base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=headers,
+                         query=opts.query, api_key_header=key_header)
 
 
 SERVED_KEPT = 64
@@ -67,9 +93,11 @@ class TargetedTransport:
         return result
 
 
-def make_transport(opts: RunOptions, user_index: int = 0, picker: RoundRobin | None = None) -> TargetedTransport:
-    """A user's transports to every target; `picker`: the process's round robin (RunState.round_robin), else
-    one of the user's own."""
+def make_transport(opts: RunOptions, user_index: int = 0, picker: RoundRobin | None = None,
+                   endpoint: str = "") -> TargetedTransport:
+    """A user's transports to every target for API `endpoint` (default the run's --api); `picker`: the process's
+    round robin (RunState.round_robin), else one of the user's own."""
     targets = opts.targets or (Target(opts.base_url, label_of(opts.base_url) if opts.base_url else ""),)
-    return TargetedTransport([_one(opts, t, user_index) for t in targets], [t.label for t in targets],
+    api = endpoint or opts.endpoint
+    return TargetedTransport([_one(opts, t.base_url, user_index, api) for t in targets], [t.label for t in targets],
                              picker or RoundRobin(tuple(t.weight for t in targets)))

@@ -5,7 +5,11 @@ How a completion request goes: log it (`--request-log`) -> parse and validate th
 request's faults from the seeded RNG (500/503 answer at once) -> take from the rate limiter
 (429 with the retry hint in the `--retry-after-header` styles) -> plan the output (plan.py)
 -> wait `gateway_ms` -> submit to the engine (refused when its queue is full). The response
-itself is driven by `generation.Generation`; embeddings by `embeddings.EmbeddingJob`.
+itself is driven by `generation.Generation`; embeddings by `embeddings.EmbeddingJob`. The Responses API and
+Anthropic Messages (parse_apis.py folds their bodies into chat's) stream through `event_generation.EventGeneration`,
+rerank is a `rerank.RerankJob`. On `/v1/messages` the key may come as `x-api-key`, `anthropic-version` is required,
+errors have Anthropic's shape (an overload, 503, is its 529), the quota headers its `anthropic-ratelimit-*` names and
+a refusal's hint its `retry-after` + `anthropic-ratelimit-*-reset` (whatever --retry-after-header says, unless none).
 `GET /metrics` renders the engine's state in Prometheus format (metrics.py).
 """
 
@@ -22,19 +26,23 @@ from llmload.server import wire
 from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.embeddings import EmbeddingJob
 from llmload.server.engine import Engine
+from llmload.server.event_generation import EVENT_PATHS, EventGeneration
 from llmload.server.faults import Faults
 from llmload.server.generation import Generation
 from llmload.server.images import count_images
 from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
+from llmload.server.parse_apis import messages_body, rerank_body, responses_body
 from llmload.server.plan import OutputPlan, plan_output, tool_results
 from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
 from llmload.server.requestlog import RequestLog
+from llmload.server.rerank import RerankJob
 from llmload.server.retry_hints import quota_headers, retry_headers
 from llmload.server.tokens import TextSource, is_structured, prompt_words
 from llmload.server.truthlog import TruthLog
+from llmload.server.wire_events import anthropic_error, anthropic_quota, anthropic_retry
 
 COMPLETION_PATHS = {"/v1/chat/completions": True, "/v1/completions": False}
 
@@ -93,6 +101,18 @@ class App:
             self._check_method(req, "POST")
             self._check_auth(req)
             return self._embeddings(req)
+        if req.path in ("/v1/rerank", "/rerank", "/v2/rerank"):
+            self._check_method(req, "POST")
+            self._check_auth(req)
+            return self._rerank(req)
+        if req.path in EVENT_PATHS:
+            self._check_method(req, "POST")
+            self._check_auth(req)
+            messages = _anthropic(req)
+            if messages and not req.headers.get("anthropic-version"):
+                raise BadRequest("anthropic-version: header is required")
+            return self._completion(req, True, messages_body(req.body, self.cfg) if messages
+                                    else responses_body(req.body, self.cfg))
         chat = COMPLETION_PATHS.get(req.path)
         if chat is None:
             raise BadRequest(f"Unknown request URL: {req.method} {req.path}.", status=404,
@@ -108,6 +128,8 @@ class App:
 
     def _check_auth(self, req: Request) -> None:
         if self.cfg.api_key is None:
+            return
+        if _anthropic(req) and req.headers.get("x-api-key") == self.cfg.api_key:
             return
         if req.headers.get("authorization", "") != f"Bearer {self.cfg.api_key}":
             raise BadRequest("Incorrect API key provided. Pass the key with "
@@ -129,8 +151,8 @@ class App:
             return
         if gate[0].empty:  # an answer with no text: one token of empty text, stopped at the length limit
             plan = OutputPlan(1, 0, "length")
-        generation = Generation(self, req, chat, body, words, plan, gate[0], truth,
-                                is_structured(body, words), gate[1])
+        generation = (EventGeneration if req.path in EVENT_PATHS else Generation)(
+            self, req, chat, body, words, plan, gate[0], truth, is_structured(body, words), gate[1])
         if self.cfg.gateway_ms > 0:
             self.loop.call_later(self.cfg.gateway_ms / 1000.0, generation.admit)
         else:
@@ -148,12 +170,24 @@ class App:
             else:
                 job.admit()
 
+    def _rerank(self, req: Request) -> None:
+        body, documents, tokens = rerank_body(req.body, self.cfg)
+        truth = {"request_id": req.request_id, "endpoint": req.path, "stream": 0, "arrival_s": req.arrival_s,
+                 "arrival_unix": time.time(), "prompt_tokens": tokens, "documents": len(documents)}
+        gate = self._gate(req, truth, tokens)
+        if gate is not None:
+            job = RerankJob(self, req, body, documents, tokens, truth, gate[1])
+            if self.cfg.gateway_ms > 0:
+                self.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
+            else:
+                job.admit()
+
     def _gate(self, req: Request, truth: dict, token_cost: int) -> tuple[Faults, dict[str, str]] | None:
         """Faults and rate limits: (faults, response headers) if the request goes on, None if refused."""
         faults = Faults.draw(self.cfg, self.rng)
         truth["fault"] = faults.name
         if faults.http_status:
-            truth["status"] = faults.http_status
+            truth["status"] = 529 if faults.http_status == 503 and _anthropic(req) else faults.http_status
             self.truth.write(truth)
             message = "The server had an error while processing your request." \
                 if faults.http_status == 500 else "The engine is currently overloaded, please try again later."
@@ -162,12 +196,14 @@ class App:
         headers = {"x-request-id": req.request_id}
         if self.limiter.enabled:
             decision = self.limiter.take(token_cost, self.clock())
-            headers.update(quota_headers(self.limiter, decision))
+            quota = quota_headers(self.limiter, decision)
+            headers.update(anthropic_quota(quota) if _anthropic(req) else quota)
             if not decision.allowed:
                 truth["status"] = 429
                 self.truth.write(truth)
-                headers.update(retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit,
-                                             time.time()))
+                hints = retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit, time.time())
+                headers.update(anthropic_retry(decision.retry_after_s, decision.limit, time.time())
+                               if _anthropic(req) and hints else hints)
                 self.reply_error(req, 429, f"Rate limit reached for {decision.limit} per minute. "
                                  f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
                                  "rate_limit_exceeded", headers=headers)
@@ -185,6 +221,8 @@ class App:
                     code: str | None = None, param: str | None = None,
                     headers: dict[str, str] | None = None) -> None:
         body = wire.error_body(status, message, err_type, code, param)
+        if _anthropic(req):
+            status, body = anthropic_error(status, message)
         conn = req.conn
         assert conn is not None  # the protocol hands over every request with its connection
         conn.send(wire.http_response(status, body, headers, keep_alive=req.keep_alive))
@@ -193,3 +231,8 @@ class App:
     def close(self) -> None:
         self.truth.close()
         self.requests.close()
+
+
+def _anthropic(req: Request) -> bool:
+    """Is this an Anthropic Messages request (its auth header, error shape and quota names)?"""
+    return req.path in ("/v1/messages", "/messages")

@@ -14,7 +14,9 @@ what the request asked ('' when unset), `finish_reason` what the answer ended wi
 did not complete), `reasoning_tokens` how many of `output_tokens` were reasoning ('' when
 `--reasoning-tokens` is off), `tool_results` how many tool results (`tool` messages) a chat request's
 conversation held ('' for other endpoints), `images` how many images a chat request's messages carried and
-`image_tokens` the prompt tokens they count for (images.py; both in `prompt_tokens`, '' for other endpoints).
+`image_tokens` the prompt tokens they count for (images.py; both in `prompt_tokens`, '' for other endpoints),
+`documents` how many documents a rerank request held ('' for other endpoints). `endpoint` is the path served
+(/v1/chat/completions, /v1/responses, /v1/messages, /v1/rerank, ...).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 COLUMNS = ("request_id", "endpoint", "status", "stream", "arrival_s", "service_start_s",
            "first_byte_due_s", "first_byte_s", "last_byte_s", "arrival_unix", "prompt_tokens",
            "cached_tokens", "output_tokens", "fault", "max_tokens", "finish_reason", "reasoning_tokens",
-           "first_reasoning_byte_s", "tool_results", "images", "image_tokens")
+           "first_reasoning_byte_s", "tool_results", "images", "image_tokens", "documents")
 
 
 class TruthLog:

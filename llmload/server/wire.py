@@ -25,7 +25,7 @@ def error_body(status: int, message: str, err_type: str, code: str | int | None 
 
 def http_response(status: int, body: bytes, headers: dict[str, str] | None = None,
                   keep_alive: bool = True, content_type: str = "application/json") -> bytes:
-    reason = HTTPStatus(status).phrase
+    reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Overloaded"  # 529: Anthropic
     lines = [f"HTTP/1.1 {status} {reason}", f"content-type: {content_type}",
              f"content-length: {len(body)}"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]

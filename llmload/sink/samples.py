@@ -57,6 +57,7 @@ def sample_row(result: StreamResult, *, worker: str, user: str, scenario: str, u
         "reasoning_tokens": _num(result.reasoning_tokens), "max_tokens": _num(result.max_tokens),
         "prompt_tokens_target": "", "turn": "", "prompt_repeat": "", "elapsed_ms": _num(result.elapsed_ms),
         "session": "", "parent_session": "", "images": result.images, "target": result.target,
+        "documents": _num(result.documents),
         "output_tokens_client_source": result.output_tokens_client_source, "length_asked": result.length_asked,
         GAPS_KEY: result.itl_gaps_ms,
     }

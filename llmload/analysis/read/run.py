@@ -48,7 +48,7 @@ from llmload.analysis.read.files import (
     read_server_metrics,
     read_tiers,
 )
-from llmload.contract import SAMPLE_COLUMNS
+from llmload.contract import NOT_GENERATING_APIS, SAMPLE_COLUMNS
 
 REQUIRED_SAMPLE_COLUMNS = ("ts_start_s", "error", "ttft_ms", "e2e_ms")
 TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "transport", "phase", "error", "tokens_source",
@@ -66,7 +66,8 @@ class Run:
     """run.json content ({} when missing)"""
     samples: pd.DataFrame
     """samples.csv rows plus `tier` (aligned, -1 outside any tier), `measured` (bool), `ok` (bool: no error and a
-    first token; an `empty_answer` row is not ok, and counted apart)"""
+    first token, or an embeddings / rerank answer, which has none; an `empty_answer` row is not ok, and counted
+    apart)"""
     tiers: pd.DataFrame
     """one row per tier: tier, start_s, end_s, measure_start_s, measure_s, load, complete, short, planned_s,
     dropped"""
@@ -209,7 +210,8 @@ def read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
         if col not in frame:
             frame[col] = pd.Categorical([""] * len(frame))
     frame["request_id"] = frame["request_id"].astype(str)
-    frame["ok"] = (frame["error"] == "").to_numpy() & frame["ttft_ms"].notna().to_numpy()
+    answered = frame["ttft_ms"].notna().to_numpy() | frame["endpoint"].isin(NOT_GENERATING_APIS).to_numpy()
+    frame["ok"] = (frame["error"] == "").to_numpy() & answered
     return frame
 
 

@@ -122,7 +122,7 @@ def tier_record(row, run_tiers) -> dict:
         "n_empty": row.get("n_empty", 0),
         "rate_429": row["rate_429"], "error_rate": row["error_rate"], "dropped": row["dropped"],
         "drop_rate": row["drop_rate"], "rps": row["rps"], "ok_rps": row["ok_rps"],
-        "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"],
+        "goodput_rps": row.get("goodput_rps"), "out_tok_s": row["out_tok_s"], "docs_s": row.get("docs_s", 0.0),
         "out_tok_s_ci_low": row.get("out_tok_s_ci_lo"), "out_tok_s_ci_high": row.get("out_tok_s_ci_hi"),
         "ttft_ms": {**_quantiles(row, "ttft"), "p999": row["ttft_p999_ms"], **_cis(row, "ttft", "p50", "p95", "p99")},
         "e2e_ms": {**_quantiles(row, "e2e"), **_cis(row, "e2e", "p99")}, "tpot_ms": _quantiles(row, "tpot"),

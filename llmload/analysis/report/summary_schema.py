@@ -45,7 +45,7 @@ TIER = obj(
     n_429={"type": "integer"}, n_empty={"type": "integer"},
     short_for_requests=BOOL, hold_s=NUM, decode_max_ms=NUM,
     rate_429=NUM, error_rate=NUM, dropped={"type": "integer"}, drop_rate=NUM, rps=NUM, ok_rps=NUM,
-    goodput_rps=NUM, out_tok_s=NUM, out_tok_s_ci_low=NUM, out_tok_s_ci_high=NUM,
+    goodput_rps=NUM, out_tok_s=NUM, docs_s=NUM, out_tok_s_ci_low=NUM, out_tok_s_ci_high=NUM,
     ttft_ms=quantiles("p999", *cis("p50", "p95", "p99")), e2e_ms=quantiles(*cis("p99")), tpot_ms=quantiles(),
     itl_mean_ms=quantiles(*cis("p50", "p99")),
     itl_gap_ms=obj(p50=NUM, p95=NUM, p99=NUM, p999=NUM, gaps={"type": "integer"}), stalls=INT,

@@ -7,10 +7,11 @@ each request's tokens spread from its first token to its last), and a tier whose
 requests is flagged with the length it needed; latency percentiles use successful attempts only, so a fast 429
 never makes the latency look good; open loop, TTFT and e2e count from the intended send
 (`verdict_rows`). Each failed attempt is counted once by the rule book's outcomes (shed, timeout,
-server gone, other); answers with no text (`empty_answer`) are counted apart (`n_empty`: in `failed` only
-when the run counts them as errors) and, with no token, are in no latency figure; TTFT p95 and p99 get
-bootstrap CIs (`with_gate_cis` adds the baseline gate's: TTFT p50, e2e p99, per-request mean ITL p50 and p99,
-output tokens/s by batch means); TTFT is split into connect, headers-minus-connect and the rest.
+server gone, other); rerank answers' documents give documents/s (`docs_s`); answers with no text
+(`empty_answer`) are counted apart (`n_empty`: in `failed` only when the run counts them as errors) and, with no
+token, are in no latency figure; TTFT p95 and p99 get bootstrap CIs (`with_gate_cis` adds the baseline gate's:
+TTFT p50, e2e p99, per-request mean ITL p50 and p99, output tokens/s by batch means); TTFT is split into connect,
+headers-minus-connect and the rest.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def _add_counts(table: pd.DataFrame, rows: pd.DataFrame, run: Run, tiers: pd.Dat
     table["sent"] = rows.groupby("tier").size().reindex(table.index).fillna(0).astype(int)
     table["ok"] = rows["ok"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0).astype(int)
     table["n_empty"] = _count(rows, (rows["error"] == EMPTY_ANSWER).to_numpy(), table.index)
+    table["documents"] = rows.loc[rows["ok"], "documents"].groupby(rows["tier"]).sum().reindex(table.index).fillna(0)
     add_failed(table, run.empty_is_error)
     table["n_429"] = _count(rows, is_429, table.index)
     table["n_503"] = _count(rows, (rows["status"] == 503).to_numpy(), table.index)
@@ -104,6 +106,7 @@ def _add_rates(table: pd.DataFrame, run: Run, tiers: pd.DataFrame, decode_max_ms
     table["rate_window_s"] = window
     table["rps"] = table["sent"] / window
     table["ok_rps"] = table["ok"] / window
+    table["docs_s"] = table["documents"] / window  # rerank: documents ranked per second (0 for other APIs)
     tokens = delivery.delivered(run.samples, tiers["measure_start_s"].to_numpy(), tiers["end_s"].to_numpy())
     table["out_tokens"] = pd.Series(tokens, index=tiers.index).reindex(table.index)
     table["out_tok_s"] = table["out_tokens"] / window
