@@ -38,7 +38,8 @@ DECODED_IN_C = [
     b'{"choices": [ {"delta": {"reasoning_content": "", "reasoning": "r"} } ] , "model" : null}',
     b'{"object":"text_completion","choices":[{"index":0,"text":" a b","finish_reason":null}]}',
     b'{"choices":[{"delta":{"content":"first"},"delta":{"content":"last"}}],"model":"a","model":"b"}',
-    b'{"choices":[]}', b'{"choices":null,"usage":null,"error":null}', b'{}', b'{"id":"x","n":-0.5e+3,"ok":[true,false]}',
+    b'{"choices":[]}', b'{"choices":null,"usage":null,"error":null}', b'{}',
+    b'{"id":"x","n":-0.5e+3,"ok":[true,false]}',
     b'{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":null}},"x"]}}]}',
     b'{"choices":[{"delta":{"content":"\\u0000"}}]}', b'{"choices":[{"delta":"x","text":"t"}]}',
 ]
@@ -66,7 +67,7 @@ def fold(feed, blocks: list[bytes]) -> dict:
     for i, block in enumerate(blocks):
         try:
             over = feed(b, float(i), block)
-        except Exception as exc:  # noqa: BLE001  (compared, whatever it is)
+        except Exception as exc:  # compared, whatever it is
             outcome.append((type(exc).__name__, str(exc), getattr(exc, "read_time_s", None)))
             break
         outcome.append(over)
@@ -112,7 +113,8 @@ def test_errors_malformed_chunks_and_done_end_the_fold_alike():
     malformed = same([content, content + b'data: {"choices":[{"delta":{"content":"x"\n'])
     assert malformed["outcome"][-1][0] == "MalformedChunk" and malformed["outcome"][-1][2] == 1.0
     assert same([b"data: [DONE]\n" + content])["parts"] == []
-    assert same([b'data: {"choices":["x"]}\n'])["outcome"][0][:2] == ("MalformedChunk", "choices[0] is not an object: 'x'")
+    not_object = same([b'data: {"choices":["x"]}\n'])["outcome"][0]
+    assert not_object[:2] == ("MalformedChunk", "choices[0] is not an object: 'x'")
 
 
 def _random_value(rng: random.Random, depth: int = 0) -> object:
