@@ -77,8 +77,12 @@ static int utf8_len(const unsigned char *p, const unsigned char *end) {
 }
 
 /* p just after the opening quote: the closing quote, NULL when invalid; *escaped set when a \ occurs. */
+static unsigned char SPECIAL[256]; /* bytes a string scan must look at: '"', '\\', controls, non-ASCII */
+
 static const char *string_end(const char *p, const char *end, int *escaped) {
     while (p < end) {
+        while (p < end && !SPECIAL[(unsigned char)*p]) p++;
+        if (p >= end) return NULL;
         unsigned char c = (unsigned char)*p;
         if (c == '"') return p;
         if (c == '\\') {
@@ -172,7 +176,36 @@ static const char *value_end(const char *p, const char *end, int depth) {
     }
 }
 
-/* ---- walking validated JSON ---- */
+/* ---- walking validated JSON (no checks needed: value_end accepted it) ---- */
+
+static unsigned char QUOTE_OR_ESCAPE[256];
+
+/* p after the opening quote -> the closing one; *escaped set when the string holds a \\ */
+static const char *skip_string(const char *p, int *escaped) {
+    while (1) {
+        while (!QUOTE_OR_ESCAPE[(unsigned char)*p]) p++;
+        if (*p == '"') return p;
+        *escaped = 1;
+        p += 2;
+    }
+}
+
+static const char *skip_value(const char *p, const char *end) {
+    int escaped = 0;
+    if (*p == '"') return skip_string(p + 1, &escaped) + 1;
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        for (;; p++) {
+            char c = *p;
+            if (c == '"') p = skip_string(p + 1, &escaped);
+            else if (c == '{' || c == '[') depth++;
+            else if ((c == '}' || c == ']') && --depth == 0) return p + 1;
+        }
+    }
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+        p++;
+    return p;
+}
 
 static Span span_of(const char *p, const char *vend) {
     Span sp = {p, vend, 'x'};
@@ -183,20 +216,23 @@ static Span span_of(const char *p, const char *vend) {
     return sp;
 }
 
+typedef struct { const char *s; size_t n; } Key;
+#define KEY(text) {text, sizeof(text) - 1}
+
 /* The values of `keys` in the (valid) object at obj (last occurrence wins); -1 when a key has escapes. */
-static int object_get(const char *obj, const char *end, const char *const *keys, int n, Span *out) {
+static int object_get(const char *obj, const char *end, const Key *keys, int n, Span *out) {
     for (int i = 0; i < n; i++) out[i].kind = 0;
     const char *p = ws(obj + 1, end);
     if (*p == '}') return 0;
     while (1) {
         int escaped = 0;
-        const char *key = p + 1, *key_end = string_end(key, end, &escaped);
+        const char *key = p + 1, *key_end = skip_string(key, &escaped);
+        size_t len = (size_t)(key_end - key);
         if (escaped) return -1;
         p = ws(ws(key_end + 1, end) + 1, end);  /* past the ':' */
-        const char *vend = value_end(p, end, 0);
-        size_t len = (size_t)(key_end - key);
+        const char *vend = skip_value(p, end);
         for (int i = 0; i < n; i++)
-            if (strlen(keys[i]) == len && !memcmp(keys[i], key, len)) out[i] = span_of(p, vend);
+            if (keys[i].n == len && keys[i].s[0] == key[0] && !memcmp(keys[i].s, key, len)) out[i] = span_of(p, vend);
         p = ws(vend, end);
         if (*p == '}') return 0;
         p = ws(p + 1, end);
@@ -257,11 +293,11 @@ static PyObject *text_or_empty(Span sp) {
     return sp.kind == 's' ? make_str(sp) : NULL;
 }
 
-static const char *const TOP_KEYS[] = {"error", "usage", "model", "choices"};
-static const char *const CHOICE_KEYS[] = {"delta", "text", "finish_reason"};
-static const char *const DELTA_KEYS[] = {"content", "reasoning_content", "reasoning", "tool_calls"};
-static const char *const CALL_KEYS[] = {"function"};
-static const char *const FUNCTION_KEYS[] = {"arguments", "name"};
+static const Key TOP_KEYS[] = {KEY("error"), KEY("usage"), KEY("model"), KEY("choices")};
+static const Key CHOICE_KEYS[] = {KEY("delta"), KEY("text"), KEY("finish_reason")};
+static const Key DELTA_KEYS[] = {KEY("content"), KEY("reasoning_content"), KEY("reasoning"), KEY("tool_calls")};
+static const Key CALL_KEYS[] = {KEY("function")};
+static const Key FUNCTION_KEYS[] = {KEY("arguments"), KEY("name")};
 
 /* tool_calls' text (client/sse.py tool_call_text): argument fragments joined, else the names; NULL: pure path. */
 static PyObject *tool_call_text(Span calls, const char *end) {
@@ -269,7 +305,7 @@ static PyObject *tool_call_text(Span calls, const char *end) {
     if (!args || !names) goto done;
     const char *p = ws(calls.s + 1, end);
     while (*p != ']') {
-        const char *vend = value_end(p, end, 0);
+        const char *vend = skip_value(p, end);
         Span call, fn[2];
         if (*p == '{') {
             if (object_get(p, end, CALL_KEYS, 1, &call) < 0) goto done;
@@ -538,6 +574,10 @@ PyMODINIT_FUNC PyInit__ssedecode(void) {
                           &s_t_last, &s_text_times, &s_t_first_content, &s_t_first_reasoning, &s_read_time, &s_empty};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
+    for (int c = 0; c < 256; c++) {
+        SPECIAL[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80;
+        QUOTE_OR_ESCAPE[c] = c == '"' || c == '\\';
+    }
     PyObject *module = PyModule_Create(&MODULE);
     if (module && PyModule_AddIntConstant(module, "ABI", ABI) < 0) Py_CLEAR(module);
     return module;

@@ -38,6 +38,13 @@ from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.retry_hints import remaining_quota
 from llmload.client.timing import StreamTiming
 
+_decoded = [0]
+
+
+def chunks_decoded() -> int:
+    """Text chunks of every attempt this process finished, both transports (run/capacity.py's CPU per chunk)."""
+    return _decoded[0]
+
 
 class Attempt:
     __slots__ = ("builder", "clock", "exc", "failed_at", "first", "limits", "req", "result", "timing", "total")
@@ -116,6 +123,7 @@ class Attempt:
         elif timing.t_headers is not None:
             result.conn_reused = True
         self.builder.fill(result, self.req.input_tokens_estimate)
+        _decoded[0] += len(timing.text_times)
         result.empty_answer = (self.exc is None and self.req.endpoint != "embeddings" and timing.t0 is not None
                                and not timing.text_times)  # answered cleanly, not one character of text
         result.t0_perf_s = timing.t0
