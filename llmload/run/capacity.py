@@ -120,9 +120,9 @@ class CapacityWatch:
         self.judged_early = True
         self.judged_full = full
         seconds = len(self.windows) * self.report_s
-        users = sum(w[1] for w in self.windows) / len(self.windows)
+        users_mean = sum(w[1] for w in self.windows) / len(self.windows)
         cpu_s = sum(w[0] for w in self.windows) / 100.0 * self.report_s
-        self.last = estimate(asked, users, cpu_s, chunks, seconds)
+        self.last = estimate(asked, users_mean, cpu_s, chunks, seconds)
         text = advice(self.last, self.worker, self.cores)
         if text == self.text:
             return None
