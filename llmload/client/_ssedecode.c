@@ -21,14 +21,16 @@ key written with escapes, a non-null `error` or `usage`, a field of an unexpecte
 lone surrogate escape. Duplicate keys: the last one wins, as in a Python dict. So both paths
 give the same result for every input; tests/unit/test_decoder.py compares them.
 
-`fast_fields(payload)` (for the tests) returns the fast path's 6-tuple or None when it would
+`consume(parse, body, resp, feed, pending, t, data)` is one read of a stream after its first token
+(client/body_lines.py `pure_consumer`, in C): the HTTP parser de-chunks the read into the body buffer,
+the complete lines at its head go to `feed` as one block. `fast_fields(payload)` (for the tests) returns the fast path's 6-tuple or None when it would
 hand the payload to the pure path. ABI is checked by client/decoder.py (a stale build is not used).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
 
-#define ABI 1
+#define ABI 2
 #define MAX_DEPTH 64
 #define MAX_DIGITS 1000 /* Python's json refuses integers of over 4300 digits (int_max_str_digits) */
 
@@ -37,7 +39,7 @@ typedef struct { const char *s, *e; char kind; } Span; /* kind 0 absent, 's' str
 
 static PyObject *g_line_fields, *g_malformed;
 static PyObject *s_timing, *s_parts, *s_usage, *s_model, *s_finish, *s_saw_done, *s_error_event,
-    *s_t_last, *s_text_times, *s_t_first_content, *s_t_first_reasoning, *s_read_time, *s_empty;
+    *s_t_last, *s_text_times, *s_t_first_content, *s_t_first_reasoning, *s_read_time, *s_message_complete, *s_empty;
 
 /* ---- strict JSON validation ---- */
 
@@ -531,6 +533,68 @@ done:
 static PyMethodDef FEED_DEF = {"feed", (PyCFunction)(void (*)(void))feed, METH_FASTCALL,
                                "feed(t, lines) -> bool: one read's SSE lines (the compiled StreamBuilder.feed)"};
 
+
+/* ---- one read of a stream (client/body_lines.py pure_consumer, in C) ---- */
+
+/* The complete lines at the head of the body buffer -> pending, stamped t (body_lines.take_lines). */
+static int take_lines(PyObject *body, PyObject *t, PyObject *pending) {
+    const char *buf = PyByteArray_AS_STRING(body);
+    Py_ssize_t size = PyByteArray_GET_SIZE(body), end = size;
+    while (end > 0 && buf[end - 1] != '\n') end--;
+    if (!end) return 0;
+    PyObject *block = PyBytes_FromStringAndSize(buf, end), *item = block ? PyTuple_Pack(2, t, block) : NULL;
+    Py_XDECREF(block);
+    int bad = !item || PyList_Append(pending, item) < 0 || PySequence_DelSlice(body, 0, end) < 0;
+    Py_XDECREF(item);
+    return bad ? -1 : 0;
+}
+
+static PyObject *consume(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 7 || !PyByteArray_Check(args[1]) || !PyList_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "consume(parse, body: bytearray, resp, feed, pending: list, t, data)");
+        return NULL;
+    }
+    PyObject *parse = args[0], *body = args[1], *resp = args[2], *feed = args[3], *pending = args[4], *t = args[5],
+             *data = args[6];
+    PyObject *parsed = PyObject_CallOneArg(parse, data);
+    if (!parsed) {  /* the lines de-chunked before the error go to pending, for the attempt to decode */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (take_lines(body, t, pending) < 0) PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+    Py_DECREF(parsed);
+    const char *buf = PyByteArray_AS_STRING(body);
+    Py_ssize_t size = PyByteArray_GET_SIZE(body), end = size;
+    while (end > 0 && buf[end - 1] != '\n') end--;
+    if (end) {
+        PyObject *block = PyBytes_FromStringAndSize(buf, end);
+        if (!block) return NULL;
+        if ((end == size ? PyByteArray_Resize(body, 0) : PySequence_DelSlice(body, 0, end)) < 0) {
+            Py_DECREF(block);
+            return NULL;
+        }
+        PyObject *argv[2] = {t, block}, *over = PyObject_Vectorcall(feed, argv, 2, NULL);
+        Py_DECREF(block);
+        if (!over) return NULL;
+        int done = PyObject_IsTrue(over);
+        Py_DECREF(over);
+        if (done < 0) return NULL;
+        if (done) Py_RETURN_TRUE;
+    }
+    Py_ssize_t n = PyObject_Length(data);
+    if (n < 0) return NULL;
+    if (n == 0) Py_RETURN_TRUE;
+    PyObject *complete = PyObject_GetAttr(resp, s_message_complete);
+    if (!complete) return NULL;
+    int c = PyObject_IsTrue(complete);
+    Py_DECREF(complete);
+    if (c < 0) return NULL;
+    return Py_NewRef(c ? Py_True : Py_False);
+}
+
 static PyObject *bind(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *cls, *line_fields, *malformed;
@@ -559,6 +623,8 @@ static PyObject *fast_fields_py(PyObject *module, PyObject *payload) {
 static PyMethodDef METHODS[] = {
     {"bind", bind, METH_VARARGS,
      "bind(cls, line_fields, malformed) -> the compiled feed method for cls (line_fields: the pure path)"},
+    {"consume", (PyCFunction)(void (*)(void))consume, METH_FASTCALL,
+     "consume(parse, body, resp, feed, pending, t, data) -> bool: one read of a stream (body_lines.pure_consumer)"},
     {"fast_fields", fast_fields_py, METH_O,
      "fast_fields(payload) -> (content, reasoning, finish_reason, usage, model, error), or None: the pure path"},
     {NULL, NULL, 0, NULL}};
@@ -569,9 +635,11 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, .m_name = "_ssedecode
 
 PyMODINIT_FUNC PyInit__ssedecode(void) {
     static const char *names[] = {"timing", "parts", "usage", "model", "finish_reason", "saw_done", "error_event",
-                                  "t_last", "text_times", "t_first_content", "t_first_reasoning", "read_time_s", ""};
+                                  "t_last", "text_times", "t_first_content", "t_first_reasoning", "read_time_s",
+                                  "message_complete", ""};
     PyObject **slots[] = {&s_timing, &s_parts, &s_usage, &s_model, &s_finish, &s_saw_done, &s_error_event,
-                          &s_t_last, &s_text_times, &s_t_first_content, &s_t_first_reasoning, &s_read_time, &s_empty};
+                          &s_t_last, &s_text_times, &s_t_first_content, &s_t_first_reasoning, &s_read_time,
+                          &s_message_complete, &s_empty};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
     for (int c = 0; c < 256; c++) {

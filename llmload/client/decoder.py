@@ -21,7 +21,7 @@ from types import ModuleType
 
 PURE_ENV = "LLMLOAD_PURE_DECODER"
 """set to 1 (any value but '' and 0): always the pure-Python decoder"""
-ABI = 1
+ABI = 2
 """the compiled module's `ABI` this code expects (a stale build is not used)"""
 
 

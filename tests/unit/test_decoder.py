@@ -157,3 +157,45 @@ def test_the_pure_decoder_can_be_forced_and_a_failed_build_says_so_in_one_line(t
     assert decoder.NAME == "compiled" and StreamBuilder.feed is FEED_C
     why = build_decoder.build(force=True, out=tmp_path / "x.so", compiler="/nonexistent/cc")
     assert why is not None and "\n" not in why and not (tmp_path / "x.so").exists()
+
+
+def _consume_all(make, reads: list[bytes]) -> dict:
+    from geventhttpclient.response import HTTPResponse
+
+    from llmload.client import ghc_compat
+
+    resp = HTTPResponse(method="POST")
+    ghc_compat.direct_body(resp)
+    b, pending, said = StreamBuilder(StreamTiming()), [], []
+    consume = make(resp, b.feed, pending)
+    for i, data in enumerate(reads):
+        try:
+            said.append(consume(float(i), data))
+        except Exception as exc:  # compared, whatever it is
+            said.append((type(exc).__name__, str(exc)))
+            break
+        if said[-1]:
+            break
+    return {"said": said, "pending": pending, "body": bytes(ghc_compat.body_buffer(resp)), **state(b)}
+
+
+def test_the_compiled_read_step_does_what_the_pure_one_does():
+    from llmload.client import body_lines
+    from llmload.server.wire import LAST_FRAME, frame, stream_head
+
+    events = [*WIRE, "data: [DONE]\n\n"]
+    wire = stream_head({}, True) + b"".join(frame(e) for e in events) + LAST_FRAME
+    cases = {
+        "a read per frame": [stream_head({}, True), *(frame(e) for e in events), LAST_FRAME],
+        "reads cut anywhere": [wire[i:i + 37] for i in range(0, len(wire), 37)],
+        "one read": [wire],
+        # the parser raises: the lines it de-chunked before the bad frame go to pending
+        "a bad frame": [stream_head({}, True) + frame(events[0]), frame(events[1]) + b"zz\r\nnot a frame\r\n"],
+        "the peer closed": [wire[:300], b""],
+    }
+    results = {name: _consume_all(body_lines.consumer, reads) for name, reads in cases.items()}
+    for name, reads in cases.items():
+        assert results[name] == _consume_all(body_lines.pure_consumer, reads), name
+    assert results["one read"]["said"] == [True] and results["one read"]["done"]
+    assert [r["said"][-1][0] for r in (results["a bad frame"], results["the peer closed"])] == ["HTTPParseError"] * 2
+    assert [t for t, _ in results["a bad frame"]["pending"]] == [1.0]
