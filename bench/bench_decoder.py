@@ -1,7 +1,7 @@
 """The per-read decode alone: the embedded server's wire bytes through llmload's read step, compiled vs pure.
 
     python -m bench decoder                      # both decoders, ROUNDS rounds in turn -> results/decoder.json/.md
-    python -m bench decoder --streams 500 --only pure   # one decoder, once (a fixed amount of work to time from outside)
+    python -m bench decoder --streams 500 --only pure   # one decoder once: a fixed work to time from outside
 
 How it works: builds the bytes the embedded server sends for one streamed chat answer (llmload/server/wire.py:
 headers, a role-only chunk, CHUNKS content chunks of one token, the finish chunk, `[DONE]`, HTTP chunked framing),

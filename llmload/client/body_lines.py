@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from types import ModuleType
 
 from llmload.client import decoder, ghc_compat, reactor
 
@@ -55,13 +56,12 @@ def pure_consumer(resp, feed: Callable[[float, bytes], bool],
     return consume
 
 
-def consumer(resp, feed: Callable[[float, bytes], bool],
-             pending: list[tuple[float, bytes]]) -> Callable[[float, bytes], bool]:
-    """`pure_consumer`'s consume, in C when the compiled decoder is built (client/decoder.py): the same."""
-    if decoder.MODULE is None:
+def consumer(resp, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]],
+             module: ModuleType | None = decoder.MODULE) -> Callable[[float, bytes], bool]:
+    """`pure_consumer`'s consume, in C when the compiled decoder runs (client/decoder.py `MODULE`): the same."""
+    if module is None:
         return pure_consumer(resp, feed, pending)
-    return partial(decoder.MODULE.consume, ghc_compat.parser_feed(resp), ghc_compat.body_buffer(resp), resp, feed,
-                   pending)
+    return partial(module.consume, ghc_compat.parser_feed(resp), ghc_compat.body_buffer(resp), resp, feed, pending)
 
 
 def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]]) -> None:

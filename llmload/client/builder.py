@@ -150,9 +150,10 @@ class StreamBuilder:
         result.timing = self.timing.figures(result.output_tokens)
 
 
-feed_compiled = decoder.MODULE.bind(StreamBuilder, sse.line_fields, sse.MalformedChunk) if decoder.MODULE else None
+_compiled = decoder.compiled_module()  # built: bound even when LLMLOAD_PURE_DECODER=1 (the tests compare both)
+feed_compiled = _compiled.bind(StreamBuilder, sse.line_fields, sse.MalformedChunk) if _compiled else None
 """the compiled `StreamBuilder.feed` (a method: `feed_compiled(builder, t, lines)`), None when not built"""
-if feed_compiled is not None:
+if feed_compiled is not None and decoder.MODULE is not None:
     StreamBuilder.feed = feed_compiled  # type: ignore[method-assign]
 else:
     StreamBuilder.feed = StreamBuilder.feed_pure  # type: ignore[method-assign]  # no extra frame per read
