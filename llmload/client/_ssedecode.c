@@ -23,8 +23,9 @@ give the same result for every input; tests/unit/test_decoder.py compares them.
 
 `consume(parse, body, resp, feed, pending, t, data)` is one read of a stream after its first token
 (client/body_lines.py `pure_consumer`, in C): the HTTP parser de-chunks the read into the body buffer,
-the complete lines at its head go to `feed` as one block. `fast_fields(payload)` (for the tests) returns the fast path's 6-tuple or None when it would
-hand the payload to the pure path. ABI is checked by client/decoder.py (a stale build is not used).
+the complete lines at its head go to `feed` as one block. `fast_fields(payload)` (for the tests)
+returns the fast path's 6-tuple or None when it would hand the payload to the pure path. `ABI` is
+checked by client/decoder.py (a stale build is not used).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
