@@ -92,5 +92,6 @@ def test_the_health_monitor_measures_it_and_the_advice_reaches_the_log_and_the_b
     gc.unfreeze()
     assert len(said) == 1 and said[0].startswith("2000 users asked: at the CPU measured with 500 users")
     assert run_state(env).warnings["capacity local"] == said[0] and said[0] in caplog.text
-    assert monitor.pause() is False and monitor.capacity.text == ""  # judged anew next run; the board keeps it
+    monitor.pause()  # (the busy windows may also have started an overload episode: not this test's subject)
+    assert monitor.capacity.text == ""  # judged anew next run; the board keeps the advice until it starts
     assert run_state(env).warnings["capacity local"] == said[0]
