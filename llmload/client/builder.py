@@ -44,7 +44,8 @@ class StreamBuilder:
 
         Raises sse.MalformedChunk for a data line that is not a JSON chunk. This runs for every chunk
         of every stream, in the reactor's pass: `feed_compiled` (C, client/decoder.py) when it is
-        built, else `feed_pure`; both do the same.
+        built, else `feed_pure`; both do the same. (This body is replaced by one of them at the end
+        of the module: it only declares the method.)
         """
         return self.feed_pure(t, lines)
 
