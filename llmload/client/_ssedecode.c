@@ -18,7 +18,8 @@ model, tool-call arguments or names. Anything it does not handle goes to the pur
 which then decides (and raises MalformedChunk, with its own message): a payload that is not
 valid strict JSON or not an object (NaN and Infinity included: Python's json takes them), a
 key written with escapes, a non-null `error` or `usage`, a field of an unexpected type, a
-lone surrogate escape. Duplicate keys: the last one wins, as in a Python dict. So both paths
+lone surrogate escape, an event of another API (a top-level `type` or `delta`, as Anthropic's
+Messages and OpenAI's Responses events have: whatever the pure path learns of them stays its own). Duplicate keys: the last one wins, as in a Python dict. So both paths
 give the same result for every input; tests/unit/test_decoder.py compares them.
 
 `consume(parse, body, resp, feed, pending, t, data)` is one read of a stream after its first token
@@ -296,7 +297,7 @@ static PyObject *text_or_empty(Span sp) {
     return sp.kind == 's' ? make_str(sp) : NULL;
 }
 
-static const Key TOP_KEYS[] = {KEY("error"), KEY("usage"), KEY("model"), KEY("choices")};
+static const Key TOP_KEYS[] = {KEY("error"), KEY("usage"), KEY("model"), KEY("choices"), KEY("type"), KEY("delta")};
 static const Key CHOICE_KEYS[] = {KEY("delta"), KEY("text"), KEY("finish_reason")};
 static const Key DELTA_KEYS[] = {KEY("content"), KEY("reasoning_content"), KEY("reasoning"), KEY("tool_calls")};
 static const Key CALL_KEYS[] = {KEY("function")};
@@ -375,13 +376,14 @@ no_choice:
 
 /* The fields of one payload, or 0 (nothing built) when the pure path must decide. */
 static int fast_fields(const char *p, const char *end, Fields *f, int want_model) {
-    Span top[4];
+    Span top[6];
     memset(f, 0, sizeof(*f));
     if (p >= end || *p != '{') return 0;
     const char *vend = value_end(p, end, 0);
-    if (!vend || ws(vend, end) != end || object_get(p, end, TOP_KEYS, 4, top) < 0) return 0;
+    if (!vend || ws(vend, end) != end || object_get(p, end, TOP_KEYS, 6, top) < 0) return 0;
     for (int i = 0; i < 2; i++)  /* error, usage: null or absent (else the pure path) */
         if (top[i].kind != 0 && top[i].kind != 'n') return 0;
+    if (top[4].kind || top[5].kind) return 0;  /* another API's event (Anthropic, Responses): the pure path's */
     if (top[2].kind == 's') {
         if (want_model && !(f->model = make_str(top[2]))) return 0;
     } else if (top[2].kind != 0 && top[2].kind != 'n') return 0;

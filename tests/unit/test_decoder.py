@@ -51,6 +51,8 @@ HANDED_TO_PURE = [  # decided by the pure path (often: MalformedChunk with its o
     b'{"a":1} x', b'{"a":"\x01"}', b'{"a":"\xff"}', b'{"a":"\xed\xa0\x80"}', b'{"a":01}', b'{"a":1.}',
     b'{"a":[1,]}', b'{"a" 1}', b'{"model":5}', b'{"choices":[{"finish_reason":0}]}', b'{"a":' + b"[" * 100 + b"]" * 100
     + b"}", b'{"a":' + b"9" * 5000 + b"}", b'{"choices":[{"delta":{"tool_calls":{"a":1}}}]}', b"{\"a\":'x'}",
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}',  # Anthropic Messages
+    b'{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"delta":"Hi"}',  # OpenAI Responses
 ]
 
 
