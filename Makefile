@@ -16,7 +16,7 @@ RUN ?= $(shell ls -td reports/*/ 2>/dev/null | head -1)
 LLMLOAD := PYTHONPATH=. $(BIN)/python -m llmload
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast bench soak mock ui run master worker report lint clean
+.PHONY: help setup decoder demo test test-fast bench soak mock ui run master worker report lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -27,12 +27,15 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install the pinned requirements (other targets do this first)
+decoder: $(STAMP) ## build the compiled SSE decoder (gcc + the Python headers; on failure one line, then pure Python)
+	@$(BIN)/python -m llmload.client.build_decoder
 
-demo: $(STAMP) ## step load (1..16 users) on the embedded 4-slot server, refined under the chat SLO, then its capacity report (~3 min)
+setup: $(STAMP) decoder ## create .venv, install the pinned requirements, build the decoder (other targets do this first)
+
+demo: $(STAMP) decoder ## step load (1..16 users) on the embedded 4-slot server, refined under the chat SLO, then its capacity report (~3 min)
 	$(LLMLOAD) demo
 
-test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
+test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	@# the browser tests first, alone (they judge live tiers in a real browser: CPU contention moves their verdicts);
@@ -43,28 +46,28 @@ test: $(STAMP) ## run lint (ruff, mypy) and the whole test suite (what CI runs)
 	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser; rest=$$?; \
 	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || units ))
 
-test-fast: $(STAMP) ## unit tests only (no sockets)
+test-fast: $(STAMP) decoder ## unit tests only (no sockets)
 	$(BIN)/python -m pytest -q tests/unit
 
-bench: $(STAMP) ## run the benchmarks -> bench/results/ (one, quick: BENCH="generator --seconds 8 --streams 16,64")
+bench: $(STAMP) decoder ## run the benchmarks -> bench/results/ (one, quick: BENCH="generator --seconds 8 --streams 16,64")
 	$(BIN)/python -m bench $(BENCH)
 
-soak: $(STAMP) ## 10-minute soak on the embedded server: generator and report memory -> bench/results/soak.json
+soak: $(STAMP) decoder ## 10-minute soak on the embedded server: generator and report memory -> bench/results/soak.json
 	$(BIN)/python -m bench.soak --seconds 600
 
 mock: $(STAMP) ## run the embedded simulated server in the foreground (PRESET=demo PORT=8400)
 	$(LLMLOAD) server --preset $(PRESET) --port $(PORT)
 
-ui: $(STAMP) ## Locust web UI on http://127.0.0.1:8089 (SCENARIO=..., HOST=embedded or a URL)
+ui: $(STAMP) decoder ## Locust web UI on http://127.0.0.1:8089 (SCENARIO=..., HOST=embedded or a URL)
 	$(LLMLOAD) ui $(SCENARIO) --host $(HOST) $(ARGS)
 
-run: $(STAMP) ## headless step load (SCENARIO, HOST, TIERS, TIER_SECONDS), then its report in reports/run-<time>
+run: $(STAMP) decoder ## headless step load (SCENARIO, HOST, TIERS, TIER_SECONDS), then its report in reports/run-<time>
 	$(LLMLOAD) run $(SCENARIO) --host $(HOST) --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) $(ARGS)
 
-master: $(STAMP) ## distributed: master waiting for WORKERS workers (SCENARIO, HOST, TIERS, TIER_SECONDS)
+master: $(STAMP) decoder ## distributed: master waiting for WORKERS workers (SCENARIO, HOST, TIERS, TIER_SECONDS)
 	$(LLMLOAD) master $(SCENARIO) --host $(HOST) --workers $(WORKERS) --tiers $(TIERS) --tier-seconds $(TIER_SECONDS) $(ARGS)
 
-worker: $(STAMP) ## distributed: one worker connecting to MASTER (run one per core, on any machine)
+worker: $(STAMP) decoder ## distributed: one worker connecting to MASTER (run one per core, on any machine)
 	$(LLMLOAD) worker $(SCENARIO) --master-host $(MASTER) $(ARGS)
 
 report: $(STAMP) ## capacity report of a run: RUN=reports/<run> (default: newest) [ARGS="--slo voice --target-rps 200"]
@@ -75,10 +78,10 @@ lint: $(STAMP) ## ruff check and mypy (llmload/)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-clean: ## remove .venv, caches and run outputs
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+clean: ## remove .venv, caches, the built decoder and run outputs
+	rm -rf $(VENV) .pytest_cache .ruff_cache llmload/client/_ssedecode*.so
 	find reports -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 
 .PHONY: realtest
-realtest: $(STAMP) ## optional, not in CI: install vLLM (CPU) + LiteLLM outside the repo, step-load them, check the verdicts (~15 min)
+realtest: $(STAMP) decoder ## optional, not in CI: install vLLM (CPU) + LiteLLM outside the repo, step-load them, check the verdicts (~15 min)
 	$(BIN)/python bench/realtest.py $(REALTEST_ARGS)

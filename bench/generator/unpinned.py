@@ -9,7 +9,9 @@ every 10 ms), one client after the other, nothing pinned to a core and no priori
   raw-socket client stamping every socket read;
 - llmload: `locust -f locustfile.py --headless -u C -r C -t 25s --host http://127.0.0.1:PORT/v1
   --max-tokens 100 --run-dir DIR`, as a new user runs it (through lag_locustfile.py: the default
-  locustfile's user, plus the health monitor's sleeps kept for the sleep lag column);
+  locustfile's user, plus the health monitor's sleeps kept for the sleep lag column), on its
+  compiled decoder (client/decoder.py) when it is built;
+- llmload-pure: the same on the pure-Python decoder (`LLMLOAD_PURE_DECODER=1`): what the compiled one saves;
 - peers (peers.py): other tools, when installed in their own venvs.
 
 Figures per run (definitions in docs/benchmarks.md):
@@ -55,6 +57,7 @@ from bench.generator.common import (
     truth_ttft_ms,
 )
 from bench.generator.table import to_markdown, with_ratios
+from llmload.client.decoder import PURE_ENV, compiled_module
 
 SERVER_ARGS = ("--preset", "exact", "--prefill-base-ms", "200", "--decode-ms-per-token", "10",
                "--default-output-tokens", "100")
@@ -110,8 +113,10 @@ def reference_samples(work: Path) -> list[dict]:
                  "loop_lag_ms": _float(r["loop_lag_ms"]), "ok": not r["error"]} for r in csv.DictReader(f)]
 
 
-def llmload_command(url: str, streams: int, seconds: float, work: Path) -> list[str]:
-    return ["env", f"LLMLOAD_BENCH_LAGS={work / 'lags.csv'}",  # exec: the same process id
+def llmload_command(url: str, streams: int, seconds: float, work: Path, pure: bool = False) -> list[str]:
+    """llmload's argv: its compiled decoder when built (client/decoder.py), the pure-Python one with `pure`."""
+    decoder = [f"{PURE_ENV}=1"] if pure else ["-u", PURE_ENV]
+    return ["env", *decoder, f"LLMLOAD_BENCH_LAGS={work / 'lags.csv'}",  # exec: the same process id
             str(Path(sys.executable).parent / "locust"), "-f", "bench/generator/lag_locustfile.py", "--headless",
             "-u", str(streams), "-r", str(streams), "-t", f"{seconds:g}s", "--host", url + "/v1",
             "--max-tokens", str(MAX_TOKENS), "--run-dir", str(work / "run")]
@@ -146,7 +151,11 @@ def llmload_lag_causes(work: Path) -> dict:
 
 
 REFERENCE = Client("reference", reference_command, reference_samples, lags=read_lags)
-LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes, lags=read_lags)
+LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes, lags=read_lags,
+                 note="compiled decoder" if compiled_module() else "compiled decoder not built: pure Python")
+LLMLOAD_PURE = Client("llmload-pure", lambda *a: llmload_command(*a, pure=True), llmload_samples,
+                      extra=llmload_lag_causes, lags=read_lags, note=f"pure-Python decoder ({PURE_ENV}=1)")
+"""llmload on its fallback decoder: what the compiled one saves"""
 
 
 def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path) -> dict:
@@ -263,7 +272,7 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
     rows = []
     with tempfile.TemporaryDirectory(prefix="llmload-bench-unpinned-") as tmp:
         for count in streams:
-            for client in (REFERENCE, LLMLOAD, *peer_clients):
+            for client in (REFERENCE, LLMLOAD, LLMLOAD_PURE, *peer_clients):
                 row = measure(client, count, seconds, Path(tmp) / f"{client.name}-{count}")
                 print(json.dumps(row), flush=True)
                 rows.append(row)

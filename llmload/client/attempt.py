@@ -44,6 +44,12 @@ from llmload.client.timing import StreamTiming
 
 BUILDERS = {"responses": ResponsesBuilder, "messages": MessagesBuilder, "rerank": RerankBuilder}
 """the decoder of each API whose answer is not an OpenAI chat/completions chunk stream (client/apis.py)"""
+_decoded = [0]
+
+
+def chunks_decoded() -> int:
+    """Text chunks of every attempt this process finished, both transports (run/capacity.py's CPU per chunk)."""
+    return _decoded[0]
 
 
 class Attempt:
@@ -124,6 +130,7 @@ class Attempt:
         elif timing.t_headers is not None:
             result.conn_reused = True
         self.builder.fill(result, self.req.input_tokens_estimate)
+        _decoded[0] += len(timing.text_times)
         result.empty_answer = (self.exc is None and self.req.endpoint not in NOT_GENERATING and timing.t0 is not None
                                and not timing.text_times)  # answered cleanly, not one character of text
         result.t0_perf_s = timing.t0

@@ -3,14 +3,17 @@
 `take_lines` moves the complete lines the HTTP parser de-chunked into the stash of
 (read time, block of lines); `read_rest` reads the rest of a stream after its first token
 through the process's reactor (client/reactor.py), which decodes each read as it comes, at
-its read time: one call of the builder per read, with the read's whole block of lines.
+its read time: one call of the builder per read, with the read's whole block of lines. The per-read
+step is C when the compiled decoder is built (client/decoder.py), else `pure_consumer`: the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from types import ModuleType
 
-from llmload.client import ghc_compat, reactor
+from llmload.client import decoder, ghc_compat, reactor
 
 
 def take_lines(body: bytearray, t: float, pending: list[tuple[float, bytes]]) -> None:
@@ -21,13 +24,13 @@ def take_lines(body: bytearray, t: float, pending: list[tuple[float, bytes]]) ->
         del body[:end + 1]
 
 
-def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]]) -> None:
-    """After the first token: the process's reactor reads, stamps and decodes each read as it comes
-    (`consume`, called in the reactor's greenlet); the user waits for the end of its stream.
+def pure_consumer(resp, feed: Callable[[float, bytes], bool],
+                  pending: list[tuple[float, bytes]]) -> Callable[[float, bytes], bool]:
+    """`consume(t, data)` for every read of the stream after its first token: the HTTP parser de-chunks the
+    read into the body buffer, its complete lines go to `feed` as one block; True once the stream is over.
 
-    A cap that ends the wait early leaves every read consumed so far decoded, at its read time.
-    A read the HTTP parser rejects (the connection closed mid-message) leaves the lines de-chunked
-    before it in `pending`, for the attempt to decode on its way out.
+    A read the HTTP parser rejects (the connection closed mid-message) leaves the lines de-chunked before it
+    in `pending`, for the attempt to decode on its way out.
     """
     body = ghc_compat.body_buffer(resp)
     parse = ghc_compat.parser_feed(resp)
@@ -50,7 +53,24 @@ def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tup
                 return True
         return not data or resp.message_complete
 
-    stream = reactor.READER.add(raw, consume)
+    return consume
+
+
+def consumer(resp, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]],
+             module: ModuleType | None = decoder.MODULE) -> Callable[[float, bytes], bool]:
+    """`pure_consumer`'s consume, in C when the compiled decoder runs (client/decoder.py `MODULE`): the same."""
+    if module is None:
+        return pure_consumer(resp, feed, pending)
+    return partial(module.consume, ghc_compat.parser_feed(resp), ghc_compat.body_buffer(resp), resp, feed, pending)
+
+
+def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tuple[float, bytes]]) -> None:
+    """After the first token: the process's reactor reads, stamps and decodes each read as it comes
+    (`consumer`, called in the reactor's greenlet); the user waits for the end of its stream.
+
+    A cap that ends the wait early leaves every read consumed so far decoded, at its read time.
+    """
+    stream = reactor.READER.add(raw, consumer(resp, feed, pending))
     try:
         reactor.READER.wait(stream)
     finally:

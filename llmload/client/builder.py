@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 
-from llmload.client import sse
+from llmload.client import decoder, sse
 from llmload.client.errors import LLMError, StreamBroken, StreamError
 from llmload.client.request import StreamResult
 from llmload.client.timing import StreamTiming
@@ -42,10 +42,15 @@ class StreamBuilder:
         """The SSE lines of one read (one line or a block of them, `\\n`-separated), read at time `t`;
         True once the stream is over ([DONE] or an error event: the lines after it are not looked at).
 
-        Raises sse.MalformedChunk for a data line that is not a JSON chunk. One call per read, the
-        line parsing inlined (`sse.parse_line` does the same for one line): this runs for every
-        chunk of every stream, in the reactor's pass.
+        Raises sse.MalformedChunk for a data line that is not a JSON chunk. This runs for every chunk
+        of every stream, in the reactor's pass: `feed_compiled` (C, client/decoder.py) when it is
+        built, else `feed_pure`; both do the same. (This body is replaced by one of them at the end
+        of the module: it only declares the method.)
         """
+        return self.feed_pure(t, lines)
+
+    def feed_pure(self, t: float, lines: bytes) -> bool:
+        """`feed` in Python, the line parsing inlined (`sse.parse_line` does the same for one line)."""
         timing = self.timing
         for line in lines.split(b"\n"):
             if not line.startswith(b"data:"):
@@ -57,7 +62,7 @@ class StreamBuilder:
             if not payload:
                 continue
             try:
-                content, reasoning, finish_reason, usage, model, error = sse.chunk_fields(sse.payload_object(payload))
+                content, reasoning, finish_reason, usage, model, error = sse.line_fields(payload)
             except sse.MalformedChunk as exc:
                 exc.read_time_s = t  # the attempt failed when the bad chunk arrived, not when it was parsed
                 raise
@@ -144,3 +149,12 @@ class StreamBuilder:
         result.finish_reason = self.finish_reason
         result.text = text
         result.timing = self.timing.figures(result.output_tokens)
+
+
+_compiled = decoder.compiled_module()  # built: bound even when LLMLOAD_PURE_DECODER=1 (the tests compare both)
+feed_compiled = _compiled.bind(StreamBuilder, sse.line_fields, sse.MalformedChunk) if _compiled else None
+"""the compiled `StreamBuilder.feed` (a method: `feed_compiled(builder, t, lines)`), None when not built"""
+if feed_compiled is not None and decoder.MODULE is not None:
+    StreamBuilder.feed = feed_compiled  # type: ignore[method-assign]
+else:
+    StreamBuilder.feed = StreamBuilder.feed_pure  # type: ignore[method-assign]  # no extra frame per read

@@ -100,6 +100,12 @@ def parse_line(line: bytes) -> Chunk | str | None:
     return Chunk(*chunk_fields(payload_object(payload)))
 
 
+def line_fields(payload: bytes) -> tuple[str, str, str | None, dict | None, str | None, dict | None]:
+    """A `data:` line's payload (stripped, not `[DONE]`) -> `chunk_fields` of its object: the pure-Python
+    decoder, and the compiled one's fallback for what it does not handle (client/decoder.py)."""
+    return chunk_fields(payload_object(payload))
+
+
 def payload_object(payload: bytes) -> dict:
     """A `data:` line's JSON payload -> its object; MalformedChunk when it is not a JSON object."""
     try:

@@ -24,7 +24,9 @@ machine is *blocked* (a blocking call: DNS, disk, a non-gevent library). The rul
 Overload: each window's lag samples and CPU also go to an `OverloadWatch` (overload.py), which
 warns while the run goes when the last 5 s passed its limits (lag p99 > 10 ms or CPU > 85 % of a
 core), once per episode, through `on_overload`. Between runs (after `pause()`, until the next `start()`) the
-rows go on but nothing is judged: an idle web UI process has no overload to show.
+rows go on but nothing is judged: an idle web UI process has no overload to show. The same windows
+and the chunks decoded go to a `CapacityWatch` (capacity.py), which says through `on_capacity` how
+many processes the users asked need at this process's CPU per chunk.
 
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
@@ -49,8 +51,10 @@ from collections.abc import Callable
 import gevent
 import psutil
 
+from llmload.client.attempt import chunks_decoded
 from llmload.client.timing import percentile
 from llmload.rules.lag import NAN, MachineLoad
+from llmload.run.capacity import CapacityWatch
 from llmload.run.machine import MachineSampler
 from llmload.run.overload import WINDOW_S, OverloadWatch
 
@@ -82,11 +86,17 @@ class LagWindow:
 class HealthMonitor:
     def __init__(self, worker: str, emit: Callable[[dict], None], users: Callable[[], int],
                  inflight: Callable[[], int], interval_s: float = 0.010, report_s: float = 1.0,
-                 on_overload: Callable[[str], None] | None = None) -> None:
+                 on_overload: Callable[[str], None] | None = None, asked: Callable[[], int] | None = None,
+                 on_capacity: Callable[[str], None] | None = None) -> None:
         self.worker = worker
         self.overload = OverloadWatch(worker, windows=max(1, round(WINDOW_S / report_s)))
         self.on_overload = on_overload
         """called with the warning when an overload episode starts, '' when it ends"""
+        self.capacity = CapacityWatch(worker, report_s)
+        self.asked = asked
+        """the users this process is asked to run (capacity.py); None: no capacity advice"""
+        self.on_capacity = on_capacity
+        """called with the processes the load needs when that advice changes ('' takes it down)"""
         self.emit = emit
         self.users = users
         self.inflight = inflight
@@ -109,6 +119,7 @@ class HealthMonitor:
 
     def start(self) -> None:
         self.overload.reset()  # a new run (the web UI keeps the monitor between runs): its own episodes
+        self.capacity.reset()
         self.judging = True
         gc.freeze()  # before the first requests (module docstring)
         if self._greenlet is None or self._greenlet.dead:
@@ -122,6 +133,7 @@ class HealthMonitor:
         self.judging = False
         going = bool(self.overload.text)
         self.overload.reset()
+        self.capacity.reset()  # its advice stays up until the next run starts (RunState.warnings is cleared then)
         return going
 
     def stop(self) -> None:
@@ -177,3 +189,7 @@ class HealthMonitor:
         change = self.overload.observe(lags_ms, cpu_percent, load)
         if change is not None and self.on_overload is not None:
             self.on_overload(change)
+        if self.asked is not None and self.on_capacity is not None:  # judging: a run is going
+            advice = self.capacity.observe(cpu_percent, users, chunks_decoded(), self.asked())
+            if advice is not None:
+                self.on_capacity(advice)

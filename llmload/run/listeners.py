@@ -38,6 +38,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.client import tokens
 from llmload.run import (
+    capacity,
     ending,
     exporter,
     exposure,
@@ -162,7 +163,9 @@ def _start_generating(environment: Any, state: RunState) -> None:
         make_transport(opts).close()
     if state.health is None:
         state.health = HealthMonitor(state.worker, state.sink.add_health, state.users_now, lambda: state.inflight,
-                                     on_overload=lambda text: overload.announce(environment, state.worker, text))
+                                     on_overload=lambda text: overload.announce(environment, state.worker, text),
+                                     asked=lambda: capacity.asked_users(environment),
+                                     on_capacity=lambda text: capacity.announce(environment, state, text))
     state.health.start()
 
 

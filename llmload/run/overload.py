@@ -129,19 +129,22 @@ def post(environment: Any, key: str, text: str) -> None:
         run_state(environment).warnings.pop(key, None)
 
 
-def announce(environment: Any, worker: str, text: str) -> None:
-    """An overload episode started (`text`) or ended (''), on the process that measured it."""
+def announce(environment: Any, worker: str, text: str, key: str = "overload", ended: str = "") -> None:
+    """A warning of the process that measured it: an overload episode (or, `key` "capacity", the processes
+    the load needs: capacity.py) started (`text`) or ended ('': `ended` is logged, if any)."""
     from locust.runners import WorkerRunner
 
     if text:
         logger.warning("llmload: %s", text)
-    else:
+    elif key == "overload":
         logger.info("llmload: generator %s is no longer overloaded (lag p99 and CPU under the limits for %g s)",
                     worker, WINDOW_S)
+    elif ended:
+        logger.info("llmload: %s", ended)
     if isinstance(environment.runner, WorkerRunner):
-        environment.runner.send_message(OVERLOAD_MESSAGE, {"worker": worker, "text": text})
+        environment.runner.send_message(OVERLOAD_MESSAGE, {"worker": worker, "text": text, "key": key})
     else:
-        post(environment, f"overload {worker}", text)
+        post(environment, f"{key} {worker}", text)
 
 
 def withdraw(environment: Any, worker: str) -> None:
@@ -155,10 +158,11 @@ def withdraw(environment: Any, worker: str) -> None:
 
 
 def listen(environment: Any) -> None:
-    """Master: show each worker's overload episodes."""
+    """Master: show each worker's overload episodes and capacity advice."""
     def on_message(environment: Any, msg: Any, **_kw: Any) -> None:
         data = msg.data if isinstance(msg.data, dict) else {}
-        post(environment, f"overload {data.get('worker', msg.node_id)}", str(data.get("text") or ""))
+        key = "capacity" if data.get("key") == "capacity" else "overload"
+        post(environment, f"{key} {data.get('worker', msg.node_id)}", str(data.get("text") or ""))
 
     environment.runner.register_message(OVERLOAD_MESSAGE, on_message)
 

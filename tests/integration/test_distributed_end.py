@@ -1,8 +1,10 @@
 """The end of a distributed run: in-flight requests finish on the workers and their rows reach
-the master before it closes samples.csv (the drain), run.json counts the workers, late rows are
-appended, and Locust's --csv writer never runs on closed files."""
+the master before it closes samples.csv (the drain), run.json counts the workers (`--processes -1`: one
+per core, the way the docs say to run a big load), late rows are appended, and Locust's --csv writer never
+runs on closed files."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,12 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
-def test_processes_run_keeps_in_flight_rows_and_counts_workers(tmp_path, embedded_server):
+def test_processes_run_one_per_core_keeps_in_flight_rows_and_counts_workers(tmp_path, embedded_server):
     # 40 tokens at 20 ms: every user has a request in flight when the last tier ends
     server = embedded_server("--preset", "exact", "--decode-ms-per-token", "20")
     run_dir = tmp_path / "run"
     load = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless", "--processes", "2",
+        [sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless", "--processes", "-1",
          "--host", server.url, "--tiers", "4", "--tier-seconds", "3", "--warmup-seconds", "1",
          "--max-tokens", "40", "--prompt-tokens", "16", "--run-dir", str(run_dir),
          "--csv", str(run_dir / "locust")],
@@ -46,7 +48,7 @@ def test_processes_run_keeps_in_flight_rows_and_counts_workers(tmp_path, embedde
         assert (r["phase"] == "after") == (float(r["ts_start_s"]) >= end_s)
     llm = [r for r in read_csv(run_dir / "locust_stats.csv") if r["Type"] == "LLM"]
     assert int(llm[0]["Request Count"]) == len(samples)
-    assert json.loads((run_dir / "run.json").read_text())["workers"] == 2
+    assert json.loads((run_dir / "run.json").read_text())["workers"] == os.cpu_count()
 
 
 def test_rows_after_close_are_appended_not_dropped(tmp_path, caplog):

@@ -47,7 +47,7 @@ def installed(tmp_path_factory):
     """(venv, work folder, env): the wheel installed in a fresh venv; env has no PYTHONPATH."""
     base = tmp_path_factory.mktemp("installed")
     src = base / "src"
-    shutil.copytree(ROOT / "llmload", src / "llmload", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "llmload", src / "llmload", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -77,14 +77,17 @@ def test_the_wheel_holds_llmload_only_and_its_data(installed):
             "print([n for n in ('analysis', 'scenarios', 'bench', 'tests') if u.find_spec(n)])\n"
             "data = [*(p / 'webui' / 'static').iterdir(), *(p / 'workload' / 'data').glob('*.j*')]\n"
             "print(sorted(f.name for f in data))\n"
-            "print(a.DEFAULT_SCENARIO.is_file())\n")
+            "print(a.DEFAULT_SCENARIO.is_file())\n"
+            "from llmload.client import decoder\n"
+            "print(decoder.compiled_module() is not None)\n")
     shown = call([venv / "bin" / "python", "-c", code], work, env)
     assert shown.returncode == 0, shown.stderr
-    where, tops, data, default = shown.stdout.splitlines()
+    where, tops, data, default, compiled = shown.stdout.splitlines()
     assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(ROOT)
     assert tops == "[]"  # the checkout's fronts are not installed as top-level packages
     assert data == str(sorted(["charts.html", "charts.js", "inject.js", "chat.jsonl", "tokenizer.json"]))
     assert default == "True"
+    assert compiled == "True"  # gcc and the Python headers are here: the wheel built the optional decoder
 
 
 def test_a_locustfile_of_ones_own_runs_and_is_reported(installed):
