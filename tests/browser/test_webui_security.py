@@ -135,7 +135,7 @@ def post(ui, path: str, fields: dict, headers: dict | None = None) -> int:
 
 
 def test_a_scripted_swarm_without_a_key_field_sends_no_key_to_another_host(locust_ui):
-    """The attack of issue 24: POST /swarm with host=B and no api_key field at all (not an empty one): a
+    """The cross-host key attack: POST /swarm with host=B and no api_key field at all (not an empty one): a
     listener on B must see no key, from the environment or --api-key, on requests or the /metrics scrape."""
     cli_key, env_key = "sk-cli-" + secrets.token_hex(8), "sk-env-" + secrets.token_hex(8)
     with Listener() as listener:

@@ -41,7 +41,7 @@ def test_the_capacity_is_the_last_tier_that_met_the_slo_and_a_smooth_bracket_is_
 
 
 def test_a_bracket_across_the_queueing_onset_is_not_interpolated():
-    """The demo's mistake (issue 22): p95 51 ms at 4 users, 1,975 ms at 8; a line between says 7.5 users, the
+    """A line drawn across the queueing onset: p95 51 ms at 4 users, 1,975 ms at 8; a line between says 7.5 users, the
     server's capacity is 4 (requests wait from 5 on)."""
     tiers = tiers_of(table([30, 35, 51, 1975]))
     tiers[3] = dataclasses.replace(tiers[3], waits=True)

@@ -1,5 +1,5 @@
 """A rate limiter is told from a concurrency cap by its 429s, and every line of a report says the same of it
-(issue 23 item 5: fakeai with rpm 120 read as '2.8 effective parallel slots', 'more load got less through' and
+(fakeai with rpm 120 must not read as '2.8 effective parallel slots', 'more load got less through' and
 'plan on 2.3 req/s per replica', above the 2.0 req/s its limiter sustains)."""
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_a_plateau_is_called_an_admission_limit_only_where_the_server_starts_ref
 
 
 def test_a_plateau_within_counting_noise_of_the_line_is_not_pushed_onto_the_refusing_tier():
-    """noisyplateau (vLLM CPU with a queue cap, issue 23): 4 users read 84 % of the plateau, refusals start at 8.
+    """noisyplateau (vLLM CPU with a queue cap): 4 users read 84 % of the plateau, refusals start at 8.
     Under the 85 % line alone saturation would land at 8 and be called an admission limit."""
     a = run_of("noisyplateau")
     by_load = a.table.set_index("load")

@@ -72,7 +72,7 @@ def test_a_plateau_names_the_admission_limit_only_when_refusals_start_at_or_belo
 
 
 def test_a_tier_within_its_counting_noise_of_the_line_reaches_the_plateau():
-    """vLLM CPU with a queue cap (issue 23): the plateau came at 4 users (0.866 req/s), refusals from 8, and a noisy
+    """vLLM CPU with a queue cap: the plateau came at 4 users (0.866 req/s), refusals from 8, and a noisy
     8-user tier read 1.04 req/s: 4 users read 83% of it, 2 % under the 85 % line. 17 requests in a 20 s window are
     known to within the window's edges (half a request per user): the tier is not measurably below the line."""
     def tier(i: int, users: int, ok: int, refused: int = 0) -> Tier:
