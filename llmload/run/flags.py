@@ -88,7 +88,7 @@ def add_options(parser: Any) -> None:
              "~10,000 req/s per master); both (docs/distributed.md)")
     add("--slo-profile", choices=("", *SLO_PROFILES), default=d.slo_profile, include_in_web_ui=True,
         help=f"the use case the run is judged for ({profiles_help()}); recorded in run.json, used by the live "
-             f"verdicts and the report (default: {DEFAULT_PROFILE})")
+             f"verdicts and the report (default: {DEFAULT_PROFILE}; --api embeddings or rerank: the profile named so)")
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
