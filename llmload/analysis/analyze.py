@@ -114,6 +114,8 @@ class Analysis:
     """the rate limiter behind the 429s (llmload.rules.limiter), or None"""
     prices: Prices | None = None
     """prices the report was given (`tables/cost.py`); None: run.json's, if any"""
+    no_first_token: bool = False
+    """the run's answers have no first token (embeddings, rerank): judged on e2e latency (llmload.rules.latency)"""
 
     @property
     def climbs(self) -> bool:
@@ -222,7 +224,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
-        limiter=v.limiter,
+        limiter=v.limiter, no_first_token=any(t.no_first_token for t in v.tiers),
     )
 
 

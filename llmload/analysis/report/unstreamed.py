@@ -1,0 +1,64 @@
+"""The report of a run whose answers have no first token (embeddings, rerank): what its tables can hold.
+
+How it works: such an answer comes whole (llmload.rules.latency), so its one latency is end-to-end and it
+has no output tokens; the verdicts judge p95 e2e latency (the SLO) and the growth of mean e2e latency (the
+client's wait estimate). The report keeps its layout but
+- gives e2e p50/p95/p99 and mean in the latency table (`latency_rows`), the mean e2e in the knee evidence
+  (`knee_rows`), and the time to headers without the part after them (`parts_rows`);
+- drops the columns that time a first token or a decode (TTFT, ITL, TPOT, output tokens/s: `drop`);
+- leaves out the decode and output-token tables, and says why once (`NOTE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from llmload.analysis import text
+from llmload.analysis.text import Rows, ms, num
+from llmload.rules.latency import NOT_STREAMED
+
+NOTE = (f"{NOT_STREAMED[0].upper()}{NOT_STREAMED[1:]} (embeddings, rerank: the answer comes whole), so there is no "
+        "TTFT, ITL, TPOT or output token to time and their tables are left out: every latency here is end-to-end "
+        "(e2e), and the SLO, the capacity and the wait estimate judge it.")
+RULE = (" These answers had no first token: the client estimate is the growth of mean e2e latency beyond the lowest "
+        "tier's (no TPOT to scale it by).")
+FIRST_TOKEN_COLUMNS = ("out tok/s",)
+"""outcome-table columns with nothing to count without output tokens"""
+
+
+def drop(rows: Rows, names: Iterable[str]) -> Rows:
+    """The rows without the columns headed by `names`."""
+    headers, body = rows
+    keep = [i for i, head in enumerate(headers) if head not in set(names)]
+    return tuple(headers[i] for i in keep), [tuple(row[i] for i in keep) for row in body]
+
+
+def latency_rows(table: pd.DataFrame) -> Rows:
+    headers = ("tier", "load", "e2e p50", "p95", "p99", "mean", "wait (est.)")
+    rows = [(str(r.tier), text.load(r.load), ms(r.e2e_p50_ms), ms(r.e2e_p95_ms), ms(r.e2e_p99_ms), ms(r.e2e_mean_ms),
+             ms(r.wait_ms)) for r in table.itertuples()]
+    return headers, rows
+
+
+LATENCY_NOTE = ("wait (est.) = mean e2e latency minus the lowest tier's: the time requests spent waiting, as the "
+                "client sees it (the server's queue metric, when recorded, is what the verdicts use).")
+
+
+def parts_rows(table: pd.DataFrame) -> Rows:
+    """The time to headers and the generator's health (no part after the headers: the answer came with them)."""
+    headers = ("tier", "load", "connect", "headers", "model mismatches", "loop lag p99", "CPU p95 %",
+               "schedule lag p99")
+    rows = [(str(r.tier), text.load(r.load), ms(r.connect_ms), ms(r.gateway_queue_ms), text.count(r.model_mismatch),
+             ms(r.loop_lag_p99_ms), num(r.cpu_p95, 0), ms(r.schedule_lag_p99_ms)) for r in table.itertuples()]
+    return headers, rows
+
+
+def knee_rows(table: pd.DataFrame) -> Rows:
+    """The knee evidence (text.knee_rows) with mean e2e latency in place of TTFT and TPOT."""
+    headers, body = text.knee_rows(table)
+    t = table[table["tested"]].sort_values(["load_target", "load"], kind="stable")
+    at = headers.index("TTFT mean")
+    rows = [(*row[:at], ms(e2e), *row[at + 2:]) for row, e2e in zip(body, t["e2e_mean_ms"])]
+    return (*headers[:at], "e2e mean", *headers[at + 2:]), rows
