@@ -62,3 +62,33 @@ def knee_rows(table: pd.DataFrame) -> Rows:
     at = headers.index("TTFT mean")
     rows = [(*row[:at], ms(e2e), *row[at + 2:]) for row, e2e in zip(body, t["e2e_mean_ms"])]
     return (*headers[:at], "e2e mean", *headers[at + 2:]), rows
+
+
+WORDS = (("Time to first token", "End-to-end latency"), ("time to first token", "end-to-end latency"),
+         ("TTFT growth not explained by slower batches", "e2e latency growth over the lowest tier's"),
+         ("TTFT", "e2e latency"))
+"""how a figure's caption and labels name the latency of answers with no first token"""
+
+
+def words(label: str) -> str:
+    """A caption or axis label, naming e2e latency where it named TTFT."""
+    for old, new in WORDS:
+        label = label.replace(old, new)
+    return label
+
+
+def as_e2e(table: pd.DataFrame) -> pd.DataFrame:
+    """The tier table with its e2e figures under the TTFT columns the figures draw (no CI: none is computed)."""
+    return table.assign(**{f"ttft_{name}_ms": table[f"e2e_{name}_ms"] for name in ("p50", "p95", "p99", "mean")},
+                        ttft_p99_ci_lo_ms=float("nan"), ttft_p99_ci_hi_ms=float("nan"))
+
+
+def relabel(fig) -> None:
+    """Every title, axis label and legend entry of a drawn figure, with `words`."""
+    for ax in fig.axes:
+        ax.set_title(words(ax.get_title()))
+        ax.set_xlabel(words(ax.get_xlabel()))
+        ax.set_ylabel(words(ax.get_ylabel()))
+        legend = ax.get_legend()
+        for entry in legend.get_texts() if legend is not None else ():
+            entry.set_text(words(entry.get_text()))
