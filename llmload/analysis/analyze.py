@@ -213,7 +213,8 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown,
         fit=fit, profile=profile, capacity=capacity,
         all_capacities=all_caps, saturation=sat, plan=plan,
-        checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
+        checklist=tuple(checklist(run, table, breakdown, sat, latency.no_first_token(list(v.tiers)))),
+        warnings=tuple(warnings(run, table)),
         kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
         scenario_table=scenarios.scenario_table(run) if rows else None,
         scenario_sentence=scenarios.comparison_sentence(run, table) if rows else "",
@@ -224,7 +225,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
-        limiter=v.limiter, no_first_token=any(t.no_first_token for t in v.tiers),
+        limiter=v.limiter, no_first_token=latency.no_first_token(list(v.tiers)),
     )
 
 

@@ -24,3 +24,22 @@ PLAIN_GLOSSARY = {
     "warm-up": ("warm-up", "the start of each ramp, until every user had completed a request after the last one "
                 "was spawned (or --warmup-seconds): excluded from every figure except the time series."),
 }
+NOT_STREAMED_GLOSSARY = {
+    "TTFT": None, "ITL / TPOT": None,
+    "e2e": ("e2e", "end-to-end latency: request sent until the whole answer was read. Embeddings and rerank answers "
+            "are not streamed: no first token, so this is the one latency, and what the verdicts judge."),
+    "queueing delay": ("queueing delay", "mean e2e latency above the lowest tier's: time spent waiting for the "
+                       "server, not computing."),
+}
+"""the terms of a run whose answers have no first token (None: a term it does not use)"""
+
+
+def terms(plain: bool, no_first_token: bool) -> tuple[tuple[str, str], ...]:
+    """The glossary a run's report closes with (`plain`: a run without a load shape)."""
+    out = []
+    for term, meaning in GLOSSARY:
+        entry = PLAIN_GLOSSARY.get(term, (term, meaning)) if plain else (term, meaning)
+        entry = NOT_STREAMED_GLOSSARY.get(term, entry) if no_first_token else entry
+        if entry is not None:
+            out.append(entry)
+    return tuple(out)

@@ -19,10 +19,9 @@ from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import resources, summary, tierformat, unstreamed
+from llmload.analysis.report import glossary, resources, summary, tierformat, unstreamed
 from llmload.analysis.report.answer import answer_items, capacity_sentence, capacity_table
 from llmload.analysis.report.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
-from llmload.analysis.report.glossary import GLOSSARY, PLAIN_GLOSSARY
 from llmload.analysis.report.splits import split_blocks
 from llmload.analysis.report.workload import workload_blocks
 from llmload.analysis.tables import server_metrics, totals
@@ -89,7 +88,7 @@ def _cannot_show_blocks(a: Analysis) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = tierformat.outcomes_note(describe_objective(a.objective), a.run.per_request)
+    note = tierformat.outcomes_note(describe_objective(a.objective), a.run.per_request, not a.no_first_token)
     if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
@@ -164,8 +163,7 @@ def _closing_blocks(a: Analysis) -> list[Block]:
         out.append(Table(*_tuple(text.phase_rows(a.phases)), numeric_from=1,
                          note="Each phase's measured window; starts at = seconds after the first tier began."))
     out.append(Heading("Reading this report"))
-    out.append(Bullets(tuple(PLAIN_GLOSSARY.get(term, (term, meaning)) if a.run.plain else (term, meaning)
-                             for term, meaning in GLOSSARY)))
+    out.append(Bullets(glossary.terms(a.run.plain, a.no_first_token)))
     return out
 
 
