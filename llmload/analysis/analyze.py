@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from llmload.analysis.read.run import Run
+from llmload.analysis.read.run import Run, run_api
 from llmload.analysis.read.shape import climbs, shape_kind
 from llmload.analysis.tables import (
     concurrency,
@@ -136,14 +136,6 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
                                                   default_profile(run_api(run)))
     return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
-
-def run_api(run: Run) -> str:
-    """The API the run loaded: the one endpoint of every row, else run.json's --api ('' when unknown or mixed)."""
-    endpoints = set(run.samples["endpoint"].astype(str).unique()) if "endpoint" in run.samples else set()
-    if len(endpoints) == 1:
-        return endpoints.pop()
-    options = run.info.get("options") or {}
-    return "" if endpoints else str(options.get("api") or options.get("endpoint") or "")
 
 
 def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: SloProfile,

@@ -184,7 +184,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.baseline:
         return baseline.cmd_check_baseline(args)
-    objective = slo.objective(args.slo or "chat", args.slo_file)
+    objective = slo.objective(args.slo, args.slo_file) if args.slo else None  # None: the run's API's default
     result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
                              args.empty_answer_is_error)
     print(check.render(result))
@@ -243,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     _slo_options(p)
     p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge")
     p.add_argument("run_dir")
-    p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
+    p.add_argument("--slo", help="objective: voice, chat, ide, batch, embeddings, rerank or a name from --slo-file "
+                   "(default chat; embeddings and rerank runs: theirs)")
     p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")

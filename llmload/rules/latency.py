@@ -75,5 +75,5 @@ def figure(tier: Tier, name: str) -> float:
 def growth(tier: Tier) -> str:
     """What the client's wait estimate measured, for the tier's kind of answer."""
     if tier.no_first_token:
-        return f"e2e latency growth beyond the lowest tier's ({NOT_STREAMED})"
+        return "e2e latency growth beyond the lowest tier's: the answers have no first token"
     return "TTFT growth beyond what slower batches explain"

@@ -40,7 +40,7 @@ def run_api(environment: Any) -> str:
     '' when they differ."""
     parsed = environment.parsed_options
     option = getattr(parsed, "api", None) or getattr(parsed, "endpoint", None) or "chat"
-    apis = {getattr(user, "endpoint", None) or option for user in environment.user_classes or ()}
+    apis = {getattr(user, "endpoint", None) or option for user in environment.user_classes or ()} or {option}
     return apis.pop() if len(apis) == 1 else ""
 
 

@@ -12,7 +12,7 @@ from llmload.analysis import text
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import ramps
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import resources
+from llmload.analysis.report import resources, unstreamed
 from llmload.analysis.report.document import Table
 from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
@@ -166,7 +166,7 @@ def capacity_table(a: Analysis) -> Table:
             + _interpolation(len(a.table) == 1, a.run.per_request) + _burst_note(a))
     return Table(("SLO profile", "p95 e2e limit" if e2e else "p95 TTFT limit", f"capacity ({a.run.load_unit})",
                   "req/s", "goodput req/s", *(() if e2e else ("out tok/s",)), "limited by"), tuple(rows),
-                 numeric_from=1, note=note.replace("p95 TTFT grows", "p95 e2e latency grows") if e2e else note)
+                 numeric_from=1, note=unstreamed.goodput_note(note) if e2e else note)
 
 
 def _burst_note(a: Analysis) -> str:

@@ -24,7 +24,7 @@ PLAIN_GLOSSARY = {
     "warm-up": ("warm-up", "the start of each ramp, until every user had completed a request after the last one "
                 "was spawned (or --warmup-seconds): excluded from every figure except the time series."),
 }
-NOT_STREAMED_GLOSSARY = {
+NOT_STREAMED_GLOSSARY: dict[str, tuple[str, str] | None] = {
     "TTFT": None, "ITL / TPOT": None,
     "e2e": ("e2e", "end-to-end latency: request sent until the whole answer was read. Embeddings and rerank answers "
             "are not streamed: no first token, so this is the one latency, and what the verdicts judge."),
@@ -38,7 +38,7 @@ def terms(plain: bool, no_first_token: bool) -> tuple[tuple[str, str], ...]:
     """The glossary a run's report closes with (`plain`: a run without a load shape)."""
     out = []
     for term, meaning in GLOSSARY:
-        entry = PLAIN_GLOSSARY.get(term, (term, meaning)) if plain else (term, meaning)
+        entry: tuple[str, str] | None = PLAIN_GLOSSARY.get(term, (term, meaning)) if plain else (term, meaning)
         entry = NOT_STREAMED_GLOSSARY.get(term, entry) if no_first_token else entry
         if entry is not None:
             out.append(entry)

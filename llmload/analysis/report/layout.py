@@ -153,7 +153,7 @@ def _closing_blocks(a: Analysis) -> list[Block]:
                else Para("None: every tier had enough samples and the load generator kept up."))
     if a.climbs:
         out.append(Heading("How the two knees were found"))
-        out.append(Para(knees.RULE + (unstreamed.RULE if a.no_first_token else ""), lead="Rule."))
+        out.append(Para(unstreamed.rule(knees.RULE) if a.no_first_token else knees.RULE, lead="Rule."))
         out.append(Table(*_tuple((unstreamed.knee_rows if a.no_first_token else text.knee_rows)(a.table)),
                          note="waiting = requests waiting on average (Little's law on the estimated wait); waits = "
                               "the tier counts as waiting, and the evidence used."))

@@ -22,8 +22,20 @@ from llmload.rules.latency import NOT_STREAMED
 NOTE = (f"{NOT_STREAMED[0].upper()}{NOT_STREAMED[1:]} (embeddings, rerank: the answer comes whole), so there is no "
         "TTFT, ITL, TPOT or output token to time and their tables are left out: every latency here is end-to-end "
         "(e2e), and the SLO, the capacity and the wait estimate judge it.")
-RULE = (" These answers had no first token: the client estimate is the growth of mean e2e latency beyond the lowest "
-        "tier's (no TPOT to scale it by).")
+RULE_CLIENT = ("TTFT growth beyond the lowest tier's TTFT scaled by the TPOT growth (slower batches)",
+               "mean e2e latency growth beyond the lowest tier's (these answers have no first token, and no decode "
+               "to scale it by)")
+"""the knee rule's client estimate (llmload.rules.knees.RULE), as it reads for answers with no first token"""
+
+
+def rule(text: str) -> str:
+    """The knee rule, worded for answers with no first token."""
+    return text.replace(*RULE_CLIENT)
+
+
+def goodput_note(note: str) -> str:
+    """The capacity table's note, worded for answers with no first token."""
+    return note.replace("p95 TTFT grows", "p95 e2e latency grows").replace("(TTFT, TPOT, e2e limits", "(e2e limits")
 FIRST_TOKEN_COLUMNS = ("out tok/s",)
 """outcome-table columns with nothing to count without output tokens"""
 

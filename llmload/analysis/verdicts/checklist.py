@@ -41,8 +41,8 @@ def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Satur
     if no_first_token:
         none = f"Not answerable: {NOT_STREAMED}"
         return list(zip(("Are latency percentiles given (not only means)?", *QUESTIONS[1:]), (
-            _percentiles(table, run, "e2e latency"), _window(run, table), f"{none} (the split compares TTFT).",
-            f"{none} (the split compares TTFT).", sat.sentence,
+            _percentiles(table, run, "e2e latency"), _window(run, table), f"{none}, so no first-token time to split.",
+            f"{none}, so no first-token time to split.", sat.sentence,
             downgrade.model_changes(run) if run.per_request else NO_ROWS,
             f"{none}, so no output tokens to compare with the usage billed.", f"{none}, so no decode to time.")))
     if not run.per_request:
@@ -61,7 +61,7 @@ def _percentiles(table: pd.DataFrame, run: Run, latency: str = "TTFT") -> str:
     per = " per tier" if len(table) > 1 else ""
     how = "p99 with a 95% bootstrap CI" if run.per_request else "from histograms, each within 1%, no CI of p99"
     if latency != "TTFT":  # no first token: e2e latency, without a CI
-        how = f"{NOT_STREAMED}, so no TTFT" + ("" if run.per_request else "; from histograms, each within 1%")
+        how = NOT_STREAMED + ("" if run.per_request else "; from histograms, each within 1%")
     text = f"Yes: p50/p95/p99 {latency}{per} from {ok} successful measured requests, {how}"
     if (table["ok"] >= 1000).any() and latency == "TTFT":
         text += ", p99.9 where a tier has 1000+"
