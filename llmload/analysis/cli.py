@@ -25,7 +25,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
-from llmload.analysis.report import baseline, resources
+from llmload.analysis.report import baseline, resources, unstreamed
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -91,10 +91,7 @@ def cmd_tiers(args: argparse.Namespace) -> int:
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
     print(f"goodput: {describe_objective(a.objective)}")
     _stopped(a)
-    parts = text.parts_rows(a.table, a.header_mode.labels)
-    for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
-                        ("Latency (ms, successful requests)", text.latency_rows(a.table)),
-                        ("Where TTFT goes (mean ms) and generator health", parts)):
+    for title, rows in _tier_tables(a):
         print(f"\n{title}\n{text.render(*rows)}")
     if a.scenario_table is not None and len(a.scenario_table):
         rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
@@ -110,6 +107,17 @@ def cmd_tiers(args: argparse.Namespace) -> int:
         for warning in a.warnings:
             print(f"- {warning}")
     return 0
+
+
+def _tier_tables(a) -> list[tuple[str, text.Rows]]:
+    """The per-tier tables `tiers` prints (answers with no first token: e2e latency, report/unstreamed.py)."""
+    outcomes = text.outcome_rows(a.table, a.run.load_unit)
+    if a.no_first_token:
+        return [("Load and outcomes", unstreamed.drop(outcomes, unstreamed.FIRST_TOKEN_COLUMNS)),
+                (f"Latency (ms, successful requests; {unstreamed.NOT_STREAMED})", unstreamed.latency_rows(a.table)),
+                ("Where the time goes (mean ms) and generator health", unstreamed.parts_rows(a.table))]
+    return [("Load and outcomes", outcomes), ("Latency (ms, successful requests)", text.latency_rows(a.table)),
+            ("Where TTFT goes (mean ms) and generator health", text.parts_rows(a.table, a.header_mode.labels))]
 
 
 def cmd_knee(args: argparse.Namespace) -> int:
@@ -128,13 +136,15 @@ def cmd_knee(args: argparse.Namespace) -> int:
         return 0
     print(f"run {a.run.name}")
     _stopped(a)
-    print(f"Rule: {knees.RULE}\n")
-    print(text.render(*text.knee_rows(a.table)))
+    e2e = a.no_first_token  # answers with no first token: the wait on e2e latency (report/unstreamed.py)
+    print(f"Rule: {unstreamed.rule(knees.RULE) if e2e else knees.RULE}\n")
+    print(text.render(*(unstreamed.knee_rows if e2e else text.knee_rows)(a.table)))
     print()
     print(f"Compute saturation: {a.compute.sentence}")
     print(f"Queueing onset: {a.onset.sentence}")
     print(" ".join(filter(None, (queueing.describe(a.fit, a.fit_note), a.agreement))))
-    print(a.header_mode.sentence)
+    if not e2e:  # an answer with no first token comes with its headers: nothing after them to tell apart
+        print(a.header_mode.sentence)
     print(f"Saturation: {a.saturation.sentence}")
     print(f"Capacity {capacity_sentence(a)}")
     return 0

@@ -112,3 +112,11 @@ def test_the_live_parts_count_and_word_answers_with_no_first_token():
         "embeddings", "rerank", "chat", "chat"]
     assert profile_or_default("", "rerank").e2e_p95_ms == 300.0
     assert profile_or_default("voice", "rerank").name == "voice"
+
+
+def test_the_tiers_and_knee_commands_name_e2e_latency(capsys):
+    assert main(["tiers", str(RUN)]) == 0 and main(["knee", str(RUN)]) == 0
+    out = capsys.readouterr().out
+    assert "TTFT" not in out and "TPOT" not in out and "Headers:" not in out
+    assert "Latency (ms, successful requests; not streamed: no first token)" in out
+    assert "mean e2e latency growth beyond the lowest tier's" in out  # the knee rule, worded for such answers
