@@ -125,8 +125,8 @@ def add_knob_options(parser: Any) -> None:
         help="share of the requests per target when --host is given more than once (or as A,B): one weight per "
              "host, e.g. 3,1 (default: equal shares; run/targets.py)")
     add("--images", default="", include_in_web_ui=True,
-        help="chat: images per request, sent as seeded PNG data URIs after the prompt text: N, or a choice like "
-             "0,1,4 (each request draws one, seeded)")
+        help="chat, responses, messages: images per request, sent as seeded PNG data URIs after the prompt text: N, "
+             "or a choice like 0,1,4 (each request draws one, seeded); other APIs refuse it")
     add("--image-size", default="512x512", include_in_web_ui=True, help="size of the --images, WIDTHxHEIGHT px")
     add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
         help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "
