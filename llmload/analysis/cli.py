@@ -178,12 +178,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise ValueError(f"{run.path}: watch needs per-request rows (samples.csv); this run kept histograms only "
                          "(--ship histograms): record with --ship rows or both")
     profile = choose_profile(run, args.slo)
-    threshold = args.threshold_ms if args.threshold_ms is not None else profile.ttft_p95_ms
+    metric = args.metric or ("ttft" if run.samples["ttft_ms"].notna().any() else "e2e")  # no TTFT: embeddings
+    limit = profile.e2e_p95_ms if metric == "e2e" and profile.e2e_p95_ms is not None else profile.ttft_p95_ms
+    threshold = args.threshold_ms if args.threshold_ms is not None else limit
     if threshold is None:
-        raise ValueError(f"the {profile.name} profile has no TTFT threshold: pass --threshold-ms")
+        raise ValueError(f"the {profile.name} profile has no {metric} threshold: pass --threshold-ms")
     if args.window_s <= 0:
         raise ValueError("--window-s must be positive")
-    result = watch(run, threshold, args.metric, args.window_s)
+    result = watch(run, threshold, metric, args.window_s)
     print(watch_text(result, None if args.threshold_ms is not None else profile.name, run.load_unit))
     return 1 if args.fail_on_breach and len(result.breaches) else 0
 
@@ -265,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")
     p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")
-    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's TTFT limit)")
-    p.add_argument("--metric", choices=("ttft", "e2e"), default="ttft")
+    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's latency limit)")
+    p.add_argument("--metric", choices=("ttft", "e2e"), help="default ttft; e2e for a run with no TTFT (embeddings)")
     p.add_argument("--window-s", type=float, default=60.0, help="window length (default 60)")
     p.add_argument("--fail-on-breach", action="store_true", help="exit 1 when any window breached")
     return parser

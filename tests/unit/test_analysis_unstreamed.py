@@ -120,3 +120,8 @@ def test_the_tiers_and_knee_commands_name_e2e_latency(capsys):
     assert "TTFT" not in out and "TPOT" not in out and "Headers:" not in out
     assert "Latency (ms, successful requests; not streamed: no first token)" in out
     assert "mean e2e latency growth beyond the lowest tier's" in out  # the knee rule, worded for such answers
+
+
+def test_watch_takes_e2e_latency_and_the_profiles_bound(capsys):
+    assert main(["watch", str(RUN), "--window-s", "10", "--fail-on-breach"]) == 1  # 16 users: p99 e2e > 300 ms
+    assert capsys.readouterr().out.startswith("SLA watch: p99 E2E per 10 s window against 300 ms (embeddings profile)")
