@@ -2,10 +2,10 @@
 
 How it works:
 - A tier meets a profile (`slo.py`) when its p95 TTFT, error rate and 429 rate are within the
-  bounds (answers with no first token, embeddings and rerank: p95 e2e latency, `latency.py`); open loop, the
-  share of arrivals dropped at the in-flight cap counts against the
-  error bound (a request never sent is a request not served), and users refused before the
-  window (parked on a Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
+  bounds (answers with no first token, embeddings and rerank: p95 e2e latency, `latency.py`); open
+  loop, the share of arrivals dropped at the in-flight cap counts against the error bound (a request
+  never sent is a request not served), and users refused before the window (parked on a
+  Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
   tier broke: the live SLO column and the capacity use the same list.
 - Tiers are ordered by load. The first tier that breaks any bound ends the search: the capacity
   is the bracket between the last tier that met the SLO (`met`, the capacity a plan uses) and that
@@ -14,10 +14,10 @@ How it works:
 - A wider bracket is never a line drawn across a step: p95 jumps as soon as more than 5 % of the
   requests wait, and a limit that starts refusing refuses at once. So it is interpolated (at the load
   where the first broken figure crosses its bound) only when both tiers are on the same side of the
-  queueing onset (both waited, or neither) and the bound broken is the latency one (p95 TTFT or e2e); else
-  `why_not` says why
-  and the sentence says how to narrow the bracket. If the lowest tier already fails, the capacity is
-  below the tested range; if no tier fails, it is at least the highest tested load.
+  queueing onset (both waited, or neither) and the bound broken is the latency one (p95 TTFT or
+  e2e); else `why_not` says why and the sentence says how to narrow the bracket. If the lowest
+  tier already fails, the capacity is below the tested range; if no tier fails, it is at least the
+  highest tested load.
 The replica plan is replicas.py.
 """
 

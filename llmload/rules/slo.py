@@ -1,17 +1,15 @@
 """SLO profiles and objectives: what a tier must meet, for each use case.
 
-How it works: a *profile* (`SloProfile`) is what the capacity, the live verdicts and the report
-judge a tier on: p95 TTFT at most `ttft_p95_ms` (none for batch), errors and 429s at most 1 %
-each (every bound can be overridden). A run whose answers have no first token (embeddings, rerank:
-never streamed, `latency.py`) is judged on p95 e2e latency instead, at most `e2e_p95_ms`: the
-embeddings and rerank profiles bound it (the default profile of those APIs, `default_profile`);
-the streamed profiles do not (their TTFT bound has nothing to judge there). An *objective* (`Objective`) is
-the full set of criteria
-of the SLO gate (`python -m analysis check`) and of goodput: a tuple of criteria. A *latency*
-criterion bounds a percentile of a per-request figure over a tier's successful requests (TTFT,
-ITL, TPOT, e2e: at most `limit` ms; output tokens/s per request: at least `limit`, judged at the
-low percentile, so "p5 >= 20" means 95 % of requests decoded at 20 tok/s or faster). A *rate*
-criterion bounds a tier figure: error rate and 429 rate (at most), goodput (at least,
+How it works: a *profile* (`SloProfile`) is what the capacity, the live verdicts and the report judge a tier
+on: p95 TTFT at most `ttft_p95_ms` (none for batch), errors and 429s at most 1 % each (every bound can be
+overridden). A run whose answers have no first token (embeddings, rerank: never streamed, `latency.py`) is
+judged on p95 e2e latency instead, at most `e2e_p95_ms`: the embeddings and rerank profiles bound it (the
+default profile of those APIs, `default_profile`); the streamed profiles do not (their TTFT bound has nothing
+to judge there). An *objective* (`Objective`) is the full set of criteria of the SLO gate (`python -m analysis
+check`) and of goodput: a tuple of criteria. A *latency* criterion bounds a percentile of a per-request figure
+over a tier's successful requests (TTFT, ITL, TPOT, e2e: at most `limit` ms; output tokens/s per request: at
+least `limit`, judged at the low percentile, so "p5 >= 20" means 95 % of requests decoded at 20 tok/s or
+faster). A *rate* criterion bounds a tier figure: error rate and 429 rate (at most), goodput (at least,
 requests/s that met every per-request criterion).
 "ITL pN" is per request: the Nth percentile over requests of each request's mean gap. "ITL (every
 gap) pN" (`itl_gap`) is pooled: the Nth percentile of every inter-token gap of the tier's successful
