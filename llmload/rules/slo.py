@@ -18,10 +18,9 @@ requests, from histograms.csv (within 1 %); it is not a per-request criterion (g
 Stock objectives: the TTFT targets are the use-case table of docs/gates.md (an engineering
 guide, not a standard): voice p95 250 ms, chat p95 500 ms, IDE p95 300 ms, batch none; embeddings and
 rerank p95 e2e 300 ms each (a RAG query's per-stage budget: embed <= 300 ms, rerank <= 300 ms of a
-1.5 s p95 query); each profile states its reason in `SOURCES`. `objective_for(profile)` is the stock objective
-with the
-profile's TTFT, error and 429 bounds, so the report's goodput and the gate count the same
-criteria. User objectives come from a TOML file (`--slo-file`), one table per name:
+1.5 s p95 query); each profile states its reason in `SOURCES`. `objective_for(profile)` is the stock
+objective with the profile's TTFT (e2e), error and 429 bounds, so the report's goodput and the gate count
+the same criteria. User objectives come from a TOML file (`--slo-file`), one table per name:
 
     [profiles.support-bot]
     ttft = { p = 95, max_ms = 400 }
