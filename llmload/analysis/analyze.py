@@ -8,7 +8,8 @@ knee, the queueing model and the capacity curve; spike, soak and schedule runs g
 phase comparison (`phases.py`) instead. Run totals (`totals.py`) and the per-scenario
 table (`scenarios.py`) are computed for every run.
 The SLO profile is the one named on the command line, else run.json's `slo_profile` when
-the run recorded a known one, else chat; `Analysis.profile_source` says which.
+the run recorded a known one, else the API's (embeddings, rerank: `slo.default_profile`), else
+chat; `Analysis.profile_source` says which.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from llmload.analysis.read.run import Run
+from llmload.analysis.read.run import Run, run_api
 from llmload.analysis.read.shape import climbs, shape_kind
 from llmload.analysis.tables import (
     concurrency,
@@ -41,10 +42,18 @@ from llmload.analysis.verdicts import ending as ending_mod
 from llmload.analysis.verdicts import goodput, headers, health, model_check, queueing
 from llmload.analysis.verdicts.checklist import checklist
 from llmload.rules import capacity as cap_mod
-from llmload.rules import knees, replicas, saturation
+from llmload.rules import knees, latency, replicas, saturation
 from llmload.rules.limiter import RateLimiter
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
-from llmload.rules.slo import PROFILES, Objective, SloProfile, objective_for, profile_from
+from llmload.rules.slo import (
+    NOT_STREAMED_PROFILES,
+    PROFILES,
+    Objective,
+    SloProfile,
+    default_profile,
+    objective_for,
+    profile_from,
+)
 from llmload.rules.text import load_with_unit, tier_load
 from llmload.rules.verdicts import judge
 
@@ -105,6 +114,8 @@ class Analysis:
     """the rate limiter behind the 429s (llmload.rules.limiter), or None"""
     prices: Prices | None = None
     """prices the report was given (`tables/cost.py`); None: run.json's, if any"""
+    no_first_token: bool = False
+    """the run's answers have no first token (embeddings, rerank): judged on e2e latency (llmload.rules.latency)"""
 
     @property
     def climbs(self) -> bool:
@@ -121,8 +132,10 @@ def profile_source(run: Run, name: str | None) -> str:
 def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
                    max_error_rate: float | None = None, max_429_rate: float | None = None) -> SloProfile:
     source = profile_source(run, name)
-    chosen = str(name) if source == "--slo" else (str(run.info["slo_profile"]) if source == "run.json" else "chat")
+    chosen = str(name) if source == "--slo" else (str(run.info["slo_profile"]) if source == "run.json" else
+                                                  default_profile(run_api(run)))
     return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
+
 
 
 def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: SloProfile,
@@ -132,7 +145,7 @@ def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: Sl
     rows = samples.verdict_rows(run) if run.per_request else None
     tested = int((table["sent"] > 0).sum())  # tiers with requests, judged or not: one load level is worded as one
     caps = []
-    for name in PROFILES:
+    for name in profiles_shown(table, profile):
         if name == profile.name:
             caps.append(capacity)
             continue
@@ -141,6 +154,13 @@ def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: Sl
         caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested,
                                                run.load_unit))
     return tuple(caps)
+
+
+def profiles_shown(table: pd.DataFrame, profile: SloProfile) -> list[str]:
+    """The profiles whose capacity the report gives: those that judge the run's answers (with no first token,
+    embeddings and rerank: llmload.rules.latency; else the streamed ones), and the chosen one."""
+    e2e = latency.no_first_token(tiers_of(table))
+    return [name for name in PROFILES if name == profile.name or (name in NOT_STREAMED_PROFILES) == e2e]
 
 
 def _add_goodput(run: Run, table: pd.DataFrame, profile: SloProfile) -> None:
@@ -185,7 +205,8 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         run=run, table=table, kinds=tiers.error_kinds(run), breakdown=breakdown,
         fit=fit, profile=profile, capacity=capacity,
         all_capacities=all_caps, saturation=sat, plan=plan,
-        checklist=tuple(checklist(run, table, breakdown, sat)), warnings=tuple(warnings(run, table)),
+        checklist=tuple(checklist(run, table, breakdown, sat, latency.no_first_token(list(v.tiers)))),
+        warnings=tuple(warnings(run, table)),
         kind=kind, fit_note=fit_note, profile_source=source, totals=totals.run_totals(run),
         scenario_table=scenarios.scenario_table(run) if rows else None,
         scenario_sentence=scenarios.comparison_sentence(run, table) if rows else "",
@@ -196,7 +217,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
-        limiter=v.limiter,
+        limiter=v.limiter, no_first_token=latency.no_first_token(list(v.tiers)),
     )
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
-from llmload.analysis.report import baseline, resources
+from llmload.analysis.report import baseline, resources, unstreamed
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -91,10 +91,7 @@ def cmd_tiers(args: argparse.Namespace) -> int:
     print(f"run {a.run.name}: load in {a.run.load_unit}; measured windows only (warm-up excluded)")
     print(f"goodput: {describe_objective(a.objective)}")
     _stopped(a)
-    parts = text.parts_rows(a.table, a.header_mode.labels)
-    for title, rows in (("Load and outcomes", text.outcome_rows(a.table, a.run.load_unit)),
-                        ("Latency (ms, successful requests)", text.latency_rows(a.table)),
-                        ("Where TTFT goes (mean ms) and generator health", parts)):
+    for title, rows in _tier_tables(a):
         print(f"\n{title}\n{text.render(*rows)}")
     if a.scenario_table is not None and len(a.scenario_table):
         rows = text.scenario_rows(a.scenario_table, a.table.set_index("tier")["load"])
@@ -110,6 +107,17 @@ def cmd_tiers(args: argparse.Namespace) -> int:
         for warning in a.warnings:
             print(f"- {warning}")
     return 0
+
+
+def _tier_tables(a) -> list[tuple[str, text.Rows]]:
+    """The per-tier tables `tiers` prints (answers with no first token: e2e latency, report/unstreamed.py)."""
+    outcomes = text.outcome_rows(a.table, a.run.load_unit)
+    if a.no_first_token:
+        return [("Load and outcomes", unstreamed.drop(outcomes, unstreamed.FIRST_TOKEN_COLUMNS)),
+                (f"Latency (ms, successful requests; {unstreamed.NOT_STREAMED})", unstreamed.latency_rows(a.table)),
+                ("Where the time goes (mean ms) and generator health", unstreamed.parts_rows(a.table))]
+    return [("Load and outcomes", outcomes), ("Latency (ms, successful requests)", text.latency_rows(a.table)),
+            ("Where TTFT goes (mean ms) and generator health", text.parts_rows(a.table, a.header_mode.labels))]
 
 
 def cmd_knee(args: argparse.Namespace) -> int:
@@ -128,13 +136,15 @@ def cmd_knee(args: argparse.Namespace) -> int:
         return 0
     print(f"run {a.run.name}")
     _stopped(a)
-    print(f"Rule: {knees.RULE}\n")
-    print(text.render(*text.knee_rows(a.table)))
+    e2e = a.no_first_token  # answers with no first token: the wait on e2e latency (report/unstreamed.py)
+    print(f"Rule: {unstreamed.rule(knees.RULE) if e2e else knees.RULE}\n")
+    print(text.render(*(unstreamed.knee_rows if e2e else text.knee_rows)(a.table)))
     print()
     print(f"Compute saturation: {a.compute.sentence}")
     print(f"Queueing onset: {a.onset.sentence}")
     print(" ".join(filter(None, (queueing.describe(a.fit, a.fit_note), a.agreement))))
-    print(a.header_mode.sentence)
+    if not e2e:  # an answer with no first token comes with its headers: nothing after them to tell apart
+        print(a.header_mode.sentence)
     print(f"Saturation: {a.saturation.sentence}")
     print(f"Capacity {capacity_sentence(a)}")
     return 0
@@ -168,12 +178,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise ValueError(f"{run.path}: watch needs per-request rows (samples.csv); this run kept histograms only "
                          "(--ship histograms): record with --ship rows or both")
     profile = choose_profile(run, args.slo)
-    threshold = args.threshold_ms if args.threshold_ms is not None else profile.ttft_p95_ms
+    metric = args.metric or ("ttft" if run.samples["ttft_ms"].notna().any() else "e2e")  # no TTFT: embeddings
+    limit = profile.e2e_p95_ms if metric == "e2e" and profile.e2e_p95_ms is not None else profile.ttft_p95_ms
+    threshold = args.threshold_ms if args.threshold_ms is not None else limit
     if threshold is None:
-        raise ValueError(f"the {profile.name} profile has no TTFT threshold: pass --threshold-ms")
+        raise ValueError(f"the {profile.name} profile has no {metric} threshold: pass --threshold-ms")
     if args.window_s <= 0:
         raise ValueError("--window-s must be positive")
-    result = watch(run, threshold, args.metric, args.window_s)
+    result = watch(run, threshold, metric, args.window_s)
     print(watch_text(result, None if args.threshold_ms is not None else profile.name, run.load_unit))
     return 1 if args.fail_on_breach and len(result.breaches) else 0
 
@@ -184,7 +196,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.baseline:
         return baseline.cmd_check_baseline(args)
-    objective = slo.objective(args.slo or "chat", args.slo_file)
+    objective = slo.objective(args.slo, args.slo_file) if args.slo else None  # None: the run's API's default
     result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
                              args.empty_answer_is_error)
     print(check.render(result))
@@ -243,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     _slo_options(p)
     p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge")
     p.add_argument("run_dir")
-    p.add_argument("--slo", help="objective: voice, chat, ide, batch or a name from --slo-file (default chat)")
+    p.add_argument("--slo", help="objective: voice, chat, ide, batch, embeddings, rerank or a name from --slo-file "
+                   "(default chat; embeddings and rerank runs: theirs)")
     p.add_argument("--slo-file", help="TOML file of [profiles.NAME] objectives (docs/gates.md)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
@@ -254,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
     p.add_argument("run_dir")
     p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")
-    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's TTFT limit)")
-    p.add_argument("--metric", choices=("ttft", "e2e"), default="ttft")
+    p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's latency limit)")
+    p.add_argument("--metric", choices=("ttft", "e2e"), help="default ttft; e2e for a run with no TTFT (embeddings)")
     p.add_argument("--window-s", type=float, default=60.0, help="window length (default 60)")
     p.add_argument("--fail-on-breach", action="store_true", help="exit 1 when any window breached")
     return parser

@@ -4,16 +4,16 @@
 (`prompt`) or embeddings (`input`); streamed (`stream: true` + `include_usage`) or not; the Responses,
 Messages and rerank bodies are built by client/apis.py.
 The output-length mode adds vLLM's sampling extras: `ignore-eos` -> `"ignore_eos": true`,
-`min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins). A chat request's
-`images` (data URIs, workload/images.py) become `image_url` content parts after the text of its last
-user message.
+`min-tokens` -> `"min_tokens": max_tokens`; `extra_body` is merged last (it wins). A chat, Responses or
+Messages request's `images` (PNG data URIs, workload/images.py) become content parts after the text of its
+last user message: chat `image_url`, Responses `input_image`, Messages base64 `image` blocks (apis.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmload.client.apis import EVENT_STREAMS, NOT_GENERATING, event_body, rerank_body
+from llmload.client.apis import EVENT_STREAMS, NOT_GENERATING, event_body, rerank_body, with_images
 from llmload.client.errors import LLMError
 from llmload.client.timing import TimingFigures
 from llmload.contract import EMPTY_ANSWER
@@ -51,7 +51,7 @@ class StreamRequest:
     headers: dict[str, str] | None = None
     """this request's own headers, over the transport's (an agent session's sticky-session header)"""
     images: tuple[str, ...] = ()
-    """chat only: image URLs (data URIs) sent with the last user message"""
+    """chat, responses, messages: image URLs (PNG data URIs) sent with the last user message (apis.with_images)"""
     documents: int = 0
     """rerank: how many documents to rank (--rerank-documents)"""
 
@@ -63,7 +63,8 @@ class StreamRequest:
         if self.endpoint == "rerank":
             body: dict = rerank_body(self.model, self.prompt, self.documents)
         elif self.endpoint in EVENT_STREAMS:
-            body = event_body(self.endpoint, self.model, self.prompt, self.max_tokens, self.messages, self.stream)
+            body = event_body(self.endpoint, self.model, self.prompt, self.max_tokens, self.messages, self.stream,
+                              self.images)
         elif self.endpoint == "embeddings":
             body = {"model": self.model, "input": self.prompt, "encoding_format": "float"}
         else:
@@ -73,7 +74,7 @@ class StreamRequest:
             if self.endpoint == "chat":
                 body["messages"] = self.messages or [{"role": "user", "content": self.prompt}]
                 if self.images:
-                    body["messages"] = with_images(body["messages"], self.images)
+                    body["messages"] = with_images("chat", body["messages"], self.images)
             else:
                 body["prompt"] = self.prompt
             if self.output_len_mode == "ignore-eos":
@@ -92,16 +93,6 @@ class StreamRequest:
             return ""
         body = self.body()
         return "+".join(k for k in ("ignore_eos", "min_tokens") if body.get(k))
-
-
-def with_images(messages: list[dict], images: tuple[str, ...]) -> list[dict]:
-    """The messages with `images` as image_url parts after the text of the last user message (a copy)."""
-    out = list(messages)
-    last = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out) - 1)
-    content = out[last].get("content")
-    parts = list(content) if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
-    out[last] = {**out[last], "content": parts + [{"type": "image_url", "image_url": {"url": url}} for url in images]}
-    return out
 
 
 OUTPUT_LEN_MODES = ("usage", "ignore-eos", "min-tokens")

@@ -2,9 +2,10 @@
 
 How it works:
 - A tier meets a profile (`slo.py`) when its p95 TTFT, error rate and 429 rate are within the
-  bounds; open loop, the share of arrivals dropped at the in-flight cap counts against the
-  error bound (a request never sent is a request not served), and users refused before the
-  window (parked on a Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
+  bounds (answers with no first token, embeddings and rerank: p95 e2e latency, `latency.py`); open
+  loop, the share of arrivals dropped at the in-flight cap counts against the error bound (a request
+  never sent is a request not served), and users refused before the window (parked on a
+  Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
   tier broke: the live SLO column and the capacity use the same list.
 - Tiers are ordered by load. The first tier that breaks any bound ends the search: the capacity
   is the bracket between the last tier that met the SLO (`met`, the capacity a plan uses) and that
@@ -13,9 +14,10 @@ How it works:
 - A wider bracket is never a line drawn across a step: p95 jumps as soon as more than 5 % of the
   requests wait, and a limit that starts refusing refuses at once. So it is interpolated (at the load
   where the first broken figure crosses its bound) only when both tiers are on the same side of the
-  queueing onset (both waited, or neither) and the bound broken is p95 TTFT; else `why_not` says why
-  and the sentence says how to narrow the bracket. If the lowest tier already fails, the capacity is
-  below the tested range; if no tier fails, it is at least the highest tested load.
+  queueing onset (both waited, or neither) and the bound broken is the latency one (p95 TTFT or
+  e2e); else `why_not` says why and the sentence says how to narrow the bracket. If the lowest
+  tier already fails, the capacity is below the tested range; if no tier fails, it is at least the
+  highest tested load.
 The replica plan is replicas.py.
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from llmload.rules.latency import LATENCY_FIGURES, bound
 from llmload.rules.slo import SloProfile, slo_text
 from llmload.rules.text import none_judged
 from llmload.rules.tier import Tier, with_load
@@ -59,7 +62,7 @@ class Capacity:
     """the bracket is one user (closed loop) or RESOLUTION of the rate (open loop) wide"""
     interpolated: float = math.nan
     """status 'within', not measured: the load where the broken figure crosses its bound, when both tiers lie on
-    the same side of the queueing onset and the bound is p95 TTFT (NaN otherwise)"""
+    the same side of the queueing onset and the bound is the latency one (NaN otherwise)"""
     why_not: str = ""
     """why a wide bracket is not interpolated: 'waiting starts in this interval', ..."""
 
@@ -82,11 +85,13 @@ class Broken:
 def broken(row: Tier, profile: SloProfile) -> list[Broken]:
     """Every bound of `profile` the tier breaks (none: it meets the SLO)."""
     out = []
-    p95 = row.ttft_p95_ms
-    if profile.ttft_p95_ms is not None and (math.isnan(p95) or p95 > profile.ttft_p95_ms):
-        what = (f"{{at}} no request succeeded, so p95 TTFT is unknown (limit {profile.ttft_p95_ms:g} ms)"
-                if math.isnan(p95) else f"p95 TTFT {p95:.0f} ms > {profile.ttft_p95_ms:g} ms")
-        out.append(Broken(what, "ttft_p95_ms", profile.ttft_p95_ms))
+    latency = bound(profile, row)
+    if latency is not None:
+        p95 = _figure(row, latency.figure)
+        if math.isnan(p95) or p95 > latency.limit_ms:
+            what = (f"{{at}} no request succeeded, so {latency.label} is unknown (limit {latency.limit_ms:g} ms)"
+                    if math.isnan(p95) else f"{latency.label} {p95:.0f} ms > {latency.limit_ms:g} ms")
+            out.append(Broken(what, latency.figure, latency.limit_ms))
     if row.error_rate > profile.max_error_rate:
         out.append(Broken(f"error rate {row.error_rate:.1%} > {profile.max_error_rate:.1%}", "error_rate",
                           profile.max_error_rate))
@@ -129,7 +134,7 @@ def why_not_interpolated(met: Tier, missed: Tier, bounds: list[Broken]) -> str:
     """'' when a line between the two tiers is honest, else why not (module docstring)."""
     if missed.ok == 0:
         return f"no request succeeded at {missed.target:g}, so what lies between is unknown"
-    if any(b.figure != "ttft_p95_ms" for b in bounds):
+    if any(b.figure not in LATENCY_FIGURES for b in bounds):
         return "the server starts refusing or failing in this interval"
     if met.waits != missed.waits:
         return "waiting starts in this interval"
@@ -183,11 +188,12 @@ def nothing_broke(tiers: int) -> str:
 def phase_verdict(tiers: list[Tier], profile: SloProfile) -> str:
     """For runs that do not climb (spike, soak, schedule): which tiers met the SLO, which broke it."""
     rows = [t for t in tiers if t.sent > 0]
+    e2e = any(t.no_first_token for t in rows)
     if not rows:
         return f"under the {profile.name} SLO ({slo_text(profile)}): unknown (no requests measured)."
     held = [str(r.tier) for r in rows if not broken(r, profile)]
     broke = [at_tier(b[0].what, r) for r in rows if (b := broken(r, profile))]
-    text = f"under the {profile.name} SLO ({slo_text(profile)}): "
+    text = f"under the {profile.name} SLO ({slo_text(profile, e2e)}): "
     text += f"met in tier(s) {', '.join(held)}" if held else "met in no tier"
     text += f"; broken: {'; '.join(broke)}." if broke else "; broken in none."
     return text + " This shape does not measure a capacity: run step tiers for that."

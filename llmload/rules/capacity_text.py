@@ -9,12 +9,15 @@ the measured tier a plan uses.
 from __future__ import annotations
 
 from llmload.rules.capacity import Capacity, narrowing_loads, nothing_broke
+from llmload.rules.latency import Bound, bound
 from llmload.rules.slo import slo_text
 from llmload.rules.text import load_with_unit
 
 
 def _figures(cap: Capacity, load_unit: str) -> str:
-    figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s, {cap.out_tok_s:.0f} output tok/s"
+    figures = f"{cap.ok_rps:.1f} {'ok ' if load_unit == 'req/s' else ''}req/s"
+    if not e2e_judged(cap):  # answers with no first token have no output tokens
+        figures += f", {cap.out_tok_s:.0f} output tok/s"
     if cap.goodput_rps == cap.goodput_rps:
         figures += f", goodput {cap.goodput_rps:.1f} req/s"
     return figures
@@ -23,7 +26,10 @@ def _figures(cap: Capacity, load_unit: str) -> str:
 def _met(cap: Capacity, unit: str) -> str:
     """'4 users meet it (p95 TTFT 51 ms; 7.8 req/s, 250 output tok/s)'."""
     assert cap.met is not None
-    p95 = f"p95 TTFT {cap.met.ttft_p95_ms:.0f} ms; " if cap.met.ttft_p95_ms == cap.met.ttft_p95_ms else ""
+    latency = bound(cap.profile, cap.met) or (Bound("e2e_p95_ms", "p95 e2e latency", 0.0) if cap.met.no_first_token
+                                              else Bound("ttft_p95_ms", "p95 TTFT", 0.0))
+    value = float(getattr(cap.met, latency.figure))
+    p95 = f"{latency.label} {value:.0f} ms; " if value == value else ""
     verb = "meets" if unit != "users" or cap.met.load == 1 else "meet"
     return f"{load_with_unit(cap.met.load, unit)} {verb} it ({p95}{_figures(cap, unit)})"
 
@@ -48,7 +54,7 @@ def narrow_advice(cap: Capacity, load_unit: str) -> str:
 def describe(cap: Capacity, load_unit: str, plan_on: bool = True) -> str:
     """`plan_on`: False when the plan is on another load (a throughput peak below the capacity): the sentence
     then only says how to narrow a wide bracket."""
-    head = f"Capacity under the {cap.profile.name} SLO ({slo_text(cap.profile)}): "
+    head = f"Capacity under the {cap.profile.name} SLO ({slo_text(cap.profile, e2e_judged(cap))}): "
     unit = "req/s offered" if load_unit == "req/s" else load_unit
     if cap.status == "none":
         return head + f"unknown ({cap.limited_by})."
@@ -66,12 +72,18 @@ def describe(cap: Capacity, load_unit: str, plan_on: bool = True) -> str:
     if cap.interpolated == cap.interpolated:
         alike = "both waited" if cap.met is not None and cap.met.waits else "neither waited"
         plan = f"plan on the measured {load_with_unit(cap.load, unit)}, or " if plan_on else ""
-        return head + (f"{span}, about {cap.interpolated:.1f} by interpolation (p95 TTFT grows smoothly there: "
+        grows = "p95 e2e latency" if e2e_judged(cap) else "p95 TTFT"
+        return head + (f"{span}, about {cap.interpolated:.1f} by interpolation ({grows} grows smoothly there: "
                        f"{alike}): {_met(cap, unit)}, {_missed(cap, unit)}; {plan}{narrow_advice(cap, load_unit)} "
                        "to measure it.")
     plan = f"plan on {load_with_unit(cap.load, unit)}, or " if plan_on else ""
     return head + (f"{span}: {_met(cap, unit)}, {_missed(cap, unit)}; {cap.why_not}, so the boundary is not "
                    f"interpolated: {plan}{narrow_advice(cap, load_unit)}.")
+
+
+def e2e_judged(cap: Capacity) -> bool:
+    """The capacity's tiers had no first token: judged on e2e latency (llmload.rules.latency)."""
+    return any(t is not None and t.no_first_token for t in (cap.met, cap.missed))
 
 
 def cell(cap: Capacity) -> str:

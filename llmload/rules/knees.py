@@ -30,6 +30,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from llmload.rules import limiter
+from llmload.rules.latency import growth
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
 from llmload.rules.text import load_with_unit, none_judged, tier_load
 from llmload.rules.tier import Tier, with_load
@@ -272,7 +273,7 @@ def _wait_evidence(row: Tier, unit: str) -> str:
     if row.wait_source == "dropped":
         return f"{row.drop_rate:.0%} of arrivals were dropped at the in-flight cap (requests piled up)"
     return (f"requests waited about {row.wait_ms:.0f} ms each ({row.queue_len:.1f} waiting on average by "
-            f"Little's law; TTFT growth beyond what slower batches explain)")
+            f"Little's law; {growth(row)})")
 
 
 def _no_wait(row: Tier) -> str:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from llmload.rules import limiter
 from llmload.rules.capacity import Capacity
 from llmload.rules.knees import KneePoint, shed_codes
+from llmload.rules.latency import growth
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
 from llmload.rules.outcomes import empty_text
 from llmload.rules.text import load_with_unit
@@ -214,7 +215,7 @@ def _wait(top: Tier, onset: KneePoint) -> str:
         text = "requests piled up to the in-flight cap"
     else:
         text = (f"requests waited about {top.wait_ms:.0f} ms each ({top.queue_len:.1f} waiting on average, "
-                "TTFT growth beyond what slower batches explain)")
+                f"{growth(top)})")
     if onset.status == "within":
         text += f"; waiting starts between {onset.load:g} and {onset.next_load:g}"
     return text

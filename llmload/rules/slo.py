@@ -1,23 +1,26 @@
 """SLO profiles and objectives: what a tier must meet, for each use case.
 
-How it works: a *profile* (`SloProfile`) is what the capacity, the live verdicts and the report
-judge a tier on: p95 TTFT at most `ttft_p95_ms` (none for batch), errors and 429s at most 1 %
-each (every bound can be overridden). An *objective* (`Objective`) is the full set of criteria
-of the SLO gate (`python -m analysis check`) and of goodput: a tuple of criteria. A *latency*
-criterion bounds a percentile of a per-request figure over a tier's successful requests (TTFT,
-ITL, TPOT, e2e: at most `limit` ms; output tokens/s per request: at least `limit`, judged at the
-low percentile, so "p5 >= 20" means 95 % of requests decoded at 20 tok/s or faster). A *rate*
-criterion bounds a tier figure: error rate and 429 rate (at most), goodput (at least,
+How it works: a *profile* (`SloProfile`) is what the capacity, the live verdicts and the report judge a tier
+on: p95 TTFT at most `ttft_p95_ms` (none for batch), errors and 429s at most 1 % each (every bound can be
+overridden). A run whose answers have no first token (embeddings, rerank: never streamed, `latency.py`) is
+judged on p95 e2e latency instead, at most `e2e_p95_ms`: the embeddings and rerank profiles bound it (the
+default profile of those APIs, `default_profile`); the streamed profiles do not (their TTFT bound has nothing
+to judge there). An *objective* (`Objective`) is the full set of criteria of the SLO gate (`python -m analysis
+check`) and of goodput: a tuple of criteria. A *latency* criterion bounds a percentile of a per-request figure
+over a tier's successful requests (TTFT, ITL, TPOT, e2e: at most `limit` ms; output tokens/s per request: at
+least `limit`, judged at the low percentile, so "p5 >= 20" means 95 % of requests decoded at 20 tok/s or
+faster). A *rate* criterion bounds a tier figure: error rate and 429 rate (at most), goodput (at least,
 requests/s that met every per-request criterion).
 "ITL pN" is per request: the Nth percentile over requests of each request's mean gap. "ITL (every
 gap) pN" (`itl_gap`) is pooled: the Nth percentile of every inter-token gap of the tier's successful
 requests, from histograms.csv (within 1 %); it is not a per-request criterion (goodput does not count it).
 
 Stock objectives: the TTFT targets are the use-case table of docs/gates.md (an engineering
-guide, not a standard): voice p95 250 ms, chat p95 500 ms, IDE p95 300 ms, batch none; each
-profile states its reason in `SOURCES`. `objective_for(profile)` is the stock objective with the
-profile's TTFT, error and 429 bounds, so the report's goodput and the gate count the same
-criteria. User objectives come from a TOML file (`--slo-file`), one table per name:
+guide, not a standard): voice p95 250 ms, chat p95 500 ms, IDE p95 300 ms, batch none; embeddings and
+rerank p95 e2e 300 ms each (a RAG query's per-stage budget: embed <= 300 ms, rerank <= 300 ms of a
+1.5 s p95 query); each profile states its reason in `SOURCES`. `objective_for(profile)` is the stock
+objective with the profile's TTFT (e2e), error and 429 bounds, so the report's goodput and the gate count
+the same criteria. User objectives come from a TOML file (`--slo-file`), one table per name:
 
     [profiles.support-bot]
     ttft = { p = 95, max_ms = 400 }
@@ -48,6 +51,8 @@ class SloProfile:
     max_error_rate: float = REJECT_LIMIT
     """failed attempts other than 429s, per attempt (open loop: arrivals dropped count too)"""
     max_429_rate: float = REJECT_LIMIT
+    e2e_p95_ms: float | None = None
+    """p95 e2e bound of answers with no first token (embeddings, rerank); None: none (the streamed profiles)"""
 
 
 PROFILES = {
@@ -55,7 +60,16 @@ PROFILES = {
     "chat": SloProfile("chat", 500.0),
     "ide": SloProfile("ide", 300.0),
     "batch": SloProfile("batch", None),
+    "embeddings": SloProfile("embeddings", None, e2e_p95_ms=300.0),
+    "rerank": SloProfile("rerank", None, e2e_p95_ms=300.0),
 }
+NOT_STREAMED_PROFILES = ("embeddings", "rerank")
+"""the profiles of answers with no first token: named like the API (--api embeddings, rerank) they are the default of"""
+
+
+def default_profile(api: str = "") -> str:
+    """The profile a run is judged by when none is named: the API's own (embeddings, rerank), else chat."""
+    return api if api in NOT_STREAMED_PROFILES else DEFAULT_PROFILE
 
 
 def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: float | None = None,
@@ -67,26 +81,35 @@ def profile_from(name: str, ttft_p95_ms: float | None = None, max_error_rate: fl
     return SloProfile(
         name, ttft_p95_ms if ttft_p95_ms is not None else base.ttft_p95_ms,
         max_error_rate if max_error_rate is not None else base.max_error_rate,
-        max_429_rate if max_429_rate is not None else base.max_429_rate,
+        max_429_rate if max_429_rate is not None else base.max_429_rate, base.e2e_p95_ms,
     )
 
 
-def profile_or_default(name: str | None) -> SloProfile:
-    """The profile a run names (run.json's slo_profile, --slo-profile), else the default one."""
-    return PROFILES.get(name or "", PROFILES[DEFAULT_PROFILE])
+def profile_or_default(name: str | None, api: str = "") -> SloProfile:
+    """The profile a run names (run.json's slo_profile, --slo-profile), else the default one of its API."""
+    return PROFILES.get(name or "", PROFILES[default_profile(api)])
 
 
-def slo_text(profile: SloProfile) -> str:
-    """'p95 TTFT <= 500 ms, errors <= 1%, 429s <= 1%'."""
+def slo_text(profile: SloProfile, e2e: bool = False) -> str:
+    """'p95 TTFT <= 500 ms, errors <= 1%, 429s <= 1%'; `e2e` (answers with no first token): 'p95 e2e latency
+    <= 300 ms, ...', or 'no e2e latency bound (its TTFT bound needs a first token), ...'."""
+    rates = f"errors <= {profile.max_error_rate:.0%}, 429s <= {profile.max_429_rate:.0%}"
+    if e2e:
+        if profile.e2e_p95_ms is not None:
+            return f"p95 e2e latency <= {profile.e2e_p95_ms:g} ms, " + rates
+        why = " (its TTFT bound needs a first token)" if profile.ttft_p95_ms is not None else ""
+        return f"no e2e latency bound{why}, " + rates
     slo = f"p95 TTFT <= {profile.ttft_p95_ms:g} ms, " if profile.ttft_p95_ms is not None else ""
-    return slo + f"errors <= {profile.max_error_rate:.0%}, 429s <= {profile.max_429_rate:.0%}"
+    return slo + rates
 
 
 def profiles_help() -> str:
-    """'voice 250 ms, chat 500 ms, ide 300 ms p95 TTFT, batch none' (for --help texts)."""
+    """'voice 250 ms, chat 500 ms, ide 300 ms, batch none (p95 TTFT); embeddings 300 ms, rerank 300 ms (p95 e2e)'
+    (for --help texts)."""
     bounds = [f"{p.name} {p.ttft_p95_ms:g} ms" if p.ttft_p95_ms is not None else f"{p.name} none"
-              for p in PROFILES.values()]
-    return ", ".join(bounds) + " (p95 TTFT)"
+              for p in PROFILES.values() if p.name not in NOT_STREAMED_PROFILES]
+    e2e = [f"{PROFILES[name].name} {PROFILES[name].e2e_p95_ms:g} ms" for name in NOT_STREAMED_PROFILES]
+    return ", ".join(bounds) + " (p95 TTFT); " + ", ".join(e2e) + " (p95 e2e)"
 
 
 LATENCY = {"ttft": "ttft_ms", "itl": "itl_mean_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "out_tps": "out_tps"}
@@ -153,16 +176,25 @@ SOURCES = {
            "a completion is useless once the user typed on; errors and 429s <= 1%.",
     "batch": "No TTFT limit (seconds are fine offline); TPOT p95 1000 ms only catches a stalled decode; errors and "
              "429s <= 1%.",
+    "embeddings": "e2e p95 300 ms (no first token: the answer comes whole): the query-embedding stage of a RAG "
+                  "query's p95 budget (embed <= 300 ms, search <= 600 ms, rerank <= 300 ms of 1.5 s, as RAG "
+                  "services publish it); errors and 429s <= 1%.",
+    "rerank": "e2e p95 300 ms (no first token: the answer comes whole): the rerank stage of a RAG query's p95 budget "
+              "(embed <= 300 ms, search <= 600 ms, rerank <= 300 ms of 1.5 s); errors and 429s <= 1%.",
 }
-STOCK_DECODE = {"voice": (100.0, None), "chat": (100.0, None), "ide": (50.0, 2000.0), "batch": (1000.0, None)}
-"""per stock profile: (TPOT p95 ms, e2e p95 ms or None)"""
+STOCK_DECODE: dict[str, tuple[float | None, float | None]] = {
+    "voice": (100.0, None), "chat": (100.0, None), "ide": (50.0, 2000.0), "batch": (1000.0, None),
+    "embeddings": (None, 300.0), "rerank": (None, 300.0)}
+"""per stock profile: (TPOT p95 ms or None, e2e p95 ms or None)"""
 
 
 def objective_for(profile: SloProfile) -> Objective:
-    """The stock objective named like `profile`, with the profile's TTFT p95, error and 429 bounds."""
+    """The stock objective named like `profile`, with the profile's TTFT p95 (e2e p95), error and 429 bounds."""
     tpot_ms, e2e_ms = STOCK_DECODE[profile.name]
+    e2e_ms = profile.e2e_p95_ms if profile.e2e_p95_ms is not None else e2e_ms
     crit = [Criterion("ttft", profile.ttft_p95_ms, 95.0)] if profile.ttft_p95_ms is not None else []
-    crit.append(Criterion("tpot", tpot_ms, 95.0))
+    if tpot_ms is not None:
+        crit.append(Criterion("tpot", tpot_ms, 95.0))
     if e2e_ms is not None:
         crit.append(Criterion("e2e", e2e_ms, 95.0))
     crit += [Criterion("error_rate", profile.max_error_rate), Criterion("rate_429", profile.max_429_rate)]

@@ -72,6 +72,11 @@ class Tier:
     ttft_mean_ms: float = NAN
     tpot_mean_ms: float = NAN
     e2e_mean_ms: float = NAN
+    e2e_p95_ms: float = NAN
+    e2e_p99_ms: float = NAN
+    no_first_token: bool = False
+    """the run's answers have no first token (embeddings, rerank): its latency is judged on e2e
+    (llmload.rules.latency.mark)"""
     decode_max_ms: float = NAN
     """the longest decode (first token to last) of its successful measured requests (too short for its requests:
     llmload.rules.delivery; NaN without rows)"""

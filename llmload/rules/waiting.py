@@ -6,7 +6,8 @@ How it works, over every tier of a run (the lowest load is the baseline):
   down (CPU engines, GPUs at their compute limit) stretches prefill and decode alike, so
   that part of the TTFT growth is compute, not waiting; what is left is time spent waiting.
   Without TPOT the ratio is 1. The lowest tier waits 0 by definition (it is the baseline), so
-  a single-tier run cannot see a queue from the client side.
+  a single-tier run cannot see a queue from the client side. Answers with no first token
+  (embeddings, rerank: `latency.py`) grow from mean e2e latency instead of TTFT (no TPOT: ratio 1).
 - `queue_len`: requests waiting on average, Little's law on the wait: ok req/s x wait_ms.
 - `wait_share`: wait_ms / (mean e2e - wait_ms), the wait as a share of the service time.
 - `waits`, first source that exists:
@@ -21,24 +22,25 @@ from __future__ import annotations
 
 import dataclasses
 
+from llmload.rules.latency import first_ms, mark
 from llmload.rules.limits import REJECT_LIMIT, WAIT_MIN_REQUESTS, WAIT_SHARE
 from llmload.rules.tier import NAN, Tier
 
 
 def _baseline(tiers: list[Tier]) -> Tier | None:
-    usable = [t for t in tiers if t.ok > 0 and t.ttft_mean_ms == t.ttft_mean_ms]
+    usable = [t for t in tiers if t.ok > 0 and first_ms(t) == first_ms(t)]
     return min(usable, key=lambda t: t.load) if usable else None  # min keeps the first of equal loads
 
 
 def _wait_ms(tier: Tier, base: Tier | None) -> float:
-    if base is None or tier.ttft_mean_ms != tier.ttft_mean_ms:
+    if base is None or first_ms(tier) != first_ms(tier):
         return NAN
     tpot0 = base.tpot_mean_ms
     ratio = 1.0
     if tpot0 == tpot0 and tpot0 > 0:
         ratio = tier.tpot_mean_ms / tpot0 if tier.tpot_mean_ms == tier.tpot_mean_ms else 1.0
         ratio = max(ratio, 1.0)
-    return max(tier.ttft_mean_ms - base.ttft_mean_ms * ratio, 0.0)
+    return max(first_ms(tier) - first_ms(base) * ratio, 0.0)
 
 
 def judge(tier: Tier, wait_ms: float) -> Tier:
@@ -57,6 +59,8 @@ def judge(tier: Tier, wait_ms: float) -> Tier:
 
 
 def estimate(tiers: list[Tier]) -> list[Tier]:
-    """Every tier (same order) judged for waiting against the run's lowest-load tier."""
+    """Every tier (same order), marked when its answers have no first token (`latency.mark`), judged for waiting
+    against the run's lowest-load tier."""
+    tiers = mark(tiers)
     base = _baseline(tiers)
     return [judge(t, _wait_ms(t, base)) for t in tiers]

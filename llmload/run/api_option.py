@@ -3,14 +3,17 @@
 `--api chat|completions|embeddings|responses|messages|rerank` (client/apis.py) is the newer spelling of
 `--endpoint`, which takes the same values: `--api` wins when both are given; a user class's own
 `endpoint` (ResponsesUser, MessagesUser, RerankUser: llmload/api_users.py) wins over both. The Responses and Messages
-APIs are measured streamed only: `--no-stream` with them is refused with one line.
+APIs are measured streamed only: `--no-stream` with them is refused with one line. `--images` rides chat,
+Responses and Messages requests only: a run whose users all speak another API refuses it at start with one line
+(`images_refused`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from llmload.client.apis import APIS, EVENT_STREAMS
+from llmload.client.apis import APIS, EVENT_STREAMS, IMAGE_APIS
 
 RERANK_DOCUMENTS = 8
 """documents per rerank request by default"""
@@ -39,3 +42,12 @@ def read_api(parsed: Any, default_endpoint: str, stream: bool) -> dict:
     if api in EVENT_STREAMS and not stream:
         raise ValueError(f"--api {api} is measured streamed: drop --no-stream")
     return {"endpoint": str(api), "rerank_documents": documents}
+
+
+def images_refused(images: bool, endpoint: str, user_endpoints: Iterable[str | None]) -> str:
+    """'' or the one line refusing --images (`images`: asked for) when no user speaks an API that carries them;
+    `endpoint`: the run's --api, `user_endpoints`: each user class's own `endpoint` (None: the --api)."""
+    apis = {own or endpoint for own in user_endpoints} or {endpoint}
+    if not images or apis & set(IMAGE_APIS):
+        return ""
+    return f"--images needs --api chat, responses or messages (this run's users speak {', '.join(sorted(apis))})"

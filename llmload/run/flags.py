@@ -88,7 +88,7 @@ def add_options(parser: Any) -> None:
              "~10,000 req/s per master); both (docs/distributed.md)")
     add("--slo-profile", choices=("", *SLO_PROFILES), default=d.slo_profile, include_in_web_ui=True,
         help=f"the use case the run is judged for ({profiles_help()}); recorded in run.json, used by the live "
-             f"verdicts and the report (default: {DEFAULT_PROFILE})")
+             f"verdicts and the report (default: {DEFAULT_PROFILE}; --api embeddings or rerank: the profile named so)")
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
@@ -125,8 +125,8 @@ def add_knob_options(parser: Any) -> None:
         help="share of the requests per target when --host is given more than once (or as A,B): one weight per "
              "host, e.g. 3,1 (default: equal shares; run/targets.py)")
     add("--images", default="", include_in_web_ui=True,
-        help="chat: images per request, sent as seeded PNG data URIs after the prompt text: N, or a choice like "
-             "0,1,4 (each request draws one, seeded)")
+        help="chat, responses, messages: images per request, sent as seeded PNG data URIs after the prompt text: N, "
+             "or a choice like 0,1,4 (each request draws one, seeded); other APIs refuse it")
     add("--image-size", default="512x512", include_in_web_ui=True, help="size of the --images, WIDTHxHEIGHT px")
     add("--output-len-mode", choices=OUTPUT_LEN_MODES, default=d.output_len_mode, include_in_web_ui=True,
         help="how a fixed output length is asked: usage (max_tokens only), ignore-eos (+ignore_eos), "

@@ -51,6 +51,7 @@ from llmload.run import (
     worker_side,
     workers,
 )
+from llmload.run.api_option import images_refused
 from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
@@ -143,6 +144,10 @@ def _start_generating(environment: Any, state: RunState) -> None:
     state.outage = OutageWatch()
     try:
         opts = read_options(environment)
+        refused = images_refused(opts.images.active, opts.endpoint,
+                                 (getattr(user, "endpoint", None) for user in environment.user_classes or ()))
+        if refused:
+            raise OptionError(refused)
     except OptionError as exc:
         state.guard.halted = str(exc)
         stop_run(environment, str(exc))

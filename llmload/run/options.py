@@ -115,7 +115,7 @@ class RunOptions(RunSettings):
     agent: AgentSpec = field(default_factory=AgentSpec)
     """--agent-turns, --think-time-s, --fanout, --session-header (workload/agent_spec.py; agent users read them)"""
     images: ImageSpec = field(default_factory=ImageSpec)
-    """--images, --image-size (workload/images.py; chat requests only)"""
+    """--images, --image-size (workload/images.py; chat, responses and messages requests: client/apis.py)"""
 
 
 DEFAULTS = RunOptions()

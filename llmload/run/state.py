@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent.event
 
-from llmload.client.apis import NOT_GENERATING
+from llmload.client.apis import IMAGE_APIS, NOT_GENERATING
 from llmload.client.request import StreamRequest
 from llmload.run.drain import Drain
 from llmload.run.guard import RunGuard
@@ -127,7 +127,8 @@ class RunState:
         self.round_robin: RoundRobin | None = None
         """which target each request of this process goes to (run/targets.py; built at test start)"""
         self.image_pool: ImagePool | None = None
-        """the --images of this process's chat requests (workload/images.py; generated at test start)"""
+        """the --images of this process's chat, responses and messages requests (workload/images.py; generated at
+        test start)"""
 
     def _feed_workers(self, _environment: Any) -> None:
         """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
@@ -153,8 +154,8 @@ class RunState:
         self.image_pool = ImagePool(opts.images, opts.workload.seed) if opts.images.active else None
 
     def next_images(self, endpoint: str) -> tuple[str, ...]:
-        """The images of the next request (chat only; () without --images)."""
-        return self.image_pool.next() if self.image_pool is not None and endpoint == "chat" else ()
+        """The images of the next request (chat, responses, messages: IMAGE_APIS; () without --images)."""
+        return self.image_pool.next() if self.image_pool is not None and endpoint in IMAGE_APIS else ()
 
     def next_user_index(self) -> int:
         return next(self._user_ids)

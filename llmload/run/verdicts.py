@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from llmload.rules import capacity, delivery, trust
+from llmload.rules.latency import bound
 from llmload.rules.slo import SloProfile, profile_or_default
 from llmload.rules.tier import Tier
 from llmload.rules.verdicts import Verdicts, judge
@@ -29,8 +30,18 @@ CLIMBING = ("step", "rate")
 
 
 def profile(environment: Any) -> SloProfile:
-    """The run's SLO profile (--slo-profile; the report's default when none)."""
-    return profile_or_default(settings_of(environment).slo_profile)
+    """The run's SLO profile (--slo-profile; the report's default when none: its API's, embeddings and rerank,
+    else chat)."""
+    return profile_or_default(settings_of(environment).slo_profile, run_api(environment))
+
+
+def run_api(environment: Any) -> str:
+    """The API every user class sends to, as a user picks it (its own `endpoint`, else --api, else --endpoint);
+    '' when they differ."""
+    parsed = environment.parsed_options
+    option = getattr(parsed, "api", None) or getattr(parsed, "endpoint", None) or "chat"
+    apis = {getattr(user, "endpoint", None) or option for user in environment.user_classes or ()} or {option}
+    return apis.pop() if len(apis) == 1 else ""
 
 
 def load_unit(records: list[Any]) -> str:
@@ -76,6 +87,9 @@ def slo_cell(tier: Tier, slo: SloProfile, measuring: bool = True) -> tuple[str, 
     broken = capacity.broken(tier, slo)
     if broken:
         return "fail", prefix + "FAIL " + "; ".join(" ".join(b.what.replace("{at}", "").split()) for b in broken)
-    if slo.ttft_p95_ms is None:
-        return "pass", prefix + "pass (no TTFT bound)"
-    return "pass", prefix + f"pass p95 {tier.ttft_p95_ms:.0f} <= {slo.ttft_p95_ms:g} ms"
+    latency = bound(slo, tier)
+    if latency is None:
+        return "pass", prefix + f"pass (no {'e2e latency' if tier.no_first_token else 'TTFT'} bound)"
+    value = float(getattr(tier, latency.figure))
+    what = "p95 e2e" if tier.no_first_token else "p95"
+    return "pass", prefix + f"pass {what} {value:.0f} <= {latency.limit_ms:g} ms"

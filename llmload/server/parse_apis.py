@@ -3,9 +3,11 @@
 Responses and Messages are folded into the chat body the engine already serves (`messages`,
 `max_tokens`, `stream`), so prompts are counted, cached and planned exactly as chat's:
 - Responses: `input` (a string, or a list of `{"role", "content"}` items whose content is a string or
-  `input_text` parts), `instructions` (a system message first), `max_output_tokens`.
-- Messages: `messages` (content a string or `text` blocks), `system` (a string or `text` blocks),
-  `max_tokens` (required, as Anthropic requires it).
+  `input_text` and `input_image` parts), `instructions` (a system message first), `max_output_tokens`.
+- Messages: `messages` (content a string or `text` and base64 `image` blocks), `system` (a string or `text`
+  blocks), `max_tokens` (required, as Anthropic requires it).
+An image (a Responses `input_image` data URI, a Messages `image/png` base64 source) becomes chat's `image_url`
+part, so it costs the prompt tokens chat's does (images.py) and the truth log counts it.
 Both are served streamed only (`stream: true`; a non-streamed request is a 400 saying so).
 Rerank (vLLM / Cohere / Jina): `query` (a non-empty string) and `documents` (strings or `{"text"}` objects),
 optional `top_n`; tokens are the query's words plus every document's.
@@ -14,14 +16,36 @@ optional `top_n`; tokens are the query's words plus every document's.
 from __future__ import annotations
 
 from llmload.server.config import ServerConfig
+from llmload.server.images import PNG_PREFIX, count_images
 from llmload.server.parse import BadRequest, _positive_int, json_body
 
 
+def _image_url(block: dict) -> str | None:
+    """A Responses `input_image` or a Messages base64 `image` block as the data URI chat carries (None: no image);
+    BadRequest for an image source the simulator cannot read."""
+    if block.get("type") == "input_image":
+        url = block.get("image_url")
+        return url if isinstance(url, str) else ""
+    if block.get("type") != "image":
+        return None
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64" or source.get("media_type") != "image/png":
+        raise BadRequest("image: the simulator reads base64 image/png sources only (it fetches nothing)", "messages")
+    return PNG_PREFIX + str(source.get("data") or "")
+
+
 def _text_blocks(value: object, param: str) -> str | list:
+    """The content as chat content: text parts, and images as `image_url` parts (counted as chat's: images.py)."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(b, dict) for b in value):
-        return [{"type": "text", "text": b.get("text") or ""} for b in value]
+        parts = [{"type": "image_url", "image_url": {"url": url}} if (url := _image_url(b)) is not None
+                 else {"type": "text", "text": b.get("text") or ""} for b in value]
+        try:
+            count_images([{"content": parts}])
+        except ValueError as exc:
+            raise BadRequest(f"Invalid image: {exc}.", param) from None
+        return parts
     raise BadRequest(f"'{param}' must be a string or an array of content blocks.", param)
 
 

@@ -13,8 +13,9 @@ answers and embeddings, the whole body); `first_reasoning_byte_s` the first reas
 what the request asked ('' when unset), `finish_reason` what the answer ended with ('' if it
 did not complete), `reasoning_tokens` how many of `output_tokens` were reasoning ('' when
 `--reasoning-tokens` is off), `tool_results` how many tool results (`tool` messages) a chat request's
-conversation held ('' for other endpoints), `images` how many images a chat request's messages carried and
-`image_tokens` the prompt tokens they count for (images.py; both in `prompt_tokens`, '' for other endpoints),
+conversation held ('' for other endpoints), `images` how many images a chat, Responses or Messages request's
+messages carried and `image_tokens` the prompt tokens they count for (images.py; both in `prompt_tokens`, ''
+for other endpoints),
 `documents` how many documents a rerank request held ('' for other endpoints). `endpoint` is the path served
 (/v1/chat/completions, /v1/responses, /v1/messages, /v1/rerank, ...).
 """

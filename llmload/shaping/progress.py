@@ -5,7 +5,8 @@ How it works: the shape logs a line at every tier change and every `PROGRESS_EVE
 
     tier 3/5 users=4 | tier left 12s, run left 52s | p99 TTFT 412 ms | 1850 tok/s | 429s 3 | dropped 0
 
-p99 TTFT is over the current tier so far (its measure phase once warm-up is over); tokens/s
+p99 TTFT is over the current tier so far (its measure phase once warm-up is over; p99 e2e for answers with
+no first token: embeddings, rerank); tokens/s
 is output tokens over the last interval; 429s and drops are counted since the run started.
 On a distributed master the figures lag by up to one worker report (~3 s).
 
@@ -34,6 +35,8 @@ class Progress:
     rate_limited: int
     dropped: int
     phase: str = "measure"
+    latency: str = "TTFT"
+    """what `ttft_p99_ms` is the p99 of: 'TTFT', or 'e2e' for answers with no first token"""
 
 
 def _span(seconds: float) -> str:
@@ -54,7 +57,7 @@ def format_line(p: Progress) -> str:
     tps = f"{p.tokens_per_s:.0f}" if p.tokens_per_s is not None else "-"
     line = (
         f"tier {p.tier}/{p.tiers} {target}{warm} | tier left {_span(p.tier_left_s)}, "
-        f"run left {_span(p.run_left_s)} | p99 TTFT {p99} | {tps} tok/s | 429s {p.rate_limited}"
+        f"run left {_span(p.run_left_s)} | p99 {p.latency} {p99} | {tps} tok/s | 429s {p.rate_limited}"
     )
     if p.target_rps is not None or p.dropped:
         line += f" | dropped {p.dropped}"
@@ -67,8 +70,11 @@ def done_line(tier_no: int, live, dropped: int) -> str:
     runner)."""
     if live is None:
         return f"tier {tier_no} done" + (f", dropped {dropped}" if dropped else "")
-    p99 = f"{live.ttft_p99_ms:.0f} ms" if live.ttft_p99_ms == live.ttft_p99_ms else "-"
+    latency, p99_ms = "TTFT", live.ttft_p99_ms
+    if p99_ms != p99_ms and live.ok and live.e2e_p99_ms == live.e2e_p99_ms:  # no first token: embeddings, rerank
+        latency, p99_ms = "e2e", live.e2e_p99_ms
+    p99 = f"{p99_ms:.0f} ms" if p99_ms == p99_ms else "-"
     refused = f" ({live.n_429} x 429)" if live.n_429 else ""
     return (f"tier {tier_no} done: {live.sent} requests sent in its measure window ended so far (any still open "
-            f"count when they end, as in the report), p99 TTFT {p99}, {live.failed} failed{refused}"
+            f"count when they end, as in the report), p99 {latency} {p99}, {live.failed} failed{refused}"
             + (f", dropped {dropped}" if dropped else ""))

@@ -87,12 +87,13 @@ def progress_of(run: ShapeRun, now: float, current: StatsSnapshot, tokens_per_s:
     window = diff(run.at_warm or run.at_start, current)
     since_start = diff(run.first, current)
     later_s = sum(t.seconds for t in run.plan[run.index + 1:])
+    latency, p99_ms = window.latency_p99()
     return Progress(
         tier=run.index + 1, tiers=len(run.plan), target_users=planned.target_users,
         target_rps=planned.target_rps, tier_left_s=min(run.tier_end, run.deadline) - now,
-        run_left_s=min(max(0.0, run.tier_end - now) + later_s, run.deadline - now), ttft_p99_ms=window.ttft_p99_ms,
+        run_left_s=min(max(0.0, run.tier_end - now) + later_s, run.deadline - now), ttft_p99_ms=p99_ms,
         tokens_per_s=tokens_per_s, rate_limited=since_start.rate_limited, dropped=since_start.dropped,
-        phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup",
+        phase="measure" if run.at_warm is not None or now >= run.warm_end else "warmup", latency=latency,
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llmload.contract import HIST_TOP_BUCKET, HIST_UPPERS, hist_bucket, hist_upper
+from llmload.contract import HIST_TOP_BUCKET, HIST_UPPERS, NOT_GENERATING_APIS, hist_bucket, hist_upper
 
 FULL_METRICS = ("ttft_ms", "e2e_ms", "tpot_ms", "itl_mean_ms", "out_tps")
 """per-attempt figures recorded with --ship histograms|both (samples.csv columns)"""
@@ -70,8 +70,11 @@ def add_sorted(counts: dict[int, int], values: list[float]) -> None:
 
 
 def succeeded(row: dict) -> bool:
-    """The analysis' success: no error and a first token."""
-    return not row.get("error") and number(row.get("ttft_ms")) is not None
+    """The analysis' success: no error and a first token, or an answer of an API that generates none
+    (embeddings, rerank: answered whole)."""
+    if row.get("error"):
+        return False
+    return number(row.get("ttft_ms")) is not None or row.get("endpoint") in NOT_GENERATING_APIS
 
 
 class HistogramBook:

@@ -36,6 +36,8 @@ class StatsSnapshot:
     empty: int = 0
     """answers with no text (the EMPTY entries): counted in `requests` too, in `failures` with
     --empty-answer-is-error"""
+    e2e_counts: dict[int, int] = field(default_factory=dict)
+    """e2e histogram of the LLM entries (ms -> count; the latency of answers with no first token)"""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class TierWindow:
     """ITL histogram of the window: each request's mean inter-token gap (ms -> count)"""
     empty: int = 0
     """answers with no text in the window (run/events.py EMPTY)"""
+    e2e_counts: dict[int, int] = field(default_factory=dict)
+    """e2e histogram of the window's LLM entries (ms -> count)"""
 
     @property
     def ttft_count(self) -> int:
@@ -63,6 +67,13 @@ class TierWindow:
     @property
     def ttft_p99_ms(self) -> float | None:
         return self.ttft_ms(0.99)
+
+    def latency_p99(self) -> tuple[str, float | None]:
+        """('TTFT', its p99), or ('e2e', its p99) when requests succeeded with no first token (embeddings,
+        rerank: llmload.rules.latency)."""
+        if not self.ttft_counts and self.requests > self.failures and self.e2e_counts:
+            return "e2e", percentile_ms(self.e2e_counts, 0.99)
+        return "TTFT", self.ttft_p99_ms
 
     def itl_ms(self, q: float) -> float | None:
         """Percentile q (0..1) over the window's requests of each one's mean inter-token gap."""
@@ -102,6 +113,7 @@ def scenario_snapshots(stats: Any) -> dict[str, StatsSnapshot]:
 def _totals(entries: Any, errors: Any) -> StatsSnapshot:
     ttft: Counter[int] = Counter()
     itl: Counter[int] = Counter()
+    e2e: Counter[int] = Counter()
     requests = failures = tokens = dropped = empty = 0
     for entry in entries:
         if entry.method == TTFT_TYPE:
@@ -116,8 +128,9 @@ def _totals(entries: Any, errors: Any) -> StatsSnapshot:
             requests += entry.num_requests  # failures included
             failures += entry.num_failures
             tokens += entry.total_content_length
+            e2e.update(entry.response_times)
     limited = sum(e.occurrences for e in errors if is_rate_limited(e))
-    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped, dict(itl), empty)
+    return StatsSnapshot(dict(ttft), requests, failures, limited, tokens, dropped, dict(itl), empty, dict(e2e))
 
 
 def percentile_ms(counts: dict[int, int], q: float) -> float | None:
@@ -149,6 +162,7 @@ def diff(before: StatsSnapshot, after: StatsSnapshot) -> TierWindow:
         ttft_counts=_grown(before.ttft_counts, after.ttft_counts),
         itl_counts=_grown(before.itl_counts, after.itl_counts),
         empty=max(0, after.empty - before.empty),
+        e2e_counts=_grown(before.e2e_counts, after.e2e_counts),
     )
 
 

@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
 LIVE = ("knee16", "batchslow", "vllmmetrics", "shed429", "shed503", "shedstream", "overload", "thrash", "cap429",
         "failing", "noknee", "timeouts", "openloop", "noisyplateau",
-        "ratelimit", "longreq", "gateway")
+        "ratelimit", "longreq", "gateway", "embeddings")
 """fixtures whose every verdict the live path can see (parked users and ramps need per-user rows: report only)"""
 
 
@@ -46,7 +46,8 @@ def fed(name: str, tmp_path: Path) -> tuple[Environment, float]:
     timeline, every attempt and health row through the sink, the target's queue through a scraper."""
     folder = FIXTURES / name
     info = json.loads((folder / "run.json").read_text())
-    options = llmload_options(["--slo-profile", info.get("slo_profile") or ""])
+    api = ["--api", "embeddings"] if name == "embeddings" else []  # the run's --api, as a run with it has
+    options = llmload_options(["--slo-profile", info.get("slo_profile") or "", *api])
     env = Environment(events=Events(), parsed_options=options)
     state = run_state(env)
     end_s = 0.0

@@ -258,3 +258,12 @@ def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_
     disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
     if disagree and not honour_phase:
         notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")
+
+
+def run_api(run: Run) -> str:
+    """The API the run loaded: the one endpoint of every row, else run.json's --api ('' when unknown or mixed)."""
+    endpoints = set(run.samples["endpoint"].astype(str).unique()) if "endpoint" in run.samples else set()
+    if len(endpoints) == 1:
+        return endpoints.pop()
+    options = run.info.get("options") or {}
+    return "" if endpoints else str(options.get("api") or options.get("endpoint") or "")

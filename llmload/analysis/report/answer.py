@@ -12,7 +12,7 @@ from llmload.analysis import text
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import ramps
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import resources
+from llmload.analysis.report import resources, unstreamed
 from llmload.analysis.report.document import Table
 from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
@@ -88,9 +88,9 @@ def _plan_items(a: Analysis) -> list[tuple[str, str]]:
                  f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
                  f"{DEFAULT_HEADROOM:.0%} below its SLO capacity"
                  + (f" ({load_with_unit(planned.load, a.run.load_unit)})" if a.capacity.status == "within" else ""))
-        out.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s "
-                    f"({at_least}{planned.out_tok_s * usable:.0f} output tok/s) per replica of the tested "
-                    f"deployment, {where}"
+        tokens = "" if a.no_first_token else f" ({at_least}{planned.out_tok_s * usable:.0f} output tok/s)"
+        out.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s{tokens} per replica of "
+                    f"the tested deployment, {where}"
                     + (f"; a lower bound, since {replicas.bound_text(a.capacity, a.run.load_unit)}"
                        if lower and not at_peak else "")
                     + " (add --target-rps N to the report command for the replica count)."))
@@ -154,17 +154,19 @@ def _strip(sentence: str, prefix: str) -> str:
 def capacity_table(a: Analysis) -> Table:
     """Capacity under every stock profile (climbing runs only)."""
     rows = []
+    e2e = a.no_first_token  # answers with no first token: the e2e bound, no output tokens (llmload.rules.latency)
     for cap in a.all_capacities:
-        limit = "none" if cap.profile.ttft_p95_ms is None else f"{cap.profile.ttft_p95_ms:g} ms"
+        bound = cap.profile.e2e_p95_ms if e2e else cap.profile.ttft_p95_ms
+        limit = "none" if bound is None else f"{bound:g} ms"
         burst = a.limiter is not None and cap.status in ("within", "beyond") and cap.ok_rps > a.limiter.sustained_rps
         rows.append((cap.profile.name, limit, capacity_text.cell(cap),
                      text.num(cap.ok_rps) + (" (burst)" if burst else ""), text.num(cap.goodput_rps),
-                     text.num(cap.out_tok_s, 0), cap.limited_by))
-    return Table(("SLO profile", "p95 TTFT limit", f"capacity ({a.run.load_unit})", "req/s", "goodput req/s",
-                  "out tok/s", "limited by"), tuple(rows), numeric_from=1,
-                 note=f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and "
-                      f"{a.profile.max_429_rate:.0%}; " + _interpolation(len(a.table) == 1, a.run.per_request)
-                      + _burst_note(a))
+                     *(() if e2e else (text.num(cap.out_tok_s, 0),)), cap.limited_by))
+    note = (f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and {a.profile.max_429_rate:.0%}; "
+            + _interpolation(len(a.table) == 1, a.run.per_request) + _burst_note(a))
+    return Table(("SLO profile", "p95 e2e limit" if e2e else "p95 TTFT limit", f"capacity ({a.run.load_unit})",
+                  "req/s", "goodput req/s", *(() if e2e else ("out tok/s",)), "limited by"), tuple(rows),
+                 numeric_from=1, note=unstreamed.goodput_note(note) if e2e else note)
 
 
 def _burst_note(a: Analysis) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llmload.analysis.analyze import Analysis
-from llmload.analysis.report import plots
+from llmload.analysis.report import plots, unstreamed
 from llmload.analysis.tables import timeline
 from llmload.analysis.tables.samples import measured
 
@@ -40,13 +40,14 @@ def error_rates(a: Analysis) -> pd.DataFrame:
     return rates
 
 
-def ttft_cdf(a: Analysis) -> pd.DataFrame:
+def ttft_cdf(a: Analysis, metric: str = "ttft_ms") -> pd.DataFrame:
+    """The CDF of `metric` per tier, under the column ttft_ms (e2e_ms for answers with no first token)."""
     rows = measured(a.run)
     rows = rows[rows["ok"]]
     shares = np.linspace(0, 1, CDF_POINTS)
     loads = a.run.tiers.set_index("tier")["load"]
     parts = []
-    for tier, values in rows.groupby("tier")["ttft_ms"]:
+    for tier, values in rows.groupby("tier")[metric]:
         values = values.dropna().to_numpy()
         if len(values):
             label = f"{loads[tier]:g}" if a.climbs else f"tier {tier}: {loads[tier]:g}"
@@ -61,10 +62,13 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
     unit = a.run.load_unit
     table = a.table[a.table["sent"] > 0]
     knees = (a.compute, a.onset)
+    e2e = a.no_first_token  # answers with no first token: the same figures, of e2e latency (unstreamed.py)
+    table = unstreamed.as_e2e(table) if e2e else table
+    latency, slo_ms = ("e2e_ms", a.profile.e2e_p95_ms) if e2e else ("ttft_ms", a.profile.ttft_p95_ms)
     specs = [
         ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
          "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
-         lambda ax: plots.plot_knee(ax, table, a.profile.ttft_p95_ms, unit, knees)),
+         lambda ax: plots.plot_knee(ax, table, slo_ms, unit, knees)),
         ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; " + (
             "the grey dashed line is the fitted queueing model (c slots: min(load / one user's low-load cycle, "
             "plateau)). " if a.fit is not None else "") + "A flat line means added load no longer adds throughput.",
@@ -79,13 +83,13 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
          lambda ax: plots.plot_errors(ax, error_rates(a), unit)),
         ("ttft_cdf", "TTFT distribution per tier: a curve moving right is the queue growing; the dotted line "
          "is p99.",
-         lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a), unit)),
+         lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a, latency), unit)),
         ("timeline", "The whole run: p99 TTFT per time window (left axis); users and output tokens/s scaled to "
          "the users axis (right axis). " + ("Band: the warm-up (excluded from the tables) shaded orange."
                                             if len(a.table) == 1 else "Bands: every other tier shaded grey, each "
                                             "tier's warm-up (excluded from the tables) shaded orange."),
-         lambda ax: plots.plot_timeline(ax, timeline.windows(a.run, timeline.pick_window_s(a.run)), a.run.tiers,
-                                        a.run.history)),
+         lambda ax: plots.plot_timeline(ax, timeline.windows(a.run, timeline.pick_window_s(a.run), latency),
+                                        a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
     ]
@@ -104,7 +108,9 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
         height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6
         fig = Figure(figsize=(9, height), dpi=100, layout="constrained")
         draw(fig.add_subplot())
-        out.append((name, caption, _png(fig)))
+        if e2e:
+            unstreamed.relabel(fig)
+        out.append((name, unstreamed.words(caption) if e2e else caption, _png(fig)))
     return out
 
 

@@ -19,7 +19,7 @@ from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
-from llmload.analysis.report import resources, summary, tierformat
+from llmload.analysis.report import glossary, resources, summary, tierformat, unstreamed
 from llmload.analysis.report.answer import answer_items, capacity_sentence, capacity_table
 from llmload.analysis.report.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
 from llmload.analysis.report.splits import split_blocks
@@ -31,31 +31,6 @@ from llmload.rules import knees
 from llmload.rules.slo import describe_objective
 
 __all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
-
-GLOSSARY = (
-    ("TTFT", "time to first token: request sent until the first chunk with generated text. What a user feels."),
-    ("e2e", "end-to-end latency: request sent until the last chunk. What a user waits in total."),
-    ("ITL / TPOT", "inter-token latency (gap between chunks) / time per output token after the first."),
-    ("p50 / p95 / p99", "half / 95% / 99% of requests were at least this fast. p95 is the worst normal "
-     "experience, p99 the tail; means hide tails, so none are used for verdicts."),
-    ("tier", "a load level held for a fixed time: a number of concurrent users each sending a request as soon "
-     "as the previous one ended (closed loop), or a fixed request rate (open loop)."),
-    ("warm-up", "the first seconds of each tier, excluded from every figure except the time series."),
-    ("in flight", "requests being served or queued at once, by Little's law: successful requests/s x mean "
-     "latency of successful requests."),
-    ("dropped", "open loop: arrivals the generator did not send because --max-inflight requests were already "
-     "open; the server did not keep up. They count against the error bound."),
-    ("queueing delay", "TTFT p50 above the lowest tier's: time spent waiting for the server, not computing."),
-    ("429", "HTTP 'too many requests': the server refuses work (sheds load), ideally saying when to retry "
-     "(Retry-After)."),
-)
-PLAIN_GLOSSARY = {
-    "tier": ("tier", "a load level. Without a load shape, each ramp of users is one: the start, and users added "
-             "later (from the web UI), each held until the next ramp or the end."),
-    "warm-up": ("warm-up", "the start of each ramp, until every user had completed a request after the last one "
-                "was spawned (or --warmup-seconds): excluded from every figure except the time series."),
-}
-
 
 def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
     info = a.run.info
@@ -113,7 +88,7 @@ def _cannot_show_blocks(a: Analysis) -> list[Block]:
 
 def _tier_blocks(a: Analysis) -> list[Block]:
     """Per tier: load and outcomes, latency, where TTFT goes, server metrics."""
-    note = tierformat.outcomes_note(describe_objective(a.objective), a.run.per_request)
+    note = tierformat.outcomes_note(describe_objective(a.objective), a.run.per_request, not a.no_first_token)
     if text.open_loop_columns(a.table, a.run.load_unit):
         note += (" sent req/s: attempts sent per second of the measure window, against the target (load). "
                  "dropped: arrivals not sent at the in-flight cap over the whole tier (warm-up included); "
@@ -122,8 +97,10 @@ def _tier_blocks(a: Analysis) -> list[Block]:
         note += (" empty: HTTP 200 answers with no text (empty_answer), not in ok and with no token to time; "
                  + ("counted as errors in other err % (--empty-answer-is-error)." if a.run.empty_is_error
                     else "answered, so not in other err % (--empty-answer-is-error counts them)."))
-    out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3),
-                        Table(*_tuple(text.outcome_rows(a.table, a.run.load_unit)), note=note)]
+    outcomes = text.outcome_rows(a.table, a.run.load_unit)
+    if a.no_first_token:
+        outcomes = unstreamed.drop(outcomes, unstreamed.FIRST_TOKEN_COLUMNS)
+    out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3), Table(*_tuple(outcomes), note=note)]
     return out + _latency_blocks(a) + split_blocks(a)
 
 
@@ -176,8 +153,8 @@ def _closing_blocks(a: Analysis) -> list[Block]:
                else Para("None: every tier had enough samples and the load generator kept up."))
     if a.climbs:
         out.append(Heading("How the two knees were found"))
-        out.append(Para(knees.RULE, lead="Rule."))
-        out.append(Table(*_tuple(text.knee_rows(a.table)),
+        out.append(Para(unstreamed.rule(knees.RULE) if a.no_first_token else knees.RULE, lead="Rule."))
+        out.append(Table(*_tuple((unstreamed.knee_rows if a.no_first_token else text.knee_rows)(a.table)),
                          note="waiting = requests waiting on average (Little's law on the estimated wait); waits = "
                               "the tier counts as waiting, and the evidence used."))
     elif a.phases is not None:
@@ -186,26 +163,32 @@ def _closing_blocks(a: Analysis) -> list[Block]:
         out.append(Table(*_tuple(text.phase_rows(a.phases)), numeric_from=1,
                          note="Each phase's measured window; starts at = seconds after the first tier began."))
     out.append(Heading("Reading this report"))
-    out.append(Bullets(tuple(PLAIN_GLOSSARY.get(term, (term, meaning)) if a.run.plain else (term, meaning)
-                             for term, meaning in GLOSSARY)))
+    out.append(Bullets(glossary.terms(a.run.plain, a.no_first_token)))
     return out
 
 
 def _latency_blocks(a: Analysis) -> list[Block]:
     """Latency table, where TTFT goes (labelled by the detected header mode), server-side metrics."""
-    out: list[Block] = []
-    out.append(Heading("Latency (ms, successful requests)", 3))
-    out.append(Table(*_tuple(text.latency_rows(a.table)),
-                     note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
-                          "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
-                          "slows down is not counted as waiting" + (
-                              ". With one load level that tier is its own baseline: 0 by construction, whether or "
-                              "not requests waited (the server's queue metric, when recorded, tells)." if
-                              len(a.table) == 1 else ".") + (
-                              " Here the engine's queue stayed empty (server metrics): the estimated wait is time "
-                              "spent in front of the engine (a gateway or proxy), not in its queue."
-                              if a.header_mode.mode == "gateway" else "")))
-    if a.run.per_request:
+    out: list[Block] = [Heading("Latency (ms, successful requests)", 3)]
+    if a.no_first_token:
+        out += [Para(unstreamed.NOTE), Table(*_tuple(unstreamed.latency_rows(a.table)), note=unstreamed.LATENCY_NOTE)]
+        if a.run.per_request:
+            out += [Heading("Where the time goes (mean ms) and generator health", 3),
+                    Table(*_tuple(unstreamed.parts_rows(a.table)), note="connect = TCP/TLS setup; headers = "
+                          "headers received minus connect (the answer came with them). Mismatch = response model "
+                          "field differs.")]
+    else:
+        out.append(Table(*_tuple(text.latency_rows(a.table)),
+                         note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
+                              "tier's TTFT scaled by how much slower the engine's steps got (TPOT), so a batch that "
+                              "slows down is not counted as waiting" + (
+                                  ". With one load level that tier is its own baseline: 0 by construction, whether or "
+                                  "not requests waited (the server's queue metric, when recorded, tells)." if
+                                  len(a.table) == 1 else ".") + (
+                                  " Here the engine's queue stayed empty (server metrics): the estimated wait is time "
+                                  "spent in front of the engine (a gateway or proxy), not in its queue."
+                                  if a.header_mode.mode == "gateway" else "")))
+    if a.run.per_request and not a.no_first_token:
         out.append(Heading("Where TTFT goes (mean ms) and generator health", 3))
         labels = a.header_mode.labels
         out.append(Para(a.header_mode.sentence))

@@ -123,6 +123,8 @@ def intended_blocks(a) -> list[Block]:
 
 def split_blocks(a) -> list[Block]:
     if not a.run.per_request:  # the other splits need per-request rows (hist_run.CANNOT_SHOW)
-        return decode_blocks(a)
+        return [] if a.no_first_token else decode_blocks(a)
+    if a.no_first_token:  # no decode, no output tokens: the latency section says so once (unstreamed.NOTE)
+        return [*target_blocks(a), *retry_blocks(a), *connection_blocks(a), *intended_blocks(a)]
     return [*target_blocks(a), *retry_blocks(a), *decode_blocks(a), *token_blocks(a), *connection_blocks(a),
             *image_blocks(a), *intended_blocks(a)]

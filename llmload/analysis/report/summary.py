@@ -82,6 +82,7 @@ def run_facts(a: Analysis) -> dict:
         "stopped_early_sentence": ending.sentence(a) or None,
         "workers": info.get("workers") if isinstance(info.get("workers"), int) else None,
         "slo_profile": a.profile.name, "slo_profile_source": a.profile_source,
+        "latency": "e2e" if a.no_first_token else "ttft",
         "empty_answer_is_error": a.run.empty_is_error, "arrival": _arrival(a),
         "cache": [{"tier": t, "mode": m} for t, m in traffic.tier_modes(a.run, list(a.table["tier"])).items()]
         or None,
@@ -163,7 +164,8 @@ def knee_point(point: KneePoint | None, kind: str) -> dict | None:
 
 def capacities(a: Analysis) -> list[dict]:
     return [{"profile": c.profile.name, "chosen": c.profile.name == a.profile.name,
-             "ttft_p95_limit_ms": c.profile.ttft_p95_ms, "max_error_rate": c.profile.max_error_rate,
+             "ttft_p95_limit_ms": c.profile.ttft_p95_ms, "e2e_p95_limit_ms": c.profile.e2e_p95_ms,
+             "max_error_rate": c.profile.max_error_rate,
              "max_429_rate": c.profile.max_429_rate, "status": c.status,
              "load": c.load if c.status in ("within", "beyond") else None, "ok_rps": c.ok_rps,
              "goodput_rps": c.goodput_rps, "out_tok_s": c.out_tok_s, "limited_by": c.limited_by,
@@ -207,7 +209,8 @@ def gate_record(objective: Objective, result: check.Check) -> dict:
 
 def summary(a: Analysis) -> dict:
     plan = a.plan
-    optional = {"workload": summary_section(a.workload), "output_tokens": billing.summary_section(a.run),
+    tokens = None if a.no_first_token else billing.summary_section(a.run)  # no output tokens to compare
+    optional = {"workload": summary_section(a.workload), "output_tokens": tokens,
                 "targets": target_summary(a), "cost": resources.cost_section(a), "gpu": resources.gpu_section(a)}
     return clean({
         "schema": SCHEMA_ID, "source": source(a.run.source, a.run.histograms is not None,

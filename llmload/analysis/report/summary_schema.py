@@ -59,12 +59,13 @@ RUN = obj(
     load_unit={"enum": ["users", "req/s"]}, start_unix=NUM, end_unix=NUM, first_send_utc=TEXT,
     last_send_utc=TEXT, end=obj(nullable=True, reason=TEXT, planned={"type": ["boolean", "null"]}),
     stopped_early=BOOL, stopped_early_sentence=TEXT, workers=INT, slo_profile={"type": "string"},
-    slo_profile_source={"enum": ["--slo", "run.json", "default"]}, empty_answer_is_error=BOOL,
+    slo_profile_source={"enum": ["--slo", "run.json", "default"]}, latency={"enum": ["ttft", "e2e"]},
+    empty_answer_is_error=BOOL,
     arrival=obj(nullable=True, process={"enum": ["poisson", "constant", "gamma"]}, cv=NUM, seed=INT),
     cache={"type": ["array", "null"], "items": obj(tier={"type": "integer"}, mode={"enum": ["warm", "cold"]})},
 )
 
-CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, max_error_rate=NUM,
+CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, e2e_p95_limit_ms=NUM, max_error_rate=NUM,
                max_429_rate=NUM, status={"enum": ["within", "beyond", "below", "none"]}, load=NUM, ok_rps=NUM,
                goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"}, low=NUM, high=NUM, measured=BOOL,
                interpolated=NUM)

@@ -68,13 +68,15 @@ def render(a, fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def outcomes_note(objective: str, per_request: bool) -> str:
-    """The caption of the load-and-outcomes table: what each rate counts (`objective`: the goodput criterion)."""
+def outcomes_note(objective: str, per_request: bool, output_tokens: bool = True) -> str:
+    """The caption of the load-and-outcomes table: what each rate counts (`objective`: the goodput criterion;
+    `output_tokens`: False when the answers have none, embeddings and rerank, and the table no out tok/s)."""
     tokens = ("output tokens delivered inside the window, each successful request's spread evenly from its first "
               "token to its last, whichever tier sent it" if per_request else
               "output tokens of the successful attempts sent in the window (histograms: not by delivery)")
-    return (f"ok req/s = successful attempts sent in the measure window, per second of it; out tok/s = {tokens}, "
-            f"per second of it; goodput = {objective}; in flight = ok req/s x mean e2e of "
+    tokens = f" out tok/s = {tokens}, per second of it;" if output_tokens else ""
+    return (f"ok req/s = successful attempts sent in the measure window, per second of it;{tokens} "
+            f"goodput = {objective}; in flight = ok req/s x mean e2e of "
             "successful requests (Little's law); eff. conc. = time all attempts spent in flight in the measure "
             "window / its length (mean requests in flight, failures included); "
             "'2 of 4' = only 2 of the 4 users sent requests in the window.")

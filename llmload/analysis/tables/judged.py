@@ -2,7 +2,8 @@
 
 How it works: the verdict functions judge `llmload.rules.Tier` records, the same ones the live web
 UI and `--stop-at-knee` build from the tiers measured so far; `tiers_of` turns a tier table's rows
-into them (the columns named like a Tier's fields; the others are the report's own). `add_wait`
+into them (the columns named like a Tier's fields; the others are the report's own), marked when the
+run's answers have no first token (`latency.mark`: judged on e2e latency). `add_wait`
 applies the waiting rule to every tier of the table and writes its figures back as columns, so the
 tables and figures show what the verdicts judged.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from llmload.rules import waiting
+from llmload.rules import latency, waiting
 from llmload.rules.tier import Tier, from_rows
 
 WAIT_COLUMNS = ("wait_ms", "queue_len", "wait_share", "waits", "wait_source")
@@ -21,7 +22,7 @@ def tiers_of(table: pd.DataFrame) -> list[Tier]:
     """The table's rows (in its order) as rule-book tiers; a table indexed by tier (while it is built) too."""
     if "tier" not in table:
         table = table.rename_axis("tier").reset_index()
-    return from_rows(table.to_dict("records"))
+    return latency.mark(from_rows(table.to_dict("records")))
 
 
 def add_wait(table: pd.DataFrame) -> None:

@@ -14,6 +14,7 @@ import pandas as pd
 from llmload.analysis import text
 from llmload.analysis.read.run import Run
 from llmload.analysis.text import seconds, utc
+from llmload.rules.latency import NOT_STREAMED
 from llmload.rules.saturation import Saturation
 
 QUESTIONS = (
@@ -31,9 +32,19 @@ QUESTIONS = (
 NO_ROWS = "Not answerable: the run kept no per-request rows (--ship histograms); record with --ship rows or both."
 
 
-def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation) -> list[tuple[str, str]]:
+def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Saturation,
+              no_first_token: bool = False) -> list[tuple[str, str]]:
+    """`no_first_token`: the answers had none (embeddings, rerank: llmload.rules.latency), so the questions about
+    TTFT, decode and output tokens are answered as such."""
     from llmload.analysis.verdicts import billing, downgrade
 
+    if no_first_token:
+        none = f"Not answerable: {NOT_STREAMED}"
+        return list(zip(("Are latency percentiles given (not only means)?", *QUESTIONS[1:]), (
+            _percentiles(table, run, "e2e latency"), _window(run, table), f"{none}, so no first-token time to split.",
+            f"{none}, so no first-token time to split.", sat.sentence,
+            downgrade.model_changes(run) if run.per_request else NO_ROWS,
+            f"{none}, so no output tokens to compare with the usage billed.", f"{none}, so no decode to time.")))
     if not run.per_request:
         return list(zip(QUESTIONS, (_percentiles(table, run), _window(run, table), NO_ROWS, NO_ROWS, sat.sentence,
                                     NO_ROWS, NO_ROWS, downgrade.decode_drift(run, table))))
@@ -44,13 +55,15 @@ def checklist(run: Run, table: pd.DataFrame, breakdown: pd.DataFrame, sat: Satur
     )))
 
 
-def _percentiles(table: pd.DataFrame, run: Run) -> str:
+def _percentiles(table: pd.DataFrame, run: Run, latency: str = "TTFT") -> str:
     ok = int(table["ok"].sum())
     few = table[table["too_few"] & (table["sent"] > 0)]
     per = " per tier" if len(table) > 1 else ""
     how = "p99 with a 95% bootstrap CI" if run.per_request else "from histograms, each within 1%, no CI of p99"
-    text = f"Yes: p50/p95/p99 TTFT{per} from {ok} successful measured requests, {how}"
-    if (table["ok"] >= 1000).any():
+    if latency != "TTFT":  # no first token: e2e latency, without a CI
+        how = NOT_STREAMED + ("" if run.per_request else "; from histograms, each within 1%")
+    text = f"Yes: p50/p95/p99 {latency}{per} from {ok} successful measured requests, {how}"
+    if (table["ok"] >= 1000).any() and latency == "TTFT":
         text += ", p99.9 where a tier has 1000+"
     if len(few) == 1:
         text += f"; tier {few['tier'].iloc[0]} has under 100 requests (p99 unreliable)"

@@ -24,12 +24,12 @@ from xml.sax.saxutils import quoteattr
 import pandas as pd
 
 from llmload.analysis.read.histograms import Histograms
-from llmload.analysis.read.run import counting_empty_as_error, load_run
+from llmload.analysis.read.run import counting_empty_as_error, load_run, run_api
 from llmload.analysis.tables import samples, tiers
 from llmload.analysis.text import load_with_unit
 from llmload.analysis.verdicts import goodput
 from llmload.rules import gate
-from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, Criterion, Objective
+from llmload.rules.slo import HIST_METRICS, LATENCY, POOLED, STOCK, Criterion, Objective, default_profile
 
 PASS, FAIL, CANNOT, EXIT = gate.PASS, gate.FAIL, gate.CANNOT, gate.EXIT
 
@@ -97,10 +97,12 @@ class Check:
     headline: str
 
 
-def run_check(run_dir: str, obj: Objective, at_load: float | None = None,
+def run_check(run_dir: str, obj: Objective | None, at_load: float | None = None,
               capacity_at_least: float | None = None, empty_is_error: bool = False) -> Check:
-    """The gate on a run folder; `empty_is_error`: count its empty answers as errors whatever run.json says."""
+    """The gate on a run folder; `obj` None: the stock objective of the run's API (chat; embeddings, rerank:
+    theirs); `empty_is_error`: count its empty answers as errors whatever run.json says."""
     run = load_run(run_dir)
+    obj = obj if obj is not None else STOCK[default_profile(run_api(run))]
     if empty_is_error:
         run = counting_empty_as_error(run)
     table = tiers.tier_table(run)
