@@ -44,11 +44,18 @@ _WantRead, _ZeroReturn, _RaggedEOF = ssl.SSLWantReadError, ssl.SSLZeroReturnErro
 _perf_counter, _kstamp_recv, _PEEK = time.perf_counter, kstamp.recv, socket.MSG_PEEK
 
 
+def ssl_read(sslobj: ssl.SSLObject) -> Any:
+    """`sslobj.read` minus its Python frame: the C object's own `read(len)` (ssl.SSLObject keeps it as `_sslobj`,
+    checked against CPython 3.11-3.13; the public method when that name is gone). Same results, same exceptions."""
+    inner = getattr(sslobj, "_sslobj", None)
+    return inner.read if inner is not None else sslobj.read
+
+
 class TLSSocket:
     """A client TLS connection over a connected gevent socket whose raw reads carry kernel times (module docstring)."""
 
-    __slots__ = ("_eof", "_head", "_in", "_left", "_out", "_plain", "_plain_time_s", "_ssl", "raw", "read_time_s",
-                 "sock")
+    __slots__ = ("_eof", "_head", "_in", "_left", "_out", "_partial", "_plain", "_plain_time_s", "_read", "_ssl", "raw",
+                 "read_time_s", "sock")
 
     def __init__(self, sock: Any, context: ssl.SSLContext, server_hostname: str | None) -> None:
         self.sock = sock
@@ -57,6 +64,8 @@ class TLSSocket:
         """the non-blocking kernel socket under it: every ciphertext byte is read from it"""
         self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._ssl = context.wrap_bio(self._in, self._out, server_side=False, server_hostname=server_hostname or None)
+        self._read = ssl_read(self._ssl)
+        """the SSL object's read, without ssl.SSLObject.read's Python frame"""
         self._plain = b""
         """plaintext decrypted but not taken yet, all from one raw read"""
         self._plain_time_s = 0.0
@@ -67,6 +76,8 @@ class TLSSocket:
         """ciphertext bytes of the current record not read yet"""
         self._head = b""
         """the part of the next record's header read so far (shorter than 5 bytes)"""
+        self._partial = 0
+        """ciphertext bytes of the current, incomplete record read so far (header included)"""
         self._eof = False
         """the peer closed (close_notify or a raw end of file): every read from now on is empty"""
 
@@ -82,27 +93,29 @@ class TLSSocket:
                 if not data:
                     self._in.write_eof()
                 else:
-                    self._feed(data)
+                    self._in.write(data)
+                    self._track(data)
         self._flush()
 
     # ---- reading
     def recv(self, size: int, flags: int = 0) -> bytes:
         """Up to `size` plaintext bytes, all from one raw read; `read_time_s` is when it arrived."""
-        while not self._plain:
-            if self._eof:
-                self.read_time_s = _perf_counter()
-                return b""
-            self._fill(one_record=False)
-        return self._take(size, len(self._plain))
+        return self._take(size, one_record=False)
 
     def recv_line(self, size: int) -> bytes:
         """Up to and including the first line end of the plaintext of one TLS record (at most `size` bytes)."""
+        return self._take(size, one_record=True)
+
+    def _take(self, size: int, one_record: bool) -> bytes:
         while not self._plain:
             if self._eof:
                 self.read_time_s = _perf_counter()
                 return b""
-            self._fill(one_record=True)
-        return self._take(size, self._plain.find(b"\n") + 1 or len(self._plain))
+            self._fill(one_record)
+        plain = self._plain
+        end = min(size, plain.find(b"\n") + 1 or len(plain)) if one_record else size
+        self._plain, self.read_time_s = plain[end:], self._plain_time_s
+        return plain[:end]
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
         data = self.recv(nbytes or len(buffer))
@@ -118,13 +131,6 @@ class TLSSocket:
         data, t = self._plain, self._plain_time_s
         self._plain = b""
         return data, t
-
-    def _take(self, size: int, end: int) -> bytes:
-        end = min(size, end)
-        data = self._plain[:end]
-        self._plain = self._plain[end:]
-        self.read_time_s = self._plain_time_s
-        return data
 
     def _fill(self, one_record: bool) -> None:
         """One raw read (to the end of the first complete record when `one_record`) and its plaintext."""
@@ -158,40 +164,58 @@ class TLSSocket:
         end = need + (header[3] << 8 | header[4])
         return end if end <= len(waiting) else 0
 
-    def _feed(self, data: bytes) -> None:
-        self._in.write(data)
-        self._track(data)
-
-    def _track(self, data: bytes) -> None:
-        """Follow the record framing through the ciphertext `data` (`_left`, `_head`)."""
-        pos, n = self._left, len(data)
+    def _track(self, data: bytes) -> int:
+        """Follow the record framing through the ciphertext `data` (`_left`, `_head`, `_partial`): how many
+        records it completed."""
+        n, done = len(data), 0
         if self._head:  # a header split across raw reads: complete it
-            header = self._head + data[:_HEADER - len(self._head)]
+            need = _HEADER - len(self._head)
+            header = self._head + data[:need]
             if len(header) < _HEADER:
-                self._head = header
-                return
-            pos = _HEADER - len(self._head) + (header[3] << 8 | header[4])
-            self._head = b""
-        while pos + _HEADER <= n:
-            pos += _HEADER + (data[pos + 3] << 8 | data[pos + 4])
-        if pos < n:
-            self._head, self._left = data[pos:], 0
+                self._head, self._partial = header, self._partial + n
+                return 0
+            self._head, pos = b"", need + (header[3] << 8 | header[4])
         else:
-            self._left = pos - n
+            pos = self._left
+        if pos:  # inside a record: does it end in `data`?
+            if pos > n:
+                self._left, self._partial = pos - n, self._partial + n
+                return 0
+            done = 1
+        while pos + _HEADER <= n:
+            end = pos + _HEADER + (data[pos + 3] << 8 | data[pos + 4])
+            if end > n:
+                self._left, self._partial = end - n, n - pos
+                return done
+            done, pos = done + 1, end
+        self._left, self._head, self._partial = 0, data[pos:], n - pos
+        return done
 
     def _decrypt(self, data: bytes) -> bytes:
-        """Feed one raw read to OpenSSL and take out all the plaintext it completes (empty: none yet, or the end)."""
+        """Feed one raw read to OpenSSL and take out all the plaintext it completes (empty: none yet, or the end).
+
+        One `read` per record the raw read completed (OpenSSL returns one record per read), so the usual
+        chunk costs no SSLWantReadError; should complete records still wait in the BIO after that (a
+        record that carried no plaintext, a ticket: OpenSSL read on into the next), it reads until told to wait.
+        """
         if data:
-            self._feed(data)
+            self._in.write(data)
+            records = self._track(data)
         else:
             self._in.write_eof()
-        read, pieces = self._ssl.read, []
+            records = 1
+        read, pieces = self._read, []
         try:
-            while True:
+            for _ in range(records):
                 piece = read(READ_BYTES)
                 if not piece:
                     self._eof = True
                     break
+                pieces.append(piece)
+            while self._in.pending > self._partial and not self._eof:
+                piece = read(READ_BYTES)
+                if not piece:
+                    self._eof = True
                 pieces.append(piece)
         except _WantRead:
             pass
