@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import gevent
 
 from llmload.client import cabundle
+from llmload.client.errors import connect_reason
 from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
 from llmload.run import prometheus
 from llmload.run.files import without_userinfo
@@ -167,8 +168,11 @@ class Scraper:
                 raise ValueError(f"not Prometheus text (content-type: {content_type[:60]})")
         except (Exception, gevent.Timeout) as exc:  # any failure of the side channel is counted, not raised
             self.errors += 1
-            why = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-            self.last_error = redact(why, self.secrets)[:120]
+            reason = getattr(exc, "reason", None)
+            if isinstance(reason, BaseException) and getattr(reason, "verify_message", None):  # https not trusted
+                self.last_error = connect_reason(reason)
+            else:
+                self.last_error = redact(str(reason or exc) or type(exc).__name__, self.secrets)[:120]
             return None
         now_s = round(self.clock(), 3)
         samples = prometheus.kept_samples(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
 import ssl
 from dataclasses import dataclass
 
@@ -261,11 +262,12 @@ def tls_context(cfg: ServerConfig) -> ssl.SSLContext | None:
         return None
     if not (cfg.tls_cert and cfg.tls_key):
         raise ConfigError("--tls-cert and --tls-key go together: give both PEM files to serve https")
+    for flag, path in (("--tls-cert", cfg.tls_cert), ("--tls-key", cfg.tls_key)):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{flag} {path}: no such file")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(cfg.tls_cert, cfg.tls_key)
-    except FileNotFoundError as exc:
-        raise ConfigError(f"--tls-cert/--tls-key: {exc.filename}: no such file") from None
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(f"--tls-cert {cfg.tls_cert} / --tls-key {cfg.tls_key}: not a PEM certificate and its "
                           f"key ({getattr(exc, 'reason', None) or exc})") from None
