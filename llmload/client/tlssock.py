@@ -12,16 +12,17 @@ raw read, and a raw readable event always means "there may be plaintext":
     -> (plaintext, t); a read that completed no record gives no plaintext (its bytes wait in the BIO)
 
 `TLSSocket` is what the fast transport's connection pool hands geventhttpclient: `sendall`, `recv`,
-`close`, `fileno`, `settimeout` like a gevent socket (waits are gevent's, on the raw socket, honouring its
-timeout), with `read_time_s` like `kstamp.StampedSocket`. Plaintext a caller did not take yet stays in
-`TLSSocket` with its time (`pending()`, `take_plain()`): it never waits in OpenSSL. `recv_line` (until the
-first token) feeds OpenSSL one TLS record at a time: it peeks at the raw bytes waiting, follows the record
-headers (5 bytes: type, version, length) and reads only up to the end of the first complete record, so
-a backlog of records does not date the first token at the last packet's arrival (the record framing of
-every byte read is followed for that: `_track`). The reactor (client/reactor.py) reads a registered TLS
-stream with `recv(tls, size)`: one raw read, all its plaintext at its time; BlockingIOError when it
-completed no record. A TLS close_notify or a raw end of file (with or without close_notify) ends the
-stream as an empty read; any other TLS error is an `ssl.SSLError` (an OSError): the stream's failure.
+`close`, `fileno`, `settimeout` (the TCP socket's) like a gevent socket (waits are gevent's, on the
+raw socket, honouring its timeout), with `read_time_s` like `kstamp.StampedSocket`. Plaintext a caller
+did not take yet stays in `TLSSocket` with its time (`pending()`, `take_plain()`): it never waits in
+OpenSSL. `recv_line` (until the first token) feeds OpenSSL one TLS record at a time: it peeks at the
+raw bytes waiting, follows the record headers (5 bytes: type, version, length) and reads only up to the
+end of the first complete record, so a backlog of records is not dated by the last one's arrival (the
+framing of every byte read is followed for that: `_track`). The reactor (client/reactor.py) reads a
+registered TLS stream with `recv(tls, size)`: one raw read, all its plaintext at its time;
+BlockingIOError when it completed no record; a raw read that is exactly one record (the usual chunk)
+costs one BIO write and one SSL read. A close_notify or a raw end of file ends the stream as an empty
+read; any other TLS error is an `ssl.SSLError` (an OSError): the stream's failure.
 
 The handshake runs in `connect()`'s place in the pool (`handshake`): inside the connect the transport
 times, so it is reported as connect time, the way TCP's connect is.
@@ -116,11 +117,6 @@ class TLSSocket:
         end = min(size, plain.find(b"\n") + 1 or len(plain)) if one_record else size
         self._plain, self.read_time_s = plain[end:], self._plain_time_s
         return plain[:end]
-
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        data = self.recv(nbytes or len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
 
     def pending(self) -> int:
         """Plaintext bytes readable without a raw read."""
@@ -256,19 +252,13 @@ class TLSSocket:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def settimeout(self, timeout: float | None) -> None:
-        self.sock.settimeout(timeout)
-
-    def gettimeout(self) -> float | None:
-        return self.sock.gettimeout()
-
     def getpeercert(self, binary_form: bool = False) -> Any:
         return self._ssl.getpeercert(binary_form)
 
     def version(self) -> str | None:
         return self._ssl.version()
 
-    def __getattr__(self, name: str) -> Any:  # setsockopt, getpeername, ...: the TCP socket's
+    def __getattr__(self, name: str) -> Any:  # settimeout, gettimeout, setsockopt, getpeername: the TCP socket's
         return getattr(self.sock, name)
 
 
@@ -289,6 +279,21 @@ def recv(tls: TLSSocket, size: int) -> tuple[bytes, float]:
     if tls._eof:
         return b"", _perf_counter()
     data, t = _kstamp_recv(tls.raw, size)
+    n = len(data)
+    if n > _HEADER and not tls._left and not tls._head and n == _HEADER + (data[3] << 8 | data[4]):
+        tls._in.write(data)  # the usual chunk: exactly one whole record (the framing stays at a boundary)
+        try:
+            plain = tls._read(READ_BYTES)
+        except _WantRead:  # a record without plaintext (a session ticket, a key update: answered)
+            if tls._out.pending:
+                tls._flush()
+            raise BlockingIOError from None
+        except (_ZeroReturn, _RaggedEOF):
+            plain = b""
+        if plain:
+            return plain, t
+        tls._eof = True  # close_notify
+        return b"", t
     plain = tls._decrypt(data)
     if plain or tls._eof:
         return plain, t
