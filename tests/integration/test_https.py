@@ -101,6 +101,18 @@ def test_insecure_and_the_sdk_transport(https_server, cert, monkeypatch):
     assert all(r.ok and r.output_tokens_client == 8 for r in results), [r.exception for r in results]
 
 
+def test_a_stream_cut_over_tls_keeps_the_tokens_received(embedded_server, cert):
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "2",
+                             "--fault-cut-prob", "1", "--tls-cert", str(cert[0]), "--tls-key", str(cert[1]),
+                             truth_log=False)
+    transport = FastTransport(server.base_url, ca_bundle=str(cert[0]))
+    results = [transport.stream(StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=16,
+                                              request_id=f"cut-{i}")) for i in range(2)]
+    transport.close()
+    for r in results:  # the server closes the connection half-way (close_notify, then the TCP close)
+        assert r.error == "stream_broken" and r.output_tokens_client >= 7 and r.timing.itl_mean_ms is not None
+
+
 def _block_loop(after_s: float, for_s: float) -> None:
     gevent.sleep(after_s)
     _real_sleep(for_s)  # nothing else runs in this process meanwhile
