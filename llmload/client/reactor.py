@@ -16,9 +16,9 @@ read, decrypted at once, all its plaintext at that read's time (nothing stays in
 so the raw socket's readiness is the stream's; a read that completed no record is skipped).
 `consume` (client/body_lines.py) feeds the read to the stream's HTTP parser and decodes its
 complete SSE lines at once, at that read's time: the decoding is spread over the stream's life.
-(Decoding all of a stream's reads when it ended
-cost ~0.7 ms per stream in one go; streams that started together end together, and 30 of them
-held the loop for 20-30 ms: loop lag p99 24-31 ms at 256 streams.) A pass reads at most
+(Decoding all of a stream's reads when it ended cost ~0.7 ms per stream in one go; streams that
+started together end together, and 30 of them held the loop for 20-30 ms: loop lag p99 24-31 ms
+at 256 streams.) A pass reads at most
 `PASS_READS` sockets, then lets the loop run its timers and other greenlets before the next:
 the ready sockets left wait one loop turn (epoll is level-triggered; the kernel's ready list
 is served in turn).
