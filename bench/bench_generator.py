@@ -33,6 +33,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=None, help="unpinned: seconds per run (default 25)")
     parser.add_argument("--streams", default=None, help="unpinned: stream counts, comma-separated (16,64,256,512)")
     parser.add_argument("--no-peers", action="store_true", help="unpinned: leave out AIPerf and guidellm")
+    parser.add_argument("--clients", default="", help="unpinned: only these clients, comma-separated (reference, "
+                                                      "llmload, llmload-https, llmload-pure, aiperf, guidellm)")
     parser.add_argument("specs", nargs="*", help="pinned: transport:users pairs (fast:256 openai:64)")
     return parser.parse_args(argv)
 
@@ -60,4 +62,5 @@ def main(results_dir: Path, argv: list[str] | None = None) -> None:
     from bench.generator import unpinned
 
     streams = tuple(int(s) for s in args.streams.split(",")) if args.streams else unpinned.STREAMS
-    unpinned.run_all(Path(results_dir), streams, args.seconds or unpinned.SECONDS, peers=not args.no_peers)
+    only = tuple(name.strip() for name in args.clients.split(",") if name.strip())
+    unpinned.run_all(Path(results_dir), streams, args.seconds or unpinned.SECONDS, peers=not args.no_peers, only=only)

@@ -6,6 +6,8 @@ Imports of locust/gevent happen inside the helpers: importing this module patche
 from __future__ import annotations
 
 import csv
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,49 @@ JSON_BODY = b'{"object":"chat.completion","choices":[{"message":{"content":"hi"}
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def self_signed_cert(directory: Path, name: str = "tls") -> tuple[Path, Path]:
+    """A throw-away self-signed certificate for 127.0.0.1 and localhost (its own CA): (cert.pem, key.pem) in
+    `directory`. The `openssl` command line, else the `cryptography` package; the test is skipped without both."""
+    import pytest
+
+    cert, key = directory / f"{name}-cert.pem", directory / f"{name}-key.pem"
+    if shutil.which("openssl"):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "2", "-subj", "/CN=llmload test", "-keyout", str(key), "-out", str(cert),
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                        "-addext", "basicConstraints=critical,CA:TRUE"], check=True, capture_output=True)
+        return cert, key
+    try:
+        return _cryptography_cert(cert, key)
+    except ImportError:
+        pytest.skip("a self-signed certificate needs the openssl command or the cryptography package; neither is here")
+
+
+def _cryptography_cert(cert: Path, key: Path) -> tuple[Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmload test")])
+    now = datetime.datetime.now(datetime.UTC)
+    built = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                         x509.DNSName("localhost")]), critical=False)
+             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+             .sign(private, hashes.SHA256()))
+    cert.write_bytes(built.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    return cert, key
 
 
 def llmload_options(args: list[str]) -> Any:

@@ -13,6 +13,8 @@ import csv
 import itertools
 import os
 import platform
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -146,3 +148,16 @@ def machine_facts() -> dict:
     return {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
             "python": platform.python_version(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
             "load_avg_5m_at_start": round(os.getloadavg()[1], 2), "calibration_ms_at_start": calibration_ms()}
+
+
+def self_signed(folder: Path) -> tuple[Path, Path] | None:
+    """A throw-away self-signed EC P-256 certificate for 127.0.0.1 (its own CA) in `folder`: (cert, key);
+    None without the `openssl` command."""
+    if not shutil.which("openssl"):
+        return None
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "2", "-subj", "/CN=llmload bench", "-keyout", str(key), "-out", str(cert),
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-addext", "basicConstraints=critical,CA:TRUE"], check=True, capture_output=True)
+    return cert, key

@@ -1,14 +1,17 @@
 """The generator benchmark's tables. Unpinned: one row per client and stream count, and llmload / reference ratios.
 
-`with_ratios(rows)` puts after each stream count's rows a ratio row (client "llmload / reference")
-holding, for every column of RATIO_COLUMNS, the llmload value divided by the reference value of
-the same stream count (None when either is missing or the reference is 0). `to_markdown(rows)`
+`with_ratios(rows)` puts after each stream count's rows its ratio rows: "llmload / reference" holding,
+for every column of RATIO_COLUMNS, the llmload value divided by the reference value of the same stream
+count (None when either is missing or the reference is 0), and "llmload-https / llmload" (what TLS
+costs) the same way. `to_markdown(rows)`
 renders rows, ratio rows and skipped runs (their reason in the note column).
 """
 
 from __future__ import annotations
 
 RATIO_CLIENT = "llmload / reference"
+RATIOS = ((RATIO_CLIENT, "llmload", "reference"), ("llmload-https / llmload", "llmload-https", "llmload"))
+"""(ratio row's client, numerator client, denominator client)"""
 RATIO_COLUMNS = ("ttft_err_p50_ms", "ttft_err_p99_ms", "warm_ttft_err_p50_ms", "warm_ttft_err_p99_ms",
                  "cpu_us_per_chunk", "cpu_us_per_chunk_total", "loop_lag_p99_ms", "sleep_lag_p99_ms")
 COLUMNS = (
@@ -32,13 +35,14 @@ def with_ratios(rows: list[dict]) -> list[dict]:
     """The rows in order, each stream count's followed by its llmload / reference ratio row."""
     out: list[dict] = []
     for streams in dict.fromkeys(r["streams"] for r in rows):
-        group = [r for r in rows if r["streams"] == streams and r.get("client") != RATIO_CLIENT]
+        group = [r for r in rows if r["streams"] == streams and not r.get("ratio")]
         out += group
-        ours = next((r for r in group if r["client"] == "llmload" and not r.get("skipped")), None)
-        floor = next((r for r in group if r["client"] == "reference" and not r.get("skipped")), None)
-        if ours and floor:
-            out.append({"streams": streams, "client": RATIO_CLIENT,
-                        **{c: ratio(ours.get(c), floor.get(c)) for c in RATIO_COLUMNS}})
+        for name, top, bottom in RATIOS:
+            ours = next((r for r in group if r["client"] == top and not r.get("skipped")), None)
+            floor = next((r for r in group if r["client"] == bottom and not r.get("skipped")), None)
+            if ours and floor:
+                out.append({"streams": streams, "client": name, "ratio": True,
+                            **{c: ratio(ours.get(c), floor.get(c)) for c in RATIO_COLUMNS}})
     return out
 
 
@@ -48,7 +52,7 @@ def _cell(row: dict, key: str) -> str:
     value = row.get(key)
     if value is None:
         return "-"
-    if row.get("client") == RATIO_CLIENT and key in RATIO_COLUMNS:
+    if row.get("ratio") and key in RATIO_COLUMNS:
         return f"**{value:g}x**"
     return f"{value:g}" if isinstance(value, float) else str(value)
 

@@ -11,6 +11,8 @@ every 10 ms), one client after the other, nothing pinned to a core and no priori
   --max-tokens 100 --run-dir DIR`, as a new user runs it (through lag_locustfile.py: the default
   locustfile's user, plus the health monitor's sleeps kept for the sleep lag column), on its
   compiled decoder (client/decoder.py) when it is built;
+- llmload-https: the same over https (the server with `--tls-cert/--tls-key`, a throw-away self-signed
+  EC P-256 certificate made by `openssl`, trusted through `SSL_CERT_FILE`): what TLS costs;
 - llmload-pure: the same on the pure-Python decoder (`LLMLOAD_PURE_DECODER=1`): what the compiled one saves;
 - peers (peers.py): other tools, when installed in their own venvs.
 
@@ -54,6 +56,7 @@ from bench.generator.common import (
     pcts,
     percentile,
     read_truth,
+    self_signed,
     truth_ttft_ms,
 )
 from bench.generator.table import to_markdown, with_ratios
@@ -90,6 +93,8 @@ class Client:
     """work dir -> more figures for the row"""
     lags: Callable[[Path], list[tuple[float, float]]] | None = None
     """work dir -> every loop-lag sleep (perf_counter s, lateness ms); None: not exposed"""
+    tls: bool = False
+    """against the server over https (a self-signed certificate the client trusts through SSL_CERT_FILE)"""
 
 
 def _float(text: str | None) -> float | None:
@@ -153,14 +158,19 @@ def llmload_lag_causes(work: Path) -> dict:
 REFERENCE = Client("reference", reference_command, reference_samples, lags=read_lags)
 LLMLOAD = Client("llmload", llmload_command, llmload_samples, extra=llmload_lag_causes, lags=read_lags,
                  note="compiled decoder" if compiled_module() else "compiled decoder not built: pure Python")
+LLMLOAD_TLS = Client("llmload-https", llmload_command, llmload_samples, extra=llmload_lag_causes, lags=read_lags,
+                     tls=True, note="https, certificate trusted through SSL_CERT_FILE")
+"""llmload over https: what TLS costs beside the plain row"""
 LLMLOAD_PURE = Client("llmload-pure", lambda *a: llmload_command(*a, pure=True), llmload_samples,
                       extra=llmload_lag_causes, lags=read_lags, note=f"pure-Python decoder ({PURE_ENV}=1)")
 """llmload on its fallback decoder: what the compiled one saves"""
 
 
-def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path) -> dict:
+def watch(client: Client, url: str, server_pid: int, streams: int, seconds: float, work: Path,
+          env_extra: dict[str, str] | None = None) -> dict:
     """Run one client to its end, sampling CPU; returns the sampler, the child's total CPU and its exit code."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               **(env_extra or {}))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(work / "client.log", "w") as log:
         # its own session: a client past its time is killed with every process it started, and nothing else
@@ -185,8 +195,15 @@ def measure(client: Client, streams: int, seconds: float, work: Path) -> dict:
 
     work.mkdir(parents=True, exist_ok=True)
     truth_path = work / "truth.csv"
-    with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server:
-        watched = watch(client, server.url, server.proc.pid, streams, seconds, work)  # type: ignore[union-attr]
+    server_args, env = [*SERVER_ARGS, "--truth-log", str(truth_path)], {}
+    if client.tls:
+        pair = self_signed(work)
+        if pair is None:
+            return {"client": client.name, "streams": streams, "skipped": "no openssl command for a certificate"}
+        server_args += ["--tls-cert", str(pair[0]), "--tls-key", str(pair[1])]
+        env["SSL_CERT_FILE"] = str(pair[0])
+    with EmbeddedServer(server_args) as server:
+        watched = watch(client, server.url, server.proc.pid, streams, seconds, work, env)  # type: ignore[union-attr]
     try:
         samples = client.samples(work)
     except (OSError, KeyError, ValueError) as exc:
@@ -261,8 +278,9 @@ def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched
 
 
 def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: float = SECONDS,
-            peers: bool = True) -> dict:
-    """Every client at every stream count; writes generator_unpinned.json / .md; returns the results."""
+            peers: bool = True, only: tuple[str, ...] = ()) -> dict:
+    """Every client (`only`: these) at every stream count; writes generator_unpinned.json / .md (with `only`:
+    generator_unpinned_<names>.json / .md); returns the results."""
     from bench.generator.peers import available_peers
 
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -272,7 +290,9 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
     rows = []
     with tempfile.TemporaryDirectory(prefix="llmload-bench-unpinned-") as tmp:
         for count in streams:
-            for client in (REFERENCE, LLMLOAD, LLMLOAD_PURE, *peer_clients):
+            for client in (REFERENCE, LLMLOAD, LLMLOAD_TLS, LLMLOAD_PURE, *peer_clients):
+                if only and client.name not in only:
+                    continue
                 row = measure(client, count, seconds, Path(tmp) / f"{client.name}-{count}")
                 print(json.dumps(row), flush=True)
                 rows.append(row)
@@ -283,8 +303,9 @@ def run_all(results_dir: Path, streams: tuple[int, ...] = STREAMS, seconds: floa
               "max_tokens": MAX_TOKENS, "streams": list(streams), "machine": host, "code_at_start": code_at_start,
               "code_at_end": code_state(),
               "when": time.strftime("%Y-%m-%d %H:%M:%S"), "peers_skipped": skipped, "rows": table}
-    (results_dir / "generator_unpinned.json").write_text(json.dumps(result, indent=2) + "\n")
-    (results_dir / "generator_unpinned.md").write_text(report(result))
+    stem = "generator_unpinned" + ("_" + "_".join(only) if only else "")
+    (results_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results_dir / f"{stem}.md").write_text(report(result))
     return result
 
 

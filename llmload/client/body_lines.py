@@ -3,8 +3,9 @@
 `take_lines` moves the complete lines the HTTP parser de-chunked into the stash of
 (read time, block of lines); `read_rest` reads the rest of a stream after its first token
 through the process's reactor (client/reactor.py), which decodes each read as it comes, at
-its read time: one call of the builder per read, with the read's whole block of lines. The per-read
-step is C when the compiled decoder is built (client/decoder.py), else `pure_consumer`: the same.
+its read time (a TLS stream's plaintext decrypted before the handover first, client/tlssock.py):
+one call of the builder per read, with the read's whole block of lines. The per-read step is C
+when the compiled decoder is built (client/decoder.py), else `pure_consumer`: the same.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from types import ModuleType
 
-from llmload.client import decoder, ghc_compat, reactor
+from llmload.client import decoder, ghc_compat, reactor, tlssock
 
 
 def take_lines(body: bytearray, t: float, pending: list[tuple[float, bytes]]) -> None:
@@ -68,9 +69,17 @@ def read_rest(resp, raw, feed: Callable[[float, bytes], bool], pending: list[tup
     """After the first token: the process's reactor reads, stamps and decodes each read as it comes
     (`consumer`, called in the reactor's greenlet); the user waits for the end of its stream.
 
-    A cap that ends the wait early leaves every read consumed so far decoded, at its read time.
+    A cap that ends the wait early leaves every read consumed so far decoded, at its read time. `raw`: the
+    non-blocking TCP socket, or the stream's TLSSocket, whose plaintext decrypted but not taken yet (epoll cannot
+    see it) is consumed first, at the time it arrived.
     """
-    stream = reactor.READER.add(raw, consumer(resp, feed, pending))
+    consume, recv = consumer(resp, feed, pending), reactor.tcp_recv
+    if isinstance(raw, tlssock.TLSSocket):
+        recv = tlssock.recv
+        data, t = raw.take_plain()
+        if data and consume(t, data):
+            return
+    stream = reactor.READER.add(raw, consume, recv)
     try:
         reactor.READER.wait(stream)
     finally:

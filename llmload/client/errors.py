@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from llmload.client.cabundle import CERT_HINT
 from llmload.client.retry_hints import parse_retry_hint
 
 
@@ -136,7 +137,8 @@ def connect_reason(exc: BaseException) -> str:
     """The OS-level reason of a failed connect, from the exception or the ones it wraps.
 
     "connection refused", "name or service not known", "certificate verify failed: self-signed
-    certificate", ...: short, lower-case, without errno numbers (stable for Locust's grouping).
+    certificate (pass --ca-bundle PATH ...)", ...: short, lower-case, without errno numbers (stable for
+    Locust's grouping).
     """
     seen = set()
     cause: BaseException | None = exc
@@ -145,7 +147,7 @@ def connect_reason(exc: BaseException) -> str:
         seen.add(id(cause))
         verify = getattr(cause, "verify_message", None)
         if verify:
-            return f"certificate verify failed: {verify}"
+            return f"certificate verify failed: {verify} ({CERT_HINT})"
         strerror = getattr(cause, "strerror", None) if isinstance(cause, OSError) else None
         if strerror:
             return strerror[0].lower() + strerror[1:]

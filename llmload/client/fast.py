@@ -7,22 +7,22 @@ FastHttpUser is built on) with a pool of one connection. An attempt is
     t_headers = clock()
     loop: wait readable; data = sock.recv(16 KiB); t = clock(); complete lines += (t, lines)
 
-Every complete SSE line is stamped with the time of the socket read that delivered it.
-Until the first text token the lines are parsed at once (the first-token cap must be
-cancelled on time); after it the process's one reactor (client/reactor.py) reads the
-plain-TCP streams of every user, stamps and decodes each read as it comes (client/body_lines.py),
-and wakes the user when its stream is over. TLS streams keep reading on their own greenlet,
-stashing (read time, block of lines) and parsing a block at once only when it may hold
-`[DONE]` or an error event. The figures equal those of parsing each line at its
-read, at a fraction of the CPU. Every exit path (end of stream, a cap, a cut, a bad frame,
-a malformed chunk) parses what arrived, at the read times it arrived.
+Every complete SSE line is stamped with the time of the socket read that delivered it: the
+kernel's arrival time of its last packet (client/kstamp.py); https is decrypted by client/tlssock.py
+over that same stamped socket, each record dated by the raw read that completed it. Until the first
+text token the lines are parsed at once (the first-token cap must be cancelled on time); after it
+the process's one reactor (client/reactor.py) reads the streams of every user, plain and TLS, stamps
+and decodes each read as it comes (client/body_lines.py), and wakes the user when its stream is over.
+(A body sized by Content-Length, or an injected clock, reads on the user's greenlet: blocks of lines
+are stashed and parsed when one may hold `[DONE]` or an error event.) Every exit path (end of
+stream, a cap, a cut, a bad frame, a malformed chunk) parses what arrived, at the read times it arrived.
 
 Connection facts: the pool's socket factory is wrapped (ghc_compat), so an attempt that opened
-a connection reports `conn_reused=0` and its TCP (+TLS) connect time, else `conn_reused=1`.
-TLS is verified unless `insecure=True` (--insecure). Reads have no per-read timeout: the
-attempt's two caps (attempt.py) bound every read, and a per-read timer would cost ~5 µs per
-chunk. After `[DONE]` the rest of the HTTP message is drained so the connection is reused.
-A non-streamed answer (`--no-stream`, embeddings) is read whole and timed when it is in.
+a connection reports `conn_reused=0` and its TCP (+TLS handshake) connect time, else `conn_reused=1`.
+TLS is verified (client/cabundle.py: --ca-bundle, SSL_CERT_FILE) unless `insecure=True` (--insecure).
+Reads have no per-read timeout: the attempt's two caps (attempt.py) bound every read (a per-read
+timer would cost ~5 µs per chunk). After `[DONE]` the rest of the HTTP message is drained so the
+connection is reused. A non-streamed answer (`--no-stream`, embeddings) is read whole, timed when in.
 Request knobs: `headers` are sent on every request, `query` is appended to every path, and
 `api_key_header` (e.g. Azure's `api-key`) carries the key instead of `Authorization: Bearer`.
 """
@@ -36,11 +36,10 @@ from collections.abc import Callable
 from urllib.parse import urlparse
 
 import gevent
-import gevent.ssl
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
-from llmload.client import body_lines, ghc_compat, keepalive, kstamp, reactor, resolve, sse, startgate
+from llmload.client import body_lines, cabundle, ghc_compat, keepalive, reactor, resolve, sse, startgate, tlssock
 from llmload.client.apis import PATHS
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
@@ -58,27 +57,21 @@ from llmload.client.sse import MalformedChunk
 
 BLOCK_SIZE = 16384
 """bytes per socket read"""
+STAMPED = tlssock.STAMPED
 
 
-def _unverified_context(**_kw) -> gevent.ssl.SSLContext:
-    """--insecure: a TLS context that checks neither the certificate chain nor the host name."""
-    context = gevent.ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = gevent.ssl.CERT_NONE
-    return context
-
-
-def _stamped_socket(family: int, kind: int, protocol: int) -> kstamp.StampedSocket:
-    """The pool's plain-TCP sockets: packets stamped by the kernel, reads noting when they arrived."""
-    sock = kstamp.StampedSocket(family, kind, protocol)
-    kstamp.enable(sock)
-    return sock
+def _tls_connect(sock, address, context, host_name: str) -> tlssock.TLSSocket:
+    """The pool's connect of an https socket: TCP, then the TLS handshake (both timed as the connect)."""
+    sock.connect(address)
+    tls = tlssock.TLSSocket(sock, context, host_name)
+    tls.handshake()
+    return tls
 
 
 def _read(sock, line_by_line: bool, clock: Callable[[], float]) -> tuple[bytes, float]:
-    """One read and when it arrived: the kernel's time on a StampedSocket (line by line until the
-    first token, so a backlog does not date the first token at the last packet's arrival)."""
-    if not isinstance(sock, kstamp.StampedSocket):
+    """One read and when it arrived: the kernel's time on a StampedSocket or TLSSocket (line by line until
+    the first token, so a backlog does not date the first token at the last packet's arrival)."""
+    if not isinstance(sock, STAMPED):
         return sock.recv(BLOCK_SIZE), clock()
     data = sock.recv_line(BLOCK_SIZE) if line_by_line else sock.recv(BLOCK_SIZE)
     return data, sock.read_time_s
@@ -89,7 +82,8 @@ class FastTransport:
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
                  clock: Callable[[], float] = time.perf_counter, insecure: bool = False,
-                 headers: dict[str, str] | None = None, query: str = "", api_key_header: str = "") -> None:
+                 headers: dict[str, str] | None = None, query: str = "", api_key_header: str = "",
+                 ca_bundle: str = "") -> None:
         url = urlparse(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"host must look like http://HOST:PORT[/v1], got {base_url!r}")
@@ -98,6 +92,8 @@ class FastTransport:
         self.prefix = url.path.rstrip("/")
         self.url = url
         self.insecure = insecure
+        self.tls_context = cabundle.context(ca_bundle, insecure) if url.scheme == "https" else None
+        """the TLS client context (client/cabundle.py: --ca-bundle, SSL_CERT_FILE, --insecure); None: plain http"""
         self.port = url.port or (443 if url.scheme == "https" else 80)
         self.host = f"{url.hostname}:{self.port}"
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -110,17 +106,17 @@ class FastTransport:
         self.query = f"?{query}" if query else ""
         self._connect_s: float | None = None
         self._connecting = False
-        self.kernel_times = clock is time.perf_counter and url.scheme == "http"
-        """plain TCP on the kernel's clock: packets stamped at arrival (kstamp), read by the reactor"""
+        self.kernel_times = clock is time.perf_counter
+        """on the kernel's clock: packets stamped at arrival (kstamp), TLS decrypted by tlssock, read by the reactor"""
         self.client = self._new_client()
 
     def _new_client(self) -> HTTPClient:
         # HTTPClient directly, not Locust's FastHttpSession: the session fires its own request event
         # timed to the headers only, and hides the connection pool the connection facts need.
-        url = self.url
+        url, tls_context = self.url, self.tls_context
         client = HTTPClient(
-            url.hostname or "", port=url.port, ssl=url.scheme == "https", concurrency=1,
-            insecure=self.insecure, ssl_context_factory=_unverified_context if self.insecure else None,
+            url.hostname or "", port=url.port, ssl=tls_context is not None, concurrency=1,
+            insecure=self.insecure, ssl_context_factory=lambda **_kw: tls_context,
             connection_timeout=self.timeouts.connect_timeout_s,
             network_timeout=None,  # type: ignore[arg-type]  # None: no per-read timer (the caps bound reads)
             block_size=BLOCK_SIZE,
@@ -142,7 +138,9 @@ class FastTransport:
         ghc_compat.set_resolver(client, lambda: resolve.addresses(host, port))
         ghc_compat.set_alive_check(client, keepalive.is_idle)  # no yield between t0 and the send
         if self.kernel_times:
-            ghc_compat.set_tcp_socket_factory(client, _stamped_socket)
+            ghc_compat.set_tcp_socket_factory(client, tlssock.stamped_socket)
+        if self.kernel_times and tls_context is not None:
+            ghc_compat.set_connector(client, lambda sock, address: _tls_connect(sock, address, tls_context, host))
         return client
 
     def prepare(self) -> None:
@@ -170,13 +168,13 @@ class FastTransport:
         body = ghc_compat.body_buffer(resp)
         ghc_compat.direct_body(resp)
         sock = ghc_compat.response_socket(resp)
-        raw = None  # plain TCP on the perf_counter clock: read with the kernel's arrival times
+        raw = None  # on the perf_counter clock: read with the kernel's arrival times (TLS: the tlssock)
         if sock is not None:
             wait, read_event = ghc_compat.readable_waiter(sock)
-            # TLS: bytes already decrypted inside the SSL object do not make the socket readable
+            # TLS: decrypted bytes not taken yet do not make the socket readable
             tls_pending = getattr(sock, "pending", None)
-            if isinstance(sock, kstamp.StampedSocket):
-                raw = ghc_compat.raw_socket(sock)
+            if isinstance(sock, STAMPED):
+                raw = sock if isinstance(sock, tlssock.TLSSocket) else ghc_compat.raw_socket(sock)
         by_reactor = raw is not None and reactor.available() and resp.get("content-length") is None
         t: float = timing.t_headers or 0.0  # set: the headers are in (lines that came with them: that time)
         waiting_first = True
@@ -261,7 +259,7 @@ class FastTransport:
                                        headers=headers)
             timing.headers()
             head_sock = ghc_compat.response_socket(resp)
-            if isinstance(head_sock, kstamp.StampedSocket):  # the headers: when they arrived
+            if isinstance(head_sock, STAMPED):  # the headers: when they arrived
                 timing.t_headers = max(head_sock.read_time_s, timing.t0 or 0.0)
             self._read_response(resp, req, attempt, pending)
         except gevent.Timeout as t_exc:

@@ -6,6 +6,8 @@ The fast transport needs what the public API does not offer:
 - a response's de-chunked body buffer (`HTTPSocketPoolResponse._body_buffer`) and its socket
   (`._sock`), so every `recv` is stamped at the read instead of after 1 KiB is buffered;
 - gevent's own wait-until-readable of that socket (`sock._wait(sock._read_event)`).
+- the pool's connect of a new socket (`ConnectionPool._connect_socket`), replaced for https by the TCP
+  connect plus client/tlssock.py's handshake (instead of a gevent.ssl socket);
 - whether the pool holds a kept-alive connection (`._socket_queue`), for the start gate;
 - the C parser's own `feed` (`geventhttpclient._parser.HTTPResponseParser.feed`), which the
   reactor calls for every read without `HTTPResponse.feed`'s Python frame (that frame only mends
@@ -83,3 +85,9 @@ def direct_body(resp: Any) -> None:
     """Let the parser append body pieces to the body buffer itself (`bytearray.extend`, C) instead of
     through `HTTPResponse._on_body`'s Python frame (`self._body_buffer += buf`: the same bytes)."""
     resp._on_body = resp._body_buffer.extend
+
+
+def set_connector(client: Any, connect: Callable[[Any, Any], Any]) -> None:
+    """Replace the pool's connect of a new socket (`ConnectionPool._connect_socket(sock, address)` -> the socket
+    requests use; SSLConnectionPool's own connects, then wraps it in a gevent.ssl socket)."""
+    client._connection_pool._connect_socket = connect

@@ -12,10 +12,10 @@ reads up to n bytes of a non-blocking socket and returns `(data, t)`, t on the
 `time.perf_counter` clock (CLOCK_MONOTONIC: the kernel's real time minus the real-to-monotonic
 offset read at that instant). A stamp that cannot be right (missing, in the future, or older
 than `MAX_AGE_S`: the real-time clock was stepped meanwhile) gives way to the time of the read
-itself. Only plain TCP sockets are read this way; TLS bytes are decrypted by the SSL object,
-whose reads carry no stamps.
+itself. TLS connections are read this way too: client/tlssock.py takes the ciphertext from
+`recv` and decrypts it in memory, so each record gets the stamp of the raw read that completed it.
 
-`StampedSocket` is the gevent socket the fast transport's connection pool creates: every
+`StampedSocket` is the gevent socket the fast transport's connection pool creates (under TLS too): every
 `recv` (geventhttpclient's own header reads included) leaves its arrival time in
 `read_time_s`, so the lines that came in with the headers get the time they arrived.
 

@@ -7,28 +7,31 @@ delays every timestamp it takes. The reactor reads all the streams of the proces
 greenlet instead:
 
     wait until the reactor's epoll fd is readable (one gevent wake-up for all the streams)
-    for up to PASS_READS ready sockets: data, t = kstamp.recv(raw); over = stream.consume(t, data)
+    for up to PASS_READS ready sockets: data, t = stream.recv(raw); over = stream.consume(t, data)
     wake the stream's user once its stream is over (or a read or its decoding failed)
 
 Every read keeps its own time: when its last byte arrived, from the kernel's packet stamp
-(client/kstamp.py), else taken right after its read. `consume` (client/body_lines.py) feeds the
-read to the stream's HTTP parser and decodes its complete SSE lines at once, at that read's time:
-the decoding is spread over the stream's life. (Decoding all of a stream's reads when it ended
-cost ~0.7 ms per stream in one go; streams that started together end together, and 30 of them
-held the loop for 20-30 ms: loop lag p99 24-31 ms at 256 streams.) A pass reads at most
+(client/kstamp.py), else taken right after its read. A TLS stream's read is `tlssock.recv`: one raw
+read, decrypted at once, all its plaintext at that read's time (nothing stays inside the SSL object,
+so the raw socket's readiness is the stream's; a read that completed no record is skipped).
+`consume` (client/body_lines.py) feeds the read to the stream's HTTP parser and decodes its
+complete SSE lines at once, at that read's time: the decoding is spread over the stream's life.
+(Decoding all of a stream's reads when it ended cost ~0.7 ms per stream in one go; streams that
+started together end together, and 30 of them held the loop for 20-30 ms: loop lag p99 24-31 ms
+at 256 streams.) A pass reads at most
 `PASS_READS` sockets, then lets the loop run its timers and other greenlets before the next:
 the ready sockets left wait one loop turn (epoll is level-triggered; the kernel's ready list
 is served in turn).
 
-A user registers its plain-TCP socket once its first token is in (before it, every read is
+A user registers its socket once its first token is in (before it, every read is
 parsed by the user itself: the first-token cap must be cancelled on time) and waits; it is
 woken when `consume` says the stream is over, when it raised (a parse error, a malformed
 chunk: kept in `Stream.error` for the user to raise) or when a read failed. An end of file
 ends the stream too (an empty read would repeat forever). A cap that stops the user's wait
 early removes the stream: the reads consumed until then are decoded, at their read times.
-Chunked and until-close bodies are read this way; a body sized by Content-Length (no SSE
-server sends one) and TLS streams are not registered (bytes can sit decrypted inside the SSL
-object without making the socket readable): they keep the per-stream read.
+Chunked and until-close bodies are read this way, over TCP or TLS; a body sized by Content-Length
+(no SSE server sends one) is not registered: it keeps the per-stream read. A TLS error mid-stream
+is the stream's failed read (`ssl.SSLError` is an OSError), never the reactor's.
 
 The epoll set is Linux's (`select.epoll`, taken from before gevent's monkey-patching); on a
 system without it the transport keeps the per-stream read (`available()` is False).
@@ -62,13 +65,20 @@ def available() -> bool:
     return _epoll is not None
 
 
+Recv = Callable[[Any, int], tuple[bytes, float]]
+"""(socket, size) -> (data, arrival time): kstamp.recv for TCP, tlssock.recv for TLS"""
+tcp_recv: Recv = kstamp.recv
+
+
 class Stream:
-    """One registered stream: its raw socket, what consumes its reads, and the user waiting for its end."""
+    """One registered stream: its socket, how it is read, what consumes its reads, the user waiting for its end."""
 
-    __slots__ = ("consume", "error", "fd", "over", "raw", "waiter")
+    __slots__ = ("consume", "error", "fd", "over", "raw", "recv", "waiter")
 
-    def __init__(self, raw: Any, consume: Callable[[float, bytes], bool]) -> None:
+    def __init__(self, raw: Any, consume: Callable[[float, bytes], bool], recv: Recv = tcp_recv) -> None:
         self.raw = raw
+        self.recv = recv
+        """reads `raw`: BlockingIOError when nothing is there"""
         self.fd: int = raw.fileno()
         self.consume = consume
         """(read time, bytes read) -> is the stream over; called by the reactor for every read"""
@@ -87,12 +97,13 @@ class Reactor:
         self._running = False
         self._greenlet: Any = None
 
-    def add(self, raw: Any, consume: Callable[[float, bytes], bool]) -> Stream:
-        """Start reading `raw` (the non-blocking socket under a gevent socket): `consume(t, data)`
-        gets every read, in order, and says when the stream is over (an empty `data`: the peer closed)."""
+    def add(self, raw: Any, consume: Callable[[float, bytes], bool], recv: Recv = tcp_recv) -> Stream:
+        """Start reading `raw` (the non-blocking socket under a gevent socket, or a tlssock.TLSSocket with
+        `tlssock.recv`): `consume(t, data)` gets every read, in order, and says when the stream is over (an
+        empty `data`: the peer closed)."""
         if self._poll is None:
             self._poll = _epoll()
-        stream = Stream(raw, consume)
+        stream = Stream(raw, consume, recv)
         try:
             self._poll.register(stream.fd, _EPOLLIN)
         except FileExistsError:  # a descriptor number reused while an old registration lingered
@@ -150,7 +161,7 @@ class Reactor:
             if stream is None:
                 continue
             try:
-                data, t = kstamp.recv(stream.raw, READ_BYTES)
+                data, t = stream.recv(stream.raw, READ_BYTES)
             except BlockingIOError:
                 continue
             except OSError as exc:

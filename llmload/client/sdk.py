@@ -20,8 +20,9 @@ request building, ~0.1-0.3 ms, which an application pays too).
 
 A 200 whose content-type is not `text/event-stream` fails as a protocol error ("not an
 SSE response") without being read as a stream. A failed connect reports the host and the
-OS reason ("cannot connect to HOST:PORT: connection refused"). TLS certificates are
-verified as the SDK does by default; `insecure=True` (--insecure) passes `verify=False`.
+OS reason ("cannot connect to HOST:PORT: connection refused"). TLS certificates and host names
+are verified against the fast transport's trust (client/cabundle.py: --ca-bundle, SSL_CERT_FILE);
+`insecure=True` (--insecure) checks neither.
 
 Connection facts come from httpcore2's `trace` extension, installed by an httpx2 request
 hook and keyed by the request's X-Request-Id: a `connection.connect_tcp` event means the
@@ -52,7 +53,7 @@ import gevent
 import httpx2
 import openai
 
-from llmload.client import resolve, startgate
+from llmload.client import cabundle, resolve, startgate
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -118,13 +119,13 @@ class ConnectTracer:
 def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 0,
                   clock: Callable[[], float] = time.perf_counter, insecure: bool = False,
                   headers: dict[str, str] | None = None, query: str = "",
-                  api_key_header: str = "") -> tuple[openai.OpenAI, ConnectTracer]:
+                  api_key_header: str = "", ca_bundle: str = "") -> tuple[openai.OpenAI, ConnectTracer]:
     """The SDK client of pool shard `shard` for this base URL / key / knobs (each built once)."""
     key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query,
-           api_key_header)
+           api_key_header, ca_bundle)
     if key not in _clients:
         tracer = ConnectTracer(clock)
-        http_client = traced_http_client(tracer, timeouts, insecure)
+        http_client = traced_http_client(tracer, timeouts, insecure, ca_bundle)
         default_headers: dict = dict(headers or {})
         if api_key_header:
             default_headers[api_key_header] = api_key  # and each request omits Authorization (stream())
@@ -139,14 +140,15 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
     return _clients[key]
 
 
-def traced_http_client(tracer: ConnectTracer, timeouts: Timeouts, insecure: bool) -> httpx2.Client:
-    """An SDK's httpx2 client: no pool caps, the attempt's timeouts, connects traced (module docstring)."""
+def traced_http_client(tracer: ConnectTracer, timeouts: Timeouts, insecure: bool, ca_bundle: str = "") -> httpx2.Client:
+    """An SDK's httpx2 client: no pool caps, the attempt's timeouts, connects traced (module docstring), TLS
+    trusting what the fast transport trusts (client/cabundle.py)."""
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     return httpx2.Client(
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
         timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
         event_hooks={"request": [tracer.on_request]},
-        verify=not insecure,
+        verify=cabundle.context(ca_bundle, insecure),
     )
 
 
@@ -160,14 +162,14 @@ class OpenAITransport:
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
                  clock: Callable[[], float] = time.perf_counter, user_index: int = 0,
                  insecure: bool = False, headers: dict[str, str] | None = None, query: str = "",
-                 api_key_header: str = "") -> None:
+                 api_key_header: str = "", ca_bundle: str = "") -> None:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
         url = urlparse(base_url)
         self.host = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
         shard = user_index // USERS_PER_CLIENT
         self.client, self.tracer = shared_client(base_url, api_key, self.timeouts, shard, clock, insecure,
-                                                 headers, query, api_key_header)
+                                                 headers, query, api_key_header, ca_bundle)
         self.auth_omitted: dict = {"Authorization": openai.omit} if api_key_header else {}
         """the SDK accepts a missing Authorization only when a request omits it explicitly"""
         self.started = False

@@ -34,13 +34,14 @@ def anthropic_base_url(base_url: str) -> str:
 
 def shared_anthropic_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int, clock: Callable[[], float],
                             insecure: bool, headers: dict[str, str] | None,
-                            query: str) -> tuple[anthropic.Anthropic, ConnectTracer]:
+                            query: str, ca_bundle: str = "") -> tuple[anthropic.Anthropic, ConnectTracer]:
     """The Anthropic client of pool shard `shard` for these knobs (each built once per process)."""
-    key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query)
+    key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query, ca_bundle)
     if key not in _clients:
         tracer = ConnectTracer(clock)
+        http_client = traced_http_client(tracer, timeouts, insecure, ca_bundle)
         client = anthropic.Anthropic(base_url=anthropic_base_url(base_url), api_key=api_key or "no-key",
-                                     max_retries=0, http_client=traced_http_client(tracer, timeouts, insecure),
+                                     max_retries=0, http_client=http_client,
                                      default_headers=dict(headers or {}) or None,
                                      default_query=dict(parse_qsl(query)) or None)
         client.platform_headers()  # filled before users start (a blocking `uname -p` otherwise: client/sdk.py)
@@ -57,7 +58,8 @@ class AnthropicTransport(OpenAITransport):
 
     def __init__(self, base_url: str, api_key: str = "", timeouts: Timeouts | None = None,
                  clock: Callable[[], float] = time.perf_counter, user_index: int = 0,
-                 insecure: bool = False, headers: dict[str, str] | None = None, query: str = "") -> None:
+                 insecure: bool = False, headers: dict[str, str] | None = None, query: str = "",
+                 ca_bundle: str = "") -> None:
         self.timeouts = timeouts or Timeouts()
         self.clock = clock
         url = urlparse(base_url)
@@ -65,7 +67,7 @@ class AnthropicTransport(OpenAITransport):
         self.client: Any
         self.client, self.tracer = shared_anthropic_client(base_url, api_key, self.timeouts,
                                                            user_index // USERS_PER_CLIENT, clock, insecure, headers,
-                                                           query)
+                                                           query, ca_bundle)
         self.auth_omitted = {}
         self.started = False
 

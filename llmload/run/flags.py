@@ -78,9 +78,6 @@ def add_options(parser: Any) -> None:
     add("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
         help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT includes the "
              "handshake each time (the connection-reuse question; connect_ms per row)")
-    add("--insecure", action="store_true", default=d.insecure, include_in_web_ui=True,
-        help="DANGEROUS: do not verify the server's TLS certificate (the API key can then be sent to an "
-             "impostor); only for a self-signed lab endpoint you trust")
     add("--run-dir", default=d.run_dir, include_in_web_ui=True,
         help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
     add("--ship", choices=SHIP_MODES, default=d.ship, include_in_web_ui=True,
@@ -92,10 +89,21 @@ def add_options(parser: Any) -> None:
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
-    for group in (add_exporter_options, add_knob_options, join_repeated_hosts, add_price_options,
+    for group in (add_tls_options, add_exporter_options, add_knob_options, join_repeated_hosts, add_price_options,
                   add_workload_options, add_agent_options):
         group(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+
+
+def add_tls_options(parser: Any) -> None:
+    """What an https target is trusted for: --insecure, --ca-bundle (client/cabundle.py)."""
+    d, add = DEFAULTS, parser.add_argument
+    add("--insecure", action="store_true", default=d.insecure, include_in_web_ui=True,
+        help="DANGEROUS: do not verify the server's TLS certificate (the API key can then be sent to an "
+             "impostor); only for a self-signed lab endpoint you trust")
+    add("--ca-bundle", default=d.ca_bundle, include_in_web_ui=True,
+        help="PEM file (or c_rehash folder) of the CA certificates to trust for https targets, e.g. a lab's own CA "
+             "(default: the system store; SSL_CERT_FILE / SSL_CERT_DIR are honoured)")
 
 
 def add_exporter_options(parser: Any) -> None:

@@ -146,7 +146,7 @@ class RunGuard:
             if (self.connect_failures >= CONNECT_FAILURES
                     or now_s - self.first_connect_failure_s >= CONNECT_WINDOW_S):
                 what = str(exc) if exc.kind == "connect" else f"cannot connect to {self.base_url}: {exc.detail}"
-                return f"{what}; check --host"
+                return what if "certificate verify failed" in what else f"{what}; check --host"
         return None
 
     def _same_4xx(self, result: StreamResult, since_first_s: float) -> str | None:

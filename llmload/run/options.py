@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from llmload.client import cabundle
 from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
@@ -54,6 +55,8 @@ class RunSettings:
     """--api-key-header: the header carrying the key instead of Authorization: Bearer"""
     insecure: bool = False
     """skip TLS certificate verification (--insecure; off by default)"""
+    ca_bundle: str = ""
+    """--ca-bundle: the CA certificates https targets are checked against ('' : the defaults, SSL_CERT_FILE)"""
     run_dir: str = ""
     """--run-dir ('' : reports/<timestamp>, run/files.py)"""
     ship: str = "rows"
@@ -174,6 +177,7 @@ def _settings(environment: Any) -> dict[str, Any]:
         "model": str(_get(parsed, "model", d.model)), "transport": str(_get(parsed, "transport", d.transport)),
         "api_key": _api_key(parsed), "api_key_header": str(_get(parsed, "api_key_header", d.api_key_header)),
         "insecure": bool(_get(parsed, "insecure", d.insecure)), "run_dir": str(_get(parsed, "run_dir", d.run_dir)),
+        "ca_bundle": str(_get(parsed, "ca_bundle", d.ca_bundle)),
         "ship": ship if ship in SHIP_MODES else d.ship, "check_slo": str(_get(parsed, "check_slo", "")),
         "empty_answer_is_error": bool(_get(parsed, "empty_answer_is_error", False)),
         "slo_profile": str(_get(parsed, "slo_profile", "") or gate_profile(str(_get(parsed, "check_slo", "")))),
@@ -242,8 +246,9 @@ def read_knobs(parsed: Any) -> dict:
             "output_len_mode": mode, "workload": _checked_spec(parsed),
             "agent": parse_agent_spec(vars(parsed) if parsed is not None else {}),
             "images": parse_images(_get(parsed, "images", ""), _get(parsed, "image_size", "")),
+            "ca_bundle": cabundle.check_path(str(_get(parsed, "ca_bundle", ""))),
         }
-    except (knobs.KnobError, WorkloadError, ImageError) as exc:
+    except (knobs.KnobError, WorkloadError, ImageError, cabundle.CABundleError) as exc:
         raise OptionError(str(exc)) from None
 
 
@@ -276,16 +281,11 @@ def read_options(environment: Any) -> RunOptions:
             targets=make_targets(bases, parse_weights(_get(parsed, "host_weights", ""), len(bases))),
             max_tokens=int(_get(parsed, "max_tokens", d.max_tokens)),
             prompt_tokens=int(_get(parsed, "prompt_tokens", d.prompt_tokens)),
-            timeouts=Timeouts(
-                connect_timeout_s=float(_get(parsed, "connect_timeout_s", d.timeouts.connect_timeout_s)),
-                first_token_timeout_s=float(_get(parsed, "first_token_timeout_s", d.timeouts.first_token_timeout_s)),
-                request_timeout_s=float(_get(parsed, "request_timeout_s", d.timeouts.request_timeout_s)),
-            ),
-            retry_policy=RetryPolicy(
-                retries=int(_get(parsed, "retries", d.retry_policy.retries)),
-                on_429=str(_get(parsed, "on_429", d.retry_policy.on_429)),
-                max_retry_wait_s=float(_get(parsed, "max_retry_wait_s", d.retry_policy.max_retry_wait_s)),
-            ),
+            timeouts=Timeouts(*(float(_get(parsed, name, getattr(d.timeouts, name))) for name in (
+                "connect_timeout_s", "first_token_timeout_s", "request_timeout_s"))),
+            retry_policy=RetryPolicy(retries=int(_get(parsed, "retries", d.retry_policy.retries)),
+                                     on_429=str(_get(parsed, "on_429", d.retry_policy.on_429)), max_retry_wait_s=float(
+                                         _get(parsed, "max_retry_wait_s", d.retry_policy.max_retry_wait_s))),
             failure_backoff=str(_get(parsed, "failure_backoff", "on")).lower() not in ("off", "false", "0"),
             server_gone_timeout_s=float(_get(parsed, "server_gone_timeout_s", d.server_gone_timeout_s)),
         )

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import ssl
 import time
 import urllib.request
 from collections.abc import Callable
@@ -33,6 +32,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import gevent
 
+from llmload.client import cabundle
+from llmload.client.errors import connect_reason
 from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
 from llmload.run import prometheus
 from llmload.run.files import without_userinfo
@@ -77,9 +78,11 @@ def metrics_url(setting: str, host: str) -> tuple[str | None, bool]:
     return value, False
 
 
-def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float = TIMEOUT_S) -> Fetch:
-    """A Fetch over urllib (cooperative under gevent's patching)."""
-    context = ssl._create_unverified_context() if insecure else None
+def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float = TIMEOUT_S,
+              ca_bundle: str = "") -> Fetch:
+    """A Fetch over urllib (cooperative under gevent's patching); https trusts what the run's requests trust
+    (client/cabundle.py: --ca-bundle, SSL_CERT_FILE; nothing checked with --insecure)."""
+    context = cabundle.context(ca_bundle, insecure)
 
     def fetch(url: str) -> tuple[int, str, str]:
         request = urllib.request.Request(url, headers=headers)
@@ -165,8 +168,11 @@ class Scraper:
                 raise ValueError(f"not Prometheus text (content-type: {content_type[:60]})")
         except (Exception, gevent.Timeout) as exc:  # any failure of the side channel is counted, not raised
             self.errors += 1
-            why = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-            self.last_error = redact(why, self.secrets)[:120]
+            reason = getattr(exc, "reason", None)
+            if isinstance(reason, BaseException) and getattr(reason, "verify_message", None):  # https not trusted
+                self.last_error = connect_reason(reason)
+            else:
+                self.last_error = redact(str(reason or exc) or type(exc).__name__, self.secrets)[:120]
             return None
         now_s = round(self.clock(), 3)
         samples = prometheus.kept_samples(text)
@@ -244,6 +250,6 @@ def start(environment: Any, run_dir: Path) -> Scrapers | None:
     scrapers = []
     for url, auto in urls:
         headers = auth if auto and api_key else {}
-        fetch = url_fetch(headers, insecure=settings.insecure)
+        fetch = url_fetch(headers, insecure=settings.insecure, ca_bundle=settings.ca_bundle)
         scrapers.append(Scraper(url, run_dir, fetch, auto, secrets=(api_key,) if headers else (), file=file))
     return Scrapers(scrapers, file).start()

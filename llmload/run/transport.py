@@ -36,13 +36,14 @@ def _one(opts: RunOptions, base_url: str, user_index: int, endpoint: str) -> Any
         from llmload.client.sdk_anthropic import AnthropicTransport
 
         sdk = AnthropicTransport(base_url, opts.api_key, opts.timeouts, user_index=user_index,
-                                 insecure=opts.insecure, headers=opts.headers, query=opts.query)
+                                 insecure=opts.insecure, headers=opts.headers, query=opts.query,
+                                 ca_bundle=opts.ca_bundle)
     elif opts.transport == "openai":
         from llmload.client.sdk import OpenAITransport
 
         sdk = OpenAITransport(base_url, opts.api_key, opts.timeouts, user_index=user_index,
                               insecure=opts.insecure, headers=opts.headers, query=opts.query,
-                              api_key_header=opts.api_key_header)
+                              api_key_header=opts.api_key_header, ca_bundle=opts.ca_bundle)
     if sdk is not None:
         sdk.warm(endpoint)  # untimed: the SDK's lazy import of the API's module
         return sdk
@@ -53,7 +54,7 @@ def _one(opts: RunOptions, base_url: str, user_index: int, endpoint: str) -> Any
         headers = {"anthropic-version": ANTHROPIC_VERSION, **headers}
         key_header = key_header or "x-api-key"
     return FastTransport(base_url, opts.api_key, opts.timeouts, insecure=opts.insecure, headers=headers,
-                         query=opts.query, api_key_header=key_header)
+                         query=opts.query, api_key_header=key_header, ca_bundle=opts.ca_bundle)
 
 
 SERVED_KEPT = 64

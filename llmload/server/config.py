@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
+import ssl
 from dataclasses import dataclass
 
 
@@ -117,6 +119,10 @@ class ServerConfig:
     """CSV file of the true per-request times"""
     request_log: str | None = None
     """JSONL file of every request received: path, query, headers (keys masked), JSON body"""
+    tls_cert: str | None = None
+    """PEM certificate (chain) to serve https with, together with --tls-key; unset: plain http"""
+    tls_key: str | None = None
+    """PEM private key of --tls-cert"""
     use_uvloop: bool = True
     exit_with_parent: bool = False
     """exit when the process that started the server goes away"""
@@ -246,6 +252,26 @@ def validate(cfg: ServerConfig) -> None:
             raise ConfigError(f"{_flag(f.name)} must be a probability in [0, 1], got {getattr(cfg, f.name)}")
     if not 0 <= cfg.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {cfg.port}")
+    if cfg.tls_cert or cfg.tls_key:
+        tls_context(cfg)
+
+
+def tls_context(cfg: ServerConfig) -> ssl.SSLContext | None:
+    """The server's TLS context from --tls-cert/--tls-key (None: plain http); ConfigError saying what to fix."""
+    if not cfg.tls_cert and not cfg.tls_key:
+        return None
+    if not (cfg.tls_cert and cfg.tls_key):
+        raise ConfigError("--tls-cert and --tls-key go together: give both PEM files to serve https")
+    for flag, path in (("--tls-cert", cfg.tls_cert), ("--tls-key", cfg.tls_key)):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{flag} {path}: no such file")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cfg.tls_cert, cfg.tls_key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"--tls-cert {cfg.tls_cert} / --tls-key {cfg.tls_key}: not a PEM certificate and its "
+                          f"key ({getattr(exc, 'reason', None) or exc})") from None
+    return context
 
 
 def retry_styles(cfg: ServerConfig) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """Run the embedded server: event loop, listening socket, signals, housekeeping.
 
 The server prints exactly one line on stdout once it listens
-(`llmload-server listening on http://HOST:PORT`), so a parent that asked for port 0 learns
+(`llmload-server listening on http://HOST:PORT`, https with --tls-cert/--tls-key: asyncio's
+TLS transport under the same protocol), so a parent that asked for port 0 learns
 the port; everything else goes to stderr. SIGTERM/SIGINT stop it cleanly (truth log
 flushed). With `--exit-with-parent` it also stops when the process that started it dies,
 so a killed test run leaves no server behind.
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Callable
 
 from llmload.server.app import App
-from llmload.server.config import ServerConfig
+from llmload.server.config import ServerConfig, tls_context
 
 READY_PREFIX = "llmload-server listening on "
 
@@ -36,7 +37,9 @@ def new_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
 async def serve(cfg: ServerConfig, ready: Callable[[int, asyncio.Event], object] | None = None) -> None:
     loop = asyncio.get_running_loop()
     app = App(cfg, loop)
-    server = await loop.create_server(app.protocol, cfg.host, cfg.port, backlog=4096, reuse_address=True)
+    context = tls_context(cfg)
+    server = await loop.create_server(app.protocol, cfg.host, cfg.port, backlog=4096, reuse_address=True,
+                                      ssl=context)
     port = server.sockets[0].getsockname()[1]
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -61,7 +64,7 @@ async def serve(cfg: ServerConfig, ready: Callable[[int, asyncio.Event], object]
     if ready is not None:
         ready(port, stop)
     else:
-        print(f"{READY_PREFIX}http://{cfg.host}:{port}", flush=True)
+        print(f"{READY_PREFIX}{'https' if context else 'http'}://{cfg.host}:{port}", flush=True)
     try:
         await stop.wait()
     finally:

@@ -23,7 +23,7 @@ from llmload.shaping.flags import add_shape_arguments
 
 TARGET = ("model", "api_key", "transport", "api", "endpoint", "rerank_documents", "connect_timeout_s",
           "first_token_timeout_s", "request_timeout_s", "retries", "on_429", "max_retry_wait_s", "failure_backoff",
-          "server_gone_timeout_s", "insecure", "host_weights")
+          "server_gone_timeout_s", "insecure", "ca_bundle", "host_weights")
 SLO = ("slo_profile",)
 RUN = ("run_dir", "embedded_server_args")
 SHARED = ("warmup_seconds",)

@@ -122,6 +122,9 @@ def test_geventhttpclient_private_names_exist():
     pool_source = inspect.getsource(type(pool))
     assert "self._resolve()" in pool_source and "self._is_socket_alive(sock)" in pool_source
     assert "self._create_tcp_socket(" in pool_source
+    ssl_pool = HTTPClient("127.0.0.1", port=9, ssl=True, concurrency=1)._connection_pool
+    assert "sock = self._connect_socket(sock, sock_info[-1])" in inspect.getsource(type(ssl_pool).__mro__[1])
+    assert callable(ssl_pool._connect_socket)  # replaced for https (client/tlssock.py's handshake)
     assert ghc_compat.has_kept_connection(client) is False  # the start gate reads the pool's queue
     pool._socket_queue.put(object())
     assert ghc_compat.has_kept_connection(client) is True

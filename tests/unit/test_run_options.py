@@ -30,7 +30,7 @@ def test_the_flags_default_to_the_typed_defaults(monkeypatch):
     options = parsed()
     for name in ("model", "max_tokens", "prompt_tokens", "transport", "endpoint", "insecure", "run_dir", "ship",
                  "slo_profile", "server_metrics", "api_key_header", "stream", "output_len_mode",
-                 "empty_answer_is_error"):
+                 "empty_answer_is_error", "ca_bundle"):
         assert getattr(options, name) == getattr(DEFAULTS, name), name
     assert options.retries == DEFAULTS.retry_policy.retries and options.on_429 == DEFAULTS.retry_policy.on_429
     assert options.request_timeout_s == DEFAULTS.timeouts.request_timeout_s
@@ -53,6 +53,16 @@ def test_read_options_checks_what_the_requests_carry():
     assert [f.name for f in fields(RunSettings)] == [f.name for f in fields(opts)][:len(fields(RunSettings))]
     with pytest.raises(OptionError, match="--max-tokens must be >= 1"):
         read_options(environment(parsed("--max-tokens", "0"), host="http://127.0.0.1:9"))
+
+
+def test_a_ca_bundle_is_read_and_a_bad_one_is_one_line(tmp_path):
+    missing = tmp_path / "missing.pem"
+    with pytest.raises(OptionError, match=r"^--ca-bundle .*missing.pem: no such file or folder; give a PEM file"):
+        read_options(environment(parsed("--ca-bundle", str(missing)), host="https://127.0.0.1:9"))
+    folder = tmp_path / "certs"  # a c_rehash folder: loaded lazily by OpenSSL, so taken as it is
+    folder.mkdir()
+    assert read_options(environment(parsed("--ca-bundle", str(folder)), host="https://127.0.0.1:9")).ca_bundle == str(
+        folder)
 
 
 def test_the_prometheus_endpoint_is_off_by_default_on_loopback_when_given():

@@ -84,6 +84,9 @@ def test_structured_detection_and_deterministic_text():
     (["--fault-500-prob", "1.5"], "--fault-500-prob must be a probability"),
     (["--queue-full-status", "418"], "--queue-full-status must be 429 or 503"),
     (["--decode-ms-per-token", "-1"], "--decode-ms-per-token must be >= 0"),
+    (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+    (["--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"], r"/nonexistent/c.pem: no such file"),
+    (["--tls-cert", __file__, "--tls-key", __file__], "not a PEM certificate and its key"),
 ])
 def test_bad_configuration_says_what_to_fix(argv, fragment):
     with pytest.raises(ConfigError, match=fragment):
