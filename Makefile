@@ -39,12 +39,16 @@ test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what C
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	@# the browser tests first, alone (they judge live tiers in a real browser: CPU contention moves their verdicts);
-	@# then the unit tests (CPU-bound, no sockets) beside the integration tests (mostly waiting on servers and
-	@# tiers), at the lowest priority so they only take idle CPU; the unit tests' output after the rest
+	@# then the unit tests (CPU-bound, no sockets) at the lowest priority, so they only take idle CPU, beside the
+	@# integration tests in two shares of whole modules (mostly waiting on servers and tiers: tests/conftest.py);
+	@# the second share's and the unit tests' output after the first share's
 	$(BIN)/python -m pytest -q tests/browser
 	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit > $(VENV)/unit-tests.log 2>&1 & unit=$$!; \
-	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser; rest=$$?; \
-	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || units ))
+	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 2/2 \
+	  > $(VENV)/shard-tests.log 2>&1 & shard=$$!; \
+	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser --shard 1/2; rest=$$?; \
+	wait $$shard; shards=$$?; echo "--- integration, second share:"; cat $(VENV)/shard-tests.log; \
+	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || shards || units ))
 
 test-fast: $(STAMP) decoder ## unit tests only (no sockets)
 	$(BIN)/python -m pytest -q tests/unit
