@@ -53,6 +53,7 @@ def test_its_report_names_e2e_latency_and_says_once_that_there_is_no_first_token
     md = (copy / "report.md").read_text()
     assert md.count("TTFT") == 1 and md.count("TPOT") == 1 and md.count("ITL") == 1, "said once, in the note"
     assert latency.NOT_STREAMED.capitalize() in md
+    assert " load on the embeddings API against " in md.splitlines()[2]
     assert "tok/s" not in md and not re.search(r"\bnan\b", md, re.IGNORECASE)
     assert "under the embeddings SLO (p95 e2e latency <= 300 ms, errors <= 1%, 429s <= 1%): between 8 and 16" in md
     assert "16 users miss it (p95 e2e latency" in md
@@ -125,3 +126,4 @@ def test_the_tiers_and_knee_commands_name_e2e_latency(capsys):
 def test_watch_takes_e2e_latency_and_the_profiles_bound(capsys):
     assert main(["watch", str(RUN), "--window-s", "10", "--fail-on-breach"]) == 1  # 16 users: p99 e2e > 300 ms
     assert capsys.readouterr().out.startswith("SLA watch: p99 E2E per 10 s window against 300 ms (embeddings profile)")
+

@@ -53,11 +53,24 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
     ]
 
 
+OTHER_APIS = ("completions", "embeddings", "responses", "messages", "rerank")
+"""samples.csv `endpoint` values named in the report's first line (chat, the default, is not)"""
+
+
+def _api_phrase(a: Analysis) -> str:
+    """' on the embeddings API' when the samples spoke another API than chat, else ''."""
+    column = a.run.samples.get("endpoint")
+    apis = sorted({str(e) for e in column.dropna().unique()} & set(OTHER_APIS)) if column is not None else []
+    if not apis:
+        return ""
+    return f" on the {' and '.join(apis)} API" + ("s" if len(apis) > 1 else "")
+
+
 def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
     info = a.run.info
     out: list[Block] = [
         Heading(f"Load test report: {a.run.name}", 1),
-        Para(f"{info.get('scenario', 'LLM')} load against {info.get('host', 'an unknown host')} "
+        Para(f"{info.get('scenario', 'LLM')} load{_api_phrase(a)} against {info.get('host', 'an unknown host')} "
              f"(model {info.get('model', 'unknown')}), "
              + traffic.story(_load_story(a), a.run, [int(t) for t in a.table["tier"]]) + " " + _source(a),
              lead="" if a.run.per_request else "From histograms."),
