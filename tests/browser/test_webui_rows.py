@@ -53,7 +53,7 @@ def test_warm_up_row_and_stats_reset_since_the_tier_began():
 
 def test_tab_rows_follow_the_environments_timeline():
     env = SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}, start_time=0.0), runner=None, host=None,
-                          parsed_options=None)
+                          parsed_options=None, user_classes=[])
     record = run_state(env).timeline.begin_tier(Tier(tier=1, start_s=10.0, warmup_s=0.0, target_users=2), snap())
     record.at_warm, record.warm_s = snap(), 10.0
     assert [r["tier"] for r in LLMTab(env).rows(now_s=20.0)] == ["1"]
