@@ -54,6 +54,7 @@ def test_its_report_names_e2e_latency_and_says_once_that_there_is_no_first_token
     assert md.count("TTFT") == 1 and md.count("TPOT") == 1 and md.count("ITL") == 1, "said once, in the note"
     assert latency.NOT_STREAMED.capitalize() in md
     assert " load on the embeddings API against " in md.splitlines()[2]
+    assert "output tokens/s" not in md, "no figure names a token rate the answers do not have"
     assert "tok/s" not in md and not re.search(r"\bnan\b", md, re.IGNORECASE)
     assert "under the embeddings SLO (p95 e2e latency <= 300 ms, errors <= 1%, 429s <= 1%): between 8 and 16" in md
     assert "16 users miss it (p95 e2e latency" in md
@@ -127,3 +128,14 @@ def test_watch_takes_e2e_latency_and_the_profiles_bound(capsys):
     assert main(["watch", str(RUN), "--window-s", "10", "--fail-on-breach"]) == 1  # 16 users: p99 e2e > 300 ms
     assert capsys.readouterr().out.startswith("SLA watch: p99 E2E per 10 s window against 300 ms (embeddings profile)")
 
+
+
+def test_the_throughput_figure_draws_no_token_axis_without_output_tokens(report):
+    from matplotlib.figure import Figure
+
+    from llmload.analysis.report import plots
+
+    for tokens, axes in ((0.0, 1), (50.0, 2)):
+        fig = Figure()
+        plots.plot_throughput(fig.add_subplot(), report.table.assign(out_tok_s=tokens))
+        assert len(fig.axes) == axes

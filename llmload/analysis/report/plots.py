@@ -68,6 +68,10 @@ def plot_throughput(ax: Axes, table: pd.DataFrame, fit: QueueFit | None = None,
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("successful requests/s")
     ax.set_ylim(bottom=0)
+    if not table["out_tok_s"].fillna(0).gt(0).any():  # no output tokens (embeddings, rerank): no token axis
+        ax.legend(fontsize=8, loc="upper left")
+        ax.set_title("Throughput by load")
+        return
     tok = ax.twinx()
     tok.plot(table["load"], table["out_tok_s"], marker="s", markersize=4, linestyle=":", color=COLORS["tok"],
              alpha=0.8, label="output tok/s (right axis)")
@@ -167,10 +171,12 @@ def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = N
                    label="users (Locust)")
     else:
         right.step(x, series["users"], where="post", color=COLORS["model"], label="users")
+    tokens = series["out_tok_s"].fillna(0).gt(0).any()  # none for answers with no output (embeddings, rerank)
     scale = float(series["users"].max() or 1.0) / max(float(series["out_tok_s"].max() or 1.0), 1e-9)
-    right.plot(x, series["out_tok_s"] * scale, color=COLORS["tok"], alpha=0.7,
-               label=f"output tok/s (x{scale:.2g}, on the users axis)")
-    right.set_ylabel("users; output tok/s scaled")
+    if tokens:
+        right.plot(x, series["out_tok_s"] * scale, color=COLORS["tok"], alpha=0.7,
+                   label=f"output tok/s (x{scale:.2g}, on the users axis)")
+    right.set_ylabel("users; output tok/s scaled" if tokens else "users")
     right.set_ylim(bottom=0)
     handles, labels = [], []
     for axis in (ax, right):

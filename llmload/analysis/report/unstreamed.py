@@ -78,6 +78,8 @@ def knee_rows(table: pd.DataFrame) -> Rows:
 
 WORDS = (("Time to first token", "End-to-end latency"), ("time to first token", "end-to-end latency"),
          ("TTFT growth not explained by slower batches", "e2e latency growth over the lowest tier's"),
+         ("Successful requests/s and output tokens/s per tier", "Successful requests/s per tier"),
+         ("users and output tokens/s scaled to the users axis (right axis)", "users (right axis)"),
          ("TTFT", "e2e latency"))
 """how a figure's caption and labels name the latency of answers with no first token"""
 
