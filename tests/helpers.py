@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -150,3 +151,17 @@ def in_process_cluster(make_env: Any, tmp_path: Path, workers: int = 2) -> tuple
         out.append((env, worker))
     return master_env, master, out
 
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on `host` now (bound to port 0 and released)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def processes_port_args() -> list[str]:
+    """`locust --processes N` binds its master on Locust's default port 5557 and forks workers that join it
+    there: two such runs at once (the two shares of `make test`) would share one master. A free port each."""
+    port = str(free_port())
+    return ["--master-bind-port", port, "--master-port", port]

@@ -17,7 +17,7 @@ from locust.event import Events
 from llmload.contract import SAMPLE_COLUMNS
 from llmload.run import locust_compat
 from llmload.sink.rows import RowSink
-from tests.helpers import read_csv
+from tests.helpers import processes_port_args, read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -29,6 +29,7 @@ def test_processes_run_one_per_core_keeps_in_flight_rows_and_counts_workers(tmp_
     run_dir = tmp_path / "run"
     load = subprocess.run(
         [sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless", "--processes", "-1",
+         *processes_port_args(),
          "--host", server.url, "--tiers", "4", "--tier-seconds", "3", "--warmup-seconds", "1",
          "--max-tokens", "40", "--prompt-tokens", "16", "--run-dir", str(run_dir),
          "--csv", str(run_dir / "locust")],

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,18 +21,12 @@ from pathlib import Path
 import pytest
 
 from llmload.server.launch import EmbeddedServer
-from tests.helpers import read_csv
+from tests.helpers import free_port, read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 RUN_LIMIT_S = 60.0
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 class Cluster:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import read_csv
+from tests.helpers import processes_port_args, read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -49,6 +49,7 @@ def test_open_loop_rate_is_split_over_worker_processes(tmp_path, embedded_server
     run_dir = tmp_path / "run"
     load = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--processes", "2",
+         *processes_port_args(),
          "--host", server.url, "--rate-tiers", "10,20", "--tier-seconds", "3", "--warmup-seconds", "1",
          "--arrival", "constant", "--run-dir", str(run_dir), "--max-tokens", "8", "--only-summary"],
         cwd=ROOT, capture_output=True, text=True, timeout=90,

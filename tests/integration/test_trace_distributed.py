@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from llmload.workload.trace import worker_records
-from tests.helpers import read_csv
+from tests.helpers import processes_port_args, read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -42,6 +42,7 @@ def test_two_workers_send_each_record_once_and_a_session_from_one_worker(tmp_pat
     run_dir = tmp_path / "run"
     load = subprocess.run(
         [sys.executable, "-m", "locust", "-f", "scenarios/trace_replay.py", "--headless", "--processes", "2",
+         *processes_port_args(),
          "--host", server.url, "--trace", str(tmp_path / "trace.jsonl"), "--trace-speeds", "1,2",
          "--trace-drain-s", "0.3", "--run-dir", str(run_dir), "--only-summary"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
