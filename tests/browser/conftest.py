@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -72,12 +73,6 @@ def pytest_runtest_setup(item):
     """LLMLOAD_REQUIRE_BROWSER=1 and no Chromium: an error before any fixture starts a process."""
     if item.get_closest_marker("browser") and chromium_path() is None and browser_required():
         pytest.fail(f"{REQUIRE_ENV}=1 but {missing_browser_reason()}", pytrace=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop_process(proc: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> None:

@@ -22,7 +22,7 @@ from llmload.run.listeners import install
 from llmload.shapes import StepShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser
-from tests.helpers import in_process_cluster, read_csv
+from tests.helpers import free_port, in_process_cluster, read_csv
 
 pytestmark = pytest.mark.integration
 HISTOGRAM_COLUMNS = {"llmload_ttft_seconds": "ttft_ms", "llmload_itl_seconds": "itl_mean_ms",
@@ -36,12 +36,6 @@ class Chat(ChatUser):
 
 class Shape(StepShape):
     progress_every_s = None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_env(url: str, run_dir, port: int, extra: tuple[str, ...] = (), shape: bool = False) -> Environment:
