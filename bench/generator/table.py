@@ -13,11 +13,12 @@ RATIO_CLIENT = "llmload / reference"
 RATIOS = ((RATIO_CLIENT, "llmload", "reference"), ("llmload-https / llmload", "llmload-https", "llmload"))
 """(ratio row's client, numerator client, denominator client)"""
 RATIO_COLUMNS = ("ttft_err_p50_ms", "ttft_err_p99_ms", "warm_ttft_err_p50_ms", "warm_ttft_err_p99_ms",
-                 "cpu_us_per_chunk", "cpu_us_per_chunk_total", "loop_lag_p99_ms", "sleep_lag_p99_ms")
+                 "delivered_tok_s", "cpu_us_per_chunk", "cpu_us_per_chunk_total", "loop_lag_p99_ms", "sleep_lag_p99_ms")
 COLUMNS = (
     ("streams", "streams"), ("client", "client"), ("requests", "requests"),
     ("ttft_err_p50_ms", "TTFT err p50 ms"), ("ttft_err_p99_ms", "p99 ms"),
     ("warm_ttft_err_p50_ms", "after warm-up p50 ms"), ("warm_ttft_err_p99_ms", "p99 ms"),
+    ("tpot_err_p50_ms", "TPOT err p50 ms"), ("delivered_tok_s", "delivered tok/s"),
     ("cpu_us_per_chunk", "CPU µs/chunk"), ("cpu_us_per_chunk_total", "incl. start-up"),
     ("cpu_percent", "client CPU %"), ("loop_lag_p99_ms", "loop lag p99 ms"),
     ("sleep_lag_p99_ms", "sleep lag p99 ms"), ("server_late_p99_ms", "server late p99 ms"),

@@ -21,6 +21,9 @@ Figures per run (definitions in docs/benchmarks.md):
   the truth log answered; it includes the loopback send time (the client stamps t0 before
   writing, the server its arrival after reading). p50/p99 over the whole run and over requests
   arriving 10 s or more after the run's first arrival (after the warm-up);
+- TPOT error p50 (the ITL error): per answer, the client's (e2e - TTFT) / (tokens - 1) minus the
+  server's (last byte - first byte) / (tokens - 1) (the exact server writes one token per ITL);
+  delivered tok/s: the tokens of the completed answers over the load window (the server's pace);
 - CPU µs per chunk: the client process's CPU (user + system, /proc/PID/stat, every 0.1 s) over the
   load window (first arrival to last completed answer in the truth log) / text chunks of its
   completed requests (output tokens summed from its samples; one token per chunk); also the
@@ -129,7 +132,7 @@ def llmload_command(url: str, streams: int, seconds: float, work: Path, pure: bo
 
 def llmload_samples(work: Path) -> list[dict]:
     with open(work / "run" / "samples.csv", newline="") as f:
-        return [{"request_id": r["request_id"], "ttft_ms": _float(r["ttft_ms"]),
+        return [{"request_id": r["request_id"], "ttft_ms": _float(r["ttft_ms"]), "e2e_ms": _float(r["e2e_ms"]),
                  "chunks": int(float(r["output_tokens_client"] or r["output_tokens"] or 0)),
                  "loop_lag_ms": _float(r["loop_lag_ms"]), "ok": not r["error"]} for r in csv.DictReader(f)]
 
@@ -236,6 +239,20 @@ def _window(matched: list[tuple[dict, dict]]) -> tuple[float, float]:
     return min(t["arrival_s"] for _, t in matched), max(t["last_byte_s"] for _, t in matched)
 
 
+def tpot_errors_ms(matched: list[tuple[dict, dict]]) -> list[float]:
+    """Per answer of 2+ tokens: the client's TPOT ((e2e - ttft) / (tokens - 1)) minus the server's own
+    ((last byte - first byte) / (tokens - 1)); the exact server writes every token at its own ITL, so this
+    is the client's ITL error averaged over the answer. Clients that log no e2e give none."""
+    errors = []
+    for s, t in matched:
+        tokens, e2e_ms = t["output_tokens"], s.get("e2e_ms")
+        if e2e_ms is None or tokens < 2 or "last_byte_s" not in t:
+            continue
+        client_ms = (e2e_ms - s["ttft_ms"]) / (tokens - 1)
+        errors.append(client_ms - (t["last_byte_s"] - t["first_byte_s"]) * 1000 / (tokens - 1))
+    return errors
+
+
 def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched: dict,
               sleeps: list[tuple[float, float]] | None = None) -> dict:
     """A run's row: TTFT error vs truth, CPU per chunk, loop lag, server and machine figures."""
@@ -260,13 +277,17 @@ def summarize(name: str, streams: int, samples: list[dict], truth: dict, watched
     late = [(t["first_byte_s"] - t["first_byte_due_s"]) * 1000 for _, t in matched if "first_byte_due_s" in t]
     err_p50, err_p99, err_max = pcts(errors)
     warm_p50, warm_p99, _ = pcts(warm)
+    tpot = sorted(tpot_errors_ms(matched))
+    tpot_p50 = round(percentile(tpot, 50), 3) + 0.0 if tpot else None  # + 0.0: no "-0"
+    tpot_p99 = round(percentile(tpot, 99), 3) + 0.0 if tpot else None
     return {
         "client": name, "streams": streams, "requests": len(matched), "failures": len(samples) - len(ok),
         "unmatched": len(ok) - len(matched), "returncode": watched["returncode"],
         "ttft_err_p50_ms": err_p50, "ttft_err_p99_ms": err_p99, "ttft_err_max_ms": err_max,
         "ttft_err_min_ms": round(min(errors), 2),
         "warm_requests": len(warm), "warm_ttft_err_p50_ms": warm_p50, "warm_ttft_err_p99_ms": warm_p99,
-        "chunks": chunks, "window_s": round(wall_s, 2),
+        "tpot_err_p50_ms": tpot_p50, "tpot_err_p99_ms": tpot_p99,
+        "chunks": chunks, "window_s": round(wall_s, 2), "delivered_tok_s": round(chunks / wall_s),
         "cpu_us_per_chunk": round(cpu_s / max(1, chunks) * 1e6, 1),
         "cpu_us_per_chunk_total": round(watched["total_cpu_s"] / max(1, chunks) * 1e6, 1),
         "cpu_percent": round(100 * cpu_s / wall_s, 1), "total_cpu_s": round(watched["total_cpu_s"], 2),
@@ -350,6 +371,8 @@ def report(result: dict) -> str:
         f"{host.get('calibration_ms_at_end', '-')} ms at the end.\n\n"
         f"TTFT error = client ttft_ms - (truth first_byte_s - arrival_s) x 1000 (includes the loopback send "
         f"time); 'after warm-up': requests arriving {result['warmup_s']:g} s or more after the run's first. "
+        f"TPOT err: per answer, client (e2e - TTFT) / (tokens - 1) - server (last - first byte) / (tokens - 1) "
+        f"(the ITL error; '-': the client logs no e2e). Delivered tok/s: completed answers' tokens / load window. "
         f"CPU µs/chunk: the client process's CPU in the load window / text chunks of its completed requests; "
         f"'incl. start-up': its whole life (imports, spawning, shutdown) / the same chunks. Ratio rows: llmload / "
         f"reference of the same column.\n\n" + to_markdown(result["rows"])

@@ -14,7 +14,7 @@ import pytest
 
 from bench.generator.common import read_truth, truth_ttft_ms
 from bench.generator.table import RATIO_CLIENT, to_markdown, with_ratios
-from bench.generator.unpinned import SERVER_ARGS, llmload_command, read_lags
+from bench.generator.unpinned import SERVER_ARGS, llmload_command, llmload_samples, read_lags, tpot_errors_ms
 from llmload.server.launch import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +62,9 @@ def test_llmload_as_the_bench_runs_it_keeps_every_sleep_of_its_health_monitor(tm
     truth = read_truth(truth_path)
     assert len(truth) >= 4  # the default user ran
     _assert_sleeps_cover(read_lags(tmp_path), truth, seconds=4)
+    matched = [(s, truth[s["request_id"]]) for s in llmload_samples(tmp_path) if s["ok"] and s["request_id"] in truth]
+    errors = tpot_errors_ms(matched)
+    assert len(errors) >= 4 and all(abs(e) < 2.0 for e in errors)  # kernel-dated reads: the server's own pace
 
 
 def test_table_puts_llmload_over_reference_ratios_after_each_stream_count():
