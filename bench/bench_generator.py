@@ -5,7 +5,7 @@
     python -m bench generator --no-peers                   # without AIPerf / guidellm rows
     python -m bench generator --pinned [fast:256 ...]      # pinned: server and generator on cores of their own
     python -m bench generator --scaling [--streams 128]    # scaling: 1 process x C vs --processes 2 x 2C
-    python -m bench generator --ladder [--streams 256] [--rounds 3]  # CPU per chunk, layer by layer
+    python -m bench generator --ladder [--streams 256] [--rounds 3] [--rungs llmload,https]  # CPU per chunk, by layer
 
 Unpinned (generator/unpinned.py): llmload run by `locust` as a user runs it, beside a bare
 reference client (reference_client.py) and peer tools, against the embedded server; writes
@@ -13,7 +13,7 @@ generator_unpinned.json / .md. Scaling (generator/scaling.py): one llmload proce
 `--processes 2` with twice the streams; writes generator_scaling.json / .md. Pinned
 (generator/pinned.py): one Locust process per transport and user count on a core of its own;
 writes generator.json / .md. Ladder (generator/ladder.py): a bare gevent reader, llmload's
-reactor reading, the reactor decoding, and llmload, in turn; writes generator_ladder.json / .md.
+reactor reading, the reactor decoding, llmload, and llmload over https, in turn; writes generator_ladder.json / .md.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ladder", action="store_true",
                         help="the CPU ladder: gevent floor, reactor, reactor + decode, llmload (--streams: one, 256)")
     parser.add_argument("--rounds", type=int, default=None, help="ladder: times each rung runs (default 3)")
+    parser.add_argument("--rungs", default="", help="ladder: only these rungs, comma-separated (gevent, reactor, "
+                                                    "decode, llmload, https)")
     parser.add_argument("--seconds", type=float, default=None, help="unpinned: seconds per run (default 25)")
     parser.add_argument("--streams", default=None, help="unpinned: stream counts, comma-separated (16,64,256,512)")
     parser.add_argument("--no-peers", action="store_true", help="unpinned: leave out AIPerf and guidellm")
@@ -50,8 +52,12 @@ def main(results_dir: Path, argv: list[str] | None = None) -> None:
     if args.ladder:
         from bench.generator import ladder
 
+        rungs = tuple(name.strip() for name in args.rungs.split(",") if name.strip()) or ladder.RUNGS
+        unknown = sorted(set(rungs) - set(ladder.RUNGS))
+        if unknown:
+            raise SystemExit(f"--rungs: unknown {', '.join(unknown)}; the rungs are {', '.join(ladder.RUNGS)}")
         ladder.run_ladder(Path(results_dir), int(args.streams.split(",")[0]) if args.streams else ladder.STREAMS,
-                          args.seconds or ladder.SECONDS, args.rounds or ladder.ROUNDS)
+                          args.seconds or ladder.SECONDS, args.rounds or ladder.ROUNDS, rungs=rungs)
         return
     if args.scaling:
         from bench.generator import scaling

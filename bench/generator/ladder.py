@@ -12,7 +12,10 @@ then one token per chunk every 10 ms, 100 tokens), nothing pinned:
 3. `decode`: `--reader decode`, the reactor's reads also decoded as llmload decodes them (HTTP parser,
    SSE lines, orjson, chunk fields, timing points);
 4. `llmload`: `locust -f locustfile.py --headless ...` as a user runs it (requests built and sent by
-   the fast transport, the first token read by the user, Locust's events, samples.csv, health).
+   the fast transport, the first token read by the user, Locust's events, samples.csv, health);
+5. `https`: the same over `https://` (the server with `--tls-cert/--tls-key`, a throw-away self-signed
+   certificate trusted through `SSL_CERT_FILE`): what TLS adds. Its ratio to `llmload` is the
+   https-over-plain CPU figure, measured alternating with it (a single pair of runs drifts with the machine).
 
 The rungs run in turn, `rounds` times (a shared machine drifts: alternating spreads the drift over
 every rung). CPU µs per chunk of a run: the client's CPU (/proc, common.CpuSampler) from WARM_S after its
@@ -32,10 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.generator.common import REPO, CpuSampler, calibration_ms, machine_facts, read_truth
+from bench.generator.common import REPO, CpuSampler, calibration_ms, machine_facts, read_truth, self_signed
 from bench.generator.unpinned import MAX_TOKENS, POLL_S, SERVER_ARGS, code_state, code_text
 
-RUNGS = ("gevent", "reactor", "decode", "llmload")
+RUNGS = ("gevent", "reactor", "decode", "llmload", "https")
 STREAMS = 256
 SECONDS = 22.0
 ROUNDS = 3
@@ -47,9 +50,10 @@ GRACE_S = 60.0
 
 
 def command(rung: str, port: int, streams: int, seconds: float, work: Path) -> list[str]:
-    if rung == "llmload":
+    if rung in ("llmload", "https"):
+        scheme = "https" if rung == "https" else "http"
         return [str(Path(sys.executable).parent / "locust"), "-f", "locustfile.py", "--headless", "-u", str(streams),
-                "-r", str(streams), "-t", f"{seconds:g}s", "--host", f"http://127.0.0.1:{port}/v1",
+                "-r", str(streams), "-t", f"{seconds:g}s", "--host", f"{scheme}://127.0.0.1:{port}/v1",
                 "--max-tokens", str(MAX_TOKENS), "--run-dir", str(work / "run")]
     return [sys.executable, "bench/gevent_floor.py", "--port", str(port), "--streams", str(streams),
             "--seconds", f"{seconds:g}", "--max-tokens", str(MAX_TOKENS), "--reader", rung]
@@ -77,11 +81,17 @@ def run_one(rung: str, streams: int, seconds: float, work: Path, warm_s: float =
 
     work.mkdir(parents=True, exist_ok=True)
     truth_path = work / "truth.csv"
-    with EmbeddedServer([*SERVER_ARGS, "--truth-log", str(truth_path)]) as server, \
-            open(work / "client.log", "w") as log:
+    server_args, env = [*SERVER_ARGS, "--truth-log", str(truth_path)], dict(os.environ)
+    if rung == "https":
+        pair = self_signed(work)
+        if pair is None:
+            return {"rung": rung, "streams": streams, "skipped": ["no openssl command for a certificate"]}
+        server_args += ["--tls-cert", str(pair[0]), "--tls-key", str(pair[1])]
+        env["SSL_CERT_FILE"] = str(pair[0])
+    with EmbeddedServer(server_args) as server, open(work / "client.log", "w") as log:
         started = time.perf_counter()
         proc = subprocess.Popen(command(rung, server.port, streams, seconds, work), cwd=REPO, stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, env=env)
         sampler = CpuSampler({"client": proc.pid})
         try:
             while proc.poll() is None and time.perf_counter() < started + seconds + GRACE_S:
@@ -121,6 +131,24 @@ def summarize(runs: list[dict]) -> list[dict]:
     return table
 
 
+def https_ratios(runs: list[dict]) -> list[float]:
+    """Each round's https CPU per chunk over its llmload (plain) one, for rounds that measured both."""
+    by_round: dict[int, dict[str, float]] = {}
+    for run in runs:
+        if "cpu_us_per_chunk" in run:
+            by_round.setdefault(run.get("round", 0), {})[run["rung"]] = run["cpu_us_per_chunk"]
+    return [round(r["https"] / r["llmload"], 2) for _, r in sorted(by_round.items()) if "https" in r and "llmload" in r]
+
+
+def https_line(runs: list[dict]) -> str:
+    ratios = https_ratios(runs)
+    if not ratios:
+        return ""
+    spread = f" (each round's: {', '.join(f'{r:g}' for r in ratios)})" if len(ratios) > 1 else ""
+    return (f"\nhttps / plain (the `https` rung over `llmload` of the same round, median): "
+            f"{round(statistics.median(ratios), 2):g}x{spread}.\n")
+
+
 def to_markdown(table: list[dict]) -> str:
     def cell(value: object) -> str:
         return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
@@ -136,7 +164,8 @@ def to_markdown(table: list[dict]) -> str:
 
 def run_ladder(results_dir: Path, streams: int = STREAMS, seconds: float = SECONDS, rounds: int = ROUNDS,
                warm_s: float = WARM_S, cool_s: float = COOL_S, rungs: tuple[str, ...] = RUNGS) -> dict:
-    """Every rung (of `rungs`), `rounds` times in turn; writes generator_ladder.json / .md; returns the result."""
+    """Every rung (of `rungs`), `rounds` times in turn; writes generator_ladder.json / .md (only some rungs:
+    generator_ladder_<rungs>.json / .md); returns the result."""
     if seconds != int(seconds):
         raise SystemExit(f"--seconds must be whole seconds (Locust's --run-time), got {seconds:g}")
     if seconds <= warm_s + cool_s:
@@ -158,8 +187,9 @@ def run_ladder(results_dir: Path, streams: int = STREAMS, seconds: float = SECON
               "machine": host, "code_at_start": code_at_start, "code_at_end": code_state(),
               "when": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": runs, "table": summarize(runs)}
     results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / "generator_ladder.json").write_text(json.dumps(result, indent=2) + "\n")
-    (results_dir / "generator_ladder.md").write_text(report(result))
+    stem = "generator_ladder" if tuple(rungs) == RUNGS else "generator_ladder_" + "_".join(rungs)
+    (results_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results_dir / f"{stem}.md").write_text(report(result))
     return result
 
 
@@ -176,5 +206,6 @@ def report(result: dict) -> str:
         f"start, {host['calibration_ms_at_end']} ms at the end.\n\n"
         f"Rungs (bench/generator/ladder.py): gevent = a bare gevent `recv_into` reader; reactor = llmload's "
         f"reactor reading every stream, each read dated by the kernel, nothing decoded; decode = and each read "
-        f"decoded as llmload does; llmload = the default locustfile, headless, as a user runs it.\n\n"
-        + to_markdown(result["table"]))
+        f"decoded as llmload does; llmload = the default locustfile, headless, as a user runs it; https = the "
+        f"same over https (a self-signed certificate trusted through SSL_CERT_FILE).\n\n"
+        + to_markdown(result["table"]) + https_line(result["runs"]))

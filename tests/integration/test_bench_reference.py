@@ -110,12 +110,14 @@ def test_the_gevent_floor_reads_answers_back_to_back_and_stops_by_itself(tmp_pat
 def test_the_cpu_ladder_runs_its_rungs_and_writes_its_table(tmp_path):
     from bench.generator.ladder import run_ladder
 
-    # two rungs (the floor's readers run in the test above): the reactor decoding, and llmload by Locust
-    result = run_ladder(tmp_path, streams=2, seconds=4, rounds=1, warm_s=1.5, cool_s=0.3, rungs=("decode", "llmload"))
-    assert [run["rung"] for run in result["runs"]] == ["decode", "llmload"]
+    # three rungs (the floor's readers run in the test above): the reactor decoding, llmload by Locust, over https
+    rungs = ("decode", "llmload", "https")
+    result = run_ladder(tmp_path, streams=2, seconds=4, rounds=1, warm_s=1.5, cool_s=0.3, rungs=rungs)
+    assert [run["rung"] for run in result["runs"]] == list(rungs)
     for run in result["runs"]:  # every rung ran to its end and was measured
         assert run["returncode"] == 0 and run["chunks"] > 0 and run["cpu_us_per_chunk"] > 0, run
-    assert [row["runs"] for row in result["table"]] == [0, 0, 1, 1]
-    text = (tmp_path / "generator_ladder.md").read_text()
+    assert [row["runs"] for row in result["table"]] == [0, 0, 1, 1, 1]
+    text = (tmp_path / "generator_ladder_decode_llmload_https.md").read_text()
     assert "| llmload | 1 |" in text and "| gevent | 0 | - |" in text and "nan" not in text
-    assert (tmp_path / "generator_ladder.json").exists()
+    assert "https / plain (the `https` rung over `llmload` of the same round, median): " in text
+    assert (tmp_path / "generator_ladder_decode_llmload_https.json").exists()
