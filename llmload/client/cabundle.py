@@ -4,9 +4,10 @@ How it works: `context(ca_bundle, insecure)` is `ssl.create_default_context()`, 
 OpenSSL's default paths, which honour `SSL_CERT_FILE` and `SSL_CERT_DIR`; with `--ca-bundle PATH` (a PEM file
 or a hashed folder, as `c_rehash` makes) only that; on a system whose OpenSSL has no default paths (and neither
 variable is set) certifi's bundle, as geventhttpclient and httpx do. Host names and chains are checked unless
-`insecure` (--insecure). `check_path` turns a bad --ca-bundle into one line saying what to fix. A failed
-verification reads `certificate verify failed: REASON` (client/errors.py `connect_reason`) followed by
-`CERT_HINT`.
+`insecure` (--insecure). ALPN offers `http/1.1` (as urllib3 and httpx do): a TLS front end that serves
+HTTP/2 too then knows which one the connection speaks. `check_path` turns a bad --ca-bundle into one line
+saying what to fix. A failed verification reads `certificate verify failed: REASON` (client/errors.py
+`connect_reason`) followed by `CERT_HINT`.
 """
 
 from __future__ import annotations
@@ -70,4 +71,5 @@ def _context(ca_bundle: str, insecure: bool, _cert_file: str | None, _cert_dir: 
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])  # what every transport speaks (a gateway that also offers h2 picks this)
     return ctx

@@ -36,6 +36,7 @@ class Peer:
     def __init__(self, conn, cert_pair) -> None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*cert_pair)
+        context.set_alpn_protocols(["h2", "http/1.1"])  # a front end serving HTTP/2 too, as most do
         self.conn = conn
         self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
@@ -118,6 +119,12 @@ def test_handshake_verified_by_the_ca_bundle_then_both_ways(pair):
     assert tls.recv(100) == b"hello\n"
     tls.sendall(b"ping")
     assert peer.read_plain() == b"ping"
+
+
+def test_alpn_settles_on_http_1_1_with_a_server_that_also_serves_h2(pair):
+    tls, peer = pair
+    assert peer.obj.selected_alpn_protocol() == "http/1.1"
+    assert tls._ssl.selected_alpn_protocol() == "http/1.1"
 
 
 def test_a_record_split_across_segments_is_dated_by_the_segment_that_completed_it(pair):
