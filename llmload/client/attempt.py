@@ -45,11 +45,18 @@ from llmload.client.timing import StreamTiming
 BUILDERS = {"responses": ResponsesBuilder, "messages": MessagesBuilder, "rerank": RerankBuilder}
 """the decoder of each API whose answer is not an OpenAI chat/completions chunk stream (client/apis.py)"""
 _decoded = [0]
+_finished = [0]
 
 
 def chunks_decoded() -> int:
     """Text chunks of every attempt this process finished, both transports (run/capacity.py's CPU per chunk)."""
     return _decoded[0]
+
+
+def attempts_finished() -> int:
+    """Attempts this process finished, both transports (run/capacity.py's CPU per request, for answers with no
+    chunks: embeddings, rerank, --no-stream)."""
+    return _finished[0]
 
 
 class Attempt:
@@ -131,6 +138,7 @@ class Attempt:
             result.conn_reused = True
         self.builder.fill(result, self.req.input_tokens_estimate)
         _decoded[0] += len(timing.text_times)
+        _finished[0] += 1
         result.empty_answer = (self.exc is None and self.req.endpoint not in NOT_GENERATING and timing.t0 is not None
                                and not timing.text_times)  # answered cleanly, not one character of text
         result.t0_perf_s = timing.t0

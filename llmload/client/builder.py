@@ -15,8 +15,6 @@ its output tokens are 0 and its input tokens come from `usage.prompt_tokens`.
 
 from __future__ import annotations
 
-import json
-
 from llmload.client import decoder, sse
 from llmload.client.errors import LLMError, StreamBroken, StreamError
 from llmload.client.request import StreamResult
@@ -91,7 +89,7 @@ class StreamBuilder:
     def feed_answer(self, t: float, raw: bytes, embeddings: bool = False) -> None:
         """A whole non-streamed JSON answer read by time `t`; MalformedChunk when it is not a JSON object."""
         try:
-            obj = json.loads(raw)
+            obj = sse.answer_loads(raw)
         except ValueError as exc:
             raise sse.MalformedChunk(f"answer is not JSON: {raw[:80]!r}") from exc
         if not isinstance(obj, dict):

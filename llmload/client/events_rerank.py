@@ -10,8 +10,6 @@ Nothing is generated (0 output tokens); the input tokens are `usage.prompt_token
 
 from __future__ import annotations
 
-import json
-
 from llmload.client import sse
 from llmload.client.builder import StreamBuilder
 
@@ -21,7 +19,7 @@ class RerankBuilder(StreamBuilder):
 
     def feed_answer(self, t: float, raw: bytes, embeddings: bool = False) -> None:
         try:
-            obj = json.loads(raw)
+            obj = sse.answer_loads(raw)
         except ValueError as exc:
             raise sse.MalformedChunk(f"answer is not JSON: {raw[:80]!r}") from exc
         if not isinstance(obj, dict):

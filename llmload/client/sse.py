@@ -117,6 +117,17 @@ def payload_object(payload: bytes) -> dict:
     return obj
 
 
+def answer_loads(raw: bytes) -> object:
+    """A whole non-streamed JSON answer (an embeddings vector is thousands of numbers: orjson parses it ~5x faster);
+    the standard decoder for what orjson refuses (NaN, Infinity); ValueError when neither parses it."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(raw)
+        except ValueError:
+            pass
+    return json.loads(raw)
+
+
 def _std_loads(payload: bytes) -> object:
     try:
         text = payload.decode()

@@ -25,8 +25,9 @@ Overload: each window's lag samples and CPU also go to an `OverloadWatch` (overl
 warns while the run goes when the last 5 s passed its limits (lag p99 > 10 ms or CPU > 85 % of a
 core), once per episode, through `on_overload`. Between runs (after `pause()`, until the next `start()`) the
 rows go on but nothing is judged: an idle web UI process has no overload to show. The same windows
-and the chunks decoded go to a `CapacityWatch` (capacity.py), which says through `on_capacity` how
-many processes the users asked need at this process's CPU per chunk.
+and the chunks decoded and attempts finished go to a `CapacityWatch` (capacity.py), which says through
+`on_capacity` how many processes the users asked need at this process's CPU per chunk (per request for
+answers with no chunks).
 
 Garbage collector: Python's full (generation 2) collection walks every tracked object of
 the process, ~70k after locust and the users are loaded: a 15-40 ms stop of the event
@@ -51,7 +52,7 @@ from collections.abc import Callable
 import gevent
 import psutil
 
-from llmload.client.attempt import chunks_decoded
+from llmload.client.attempt import attempts_finished, chunks_decoded
 from llmload.client.timing import percentile
 from llmload.rules.lag import NAN, MachineLoad
 from llmload.run.capacity import CapacityWatch
@@ -190,6 +191,6 @@ class HealthMonitor:
         if change is not None and self.on_overload is not None:
             self.on_overload(change)
         if self.asked is not None and self.on_capacity is not None:  # judging: a run is going
-            advice = self.capacity.observe(cpu_percent, users, chunks_decoded(), self.asked())
+            advice = self.capacity.observe(cpu_percent, users, chunks_decoded(), self.asked(), attempts_finished())
             if advice is not None:
                 self.on_capacity(advice)

@@ -1,5 +1,7 @@
 """sse.parse_line on captured stream lines (OpenAI, vLLM, DeepSeek-style, completions)."""
 
+import json
+
 import pytest
 
 from llmload.client import sse
@@ -112,3 +114,14 @@ def test_a_malformed_chunk_carries_the_time_of_the_read_that_delivered_it():
         builder.feed(2.25, b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {not json\n\n')
     assert caught.value.read_time_s == 2.25
     assert builder.timing.text_times == [1.5, 2.25]  # the good line of that read was taken before the bad one
+
+
+def test_a_whole_answer_parses_as_the_standard_decoder_parses_it():
+    vector = [0.1 * i - 3.3 for i in range(1536)] + [1e-310, 123456789.123456789]
+    body = json.dumps({"data": [{"embedding": vector}], "usage": {"prompt_tokens": 5}}).encode() + b"\n"
+    assert sse.answer_loads(body) == json.loads(body)  # orjson's floats: the same doubles
+    for refused_by_orjson in (b'{"x": NaN}', b'{"x": -Infinity}'):  # valid to Python's json
+        assert str(sse.answer_loads(refused_by_orjson)) == str(json.loads(refused_by_orjson))
+    for bad in (b"", b"<html>busy</html>", b'{"a": 1} trailing'):
+        with pytest.raises(ValueError):
+            sse.answer_loads(bad)
