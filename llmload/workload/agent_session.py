@@ -18,7 +18,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from llmload.workload.words import WORDS
+from llmload.workload.words import WORDS, random_words
 
 TOOL_OUTPUT_WORDS = 48
 """words of a canned tool output: a short search result; 48 words add three 16-token cache blocks per turn"""
@@ -37,7 +37,7 @@ def system_prompt(words: int) -> str:
 
 
 def _words(rng: random.Random, count: int) -> str:
-    return " ".join(rng.choices(WORDS, k=count))
+    return random_words(rng, count)
 
 
 def _arguments(text: str, name: str) -> str:

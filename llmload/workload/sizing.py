@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from llmload.workload.words import WORDS
+from llmload.workload.words import WORDS, random_words
 
 PROBE_WORDS = 512
 """words in the calibration probe (long enough that the chat template's tokens hardly matter)"""
@@ -29,7 +29,7 @@ class SizingError(ValueError):
 
 
 def _words(n: int, rng: random.Random) -> str:
-    return " ".join(rng.choices(WORDS, k=n))
+    return random_words(rng, n)
 
 
 class TokenizerSizer:

@@ -25,7 +25,7 @@ from typing import Any
 from llmload.workload.dataset import DatasetItem
 from llmload.workload.lengths import cell_label, grid_cells
 from llmload.workload.spec import WorkloadSpec
-from llmload.workload.words import WORDS
+from llmload.workload.words import random_words
 
 GOLDEN = 0.6180339887498949
 """spreads the sequential start lines of users over the file"""
@@ -96,7 +96,7 @@ class PromptSource:
             prompt = data.prompt if self.chat or not data.messages else "\n".join(m["content"] for m in data.messages)
             return WorkItem(label, prompt, messages, max_tokens or data.output_tokens, len(prompt.split()))
         if spec.input_tokens is None:
-            text = " ".join(rng.choices(WORDS, k=self.prompt_words))
+            text = random_words(rng, self.prompt_words)
             return WorkItem(label, text, None, max_tokens, self.prompt_words)
         target = spec.input_tokens.draw(rng, inp)
         if spec.max_context:
