@@ -72,6 +72,7 @@ class Tier:
     ttft_mean_ms: float = NAN
     tpot_mean_ms: float = NAN
     e2e_mean_ms: float = NAN
+    e2e_p50_ms: float = NAN
     e2e_p95_ms: float = NAN
     e2e_p99_ms: float = NAN
     no_first_token: bool = False

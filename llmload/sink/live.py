@@ -200,7 +200,8 @@ class LiveBook:
             ttft_p50_ms=percentile(hist["ttft_ms"], 0.5), ttft_p95_ms=percentile(hist["ttft_ms"], 0.95),
             ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
             ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
-            e2e_p95_ms=percentile(hist["e2e_ms"], 0.95), e2e_p99_ms=percentile(hist["e2e_ms"], 0.99),
+            e2e_p50_ms=percentile(hist["e2e_ms"], 0.5), e2e_p95_ms=percentile(hist["e2e_ms"], 0.95),
+            e2e_p99_ms=percentile(hist["e2e_ms"], 0.99),
             decode_max_ms=self.decode_max_ms.get(t.tier, NAN) if self.rows_kept else NAN,
             srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
 

@@ -75,6 +75,10 @@ class TierWindow:
             return "e2e", percentile_ms(self.e2e_counts, 0.99)
         return "TTFT", self.ttft_p99_ms
 
+    def e2e_ms(self, q: float) -> float | None:
+        """e2e latency percentile q (0..1) of the window's LLM entries."""
+        return percentile_ms(self.e2e_counts, q)
+
     def itl_ms(self, q: float) -> float | None:
         """Percentile q (0..1) over the window's requests of each one's mean inter-token gap."""
         return percentile_ms(self.itl_counts, q)

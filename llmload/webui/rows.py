@@ -9,7 +9,8 @@ between the run's warm-up windows (sink/warmup.py: each ramp and every user's fi
 the per-scenario snapshots taken when each window opened and closed; while the first warm-up still
 goes on, its figures so far, labelled "warm-up". Percentiles are `window.percentile_ms` over
 Locust's 1 ms buckets: TTFT of the `TTFT` events, ITL mean of the `ITL` events (each request's mean
-inter-token gap; p50/p99 over requests, the report's "ITL mean" figures); output tokens/s is output
+inter-token gap; p50/p99 over requests, the report's "ITL mean" figures), e2e of the LLM events' own response
+times (every answer, embeddings and rerank included: their latency); output tokens/s is output
 tokens (the LLM events' response_length) over the window's wall-clock seconds; empty answers (HTTP 200, no text)
 are the `EMPTY` events, named in their own column (also in Other errors with --empty-answer-is-error).
 """
@@ -26,6 +27,9 @@ from llmload.sink.timeline import Tier, TierRecord
 from llmload.sink.warmup import RampWarmup
 from llmload.sink.window import StatsSnapshot, TierWindow, diff, is_rate_limited, scenario_snapshots
 
+E2E = "e2e"
+"""run_rows' key for an LLM entry's own response times: the e2e latency of its requests"""
+
 MISSING = "-"
 
 COLUMNS = (
@@ -40,6 +44,9 @@ COLUMNS = (
     ("ttft_p99_ms", "TTFT p99 ms"),
     ("itl_mean_p50_ms", "ITL mean p50 ms"),
     ("itl_mean_p99_ms", "ITL mean p99 ms"),
+    ("e2e_p50_ms", "E2E p50 ms"),
+    ("e2e_p95_ms", "E2E p95 ms"),
+    ("e2e_p99_ms", "E2E p99 ms"),
     ("out_tps", "Output tokens/s"),
     ("rate_limited", "429s"),
     ("other_errors", "Other errors"),
@@ -132,6 +139,7 @@ def _row(tier: str, scenario: str, target: str, phase: str, seconds: float, w: T
         "window_s": round(seconds, 1), "requests": w.requests,
         "ttft_p50_ms": _ms(w.ttft_ms(0.50)), "ttft_p95_ms": _ms(w.ttft_ms(0.95)), "ttft_p99_ms": _ms(w.ttft_ms(0.99)),
         "itl_mean_p50_ms": gap_ms(w.itl_ms(0.50)), "itl_mean_p99_ms": gap_ms(w.itl_ms(0.99)),
+        "e2e_p50_ms": _ms(w.e2e_ms(0.50)), "e2e_p95_ms": _ms(w.e2e_ms(0.95)), "e2e_p99_ms": _ms(w.e2e_ms(0.99)),
         "out_tps": round(w.output_tokens / seconds, 1) if seconds > 0 else MISSING,
         "rate_limited": w.rate_limited, "other_errors": max(0, w.failures - w.rate_limited), "empty_answers": w.empty,
         "slo": MISSING, "verdict": "", "generator": MISSING,
@@ -155,6 +163,7 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
         if entry.method in (TTFT_TYPE, ITL_TYPE):
             hists.setdefault((entry.name, entry.method), Counter()).update(entry.response_times)
         elif entry.method not in METRIC_TYPES:
+            hists.setdefault((entry.name, E2E), Counter()).update(entry.response_times)  # the LLM entry: e2e
             row = per.setdefault(entry.name, {"requests": 0, "failures": 0, "tokens": 0, "limited": 0, "empty": 0})
             row["requests"] += entry.num_requests
             row["failures"] += entry.num_failures
@@ -167,7 +176,7 @@ def run_rows(stats: Any, users: int, seconds: float) -> list[dict]:
             per[error.name]["limited"] += error.occurrences
     windows = {name: TierWindow(r["requests"], r["failures"], r["limited"], r["tokens"], 0,
                                 dict(hists.get((name, TTFT_TYPE), {})), dict(hists.get((name, ITL_TYPE), {})),
-                                r["empty"])
+                                r["empty"], dict(hists.get((name, E2E), {})))
                for name, r in sorted(per.items())}
     target = _users(users)
     rows = [_row("run", name, target, "whole run", seconds, w) for name, w in windows.items()]
@@ -196,13 +205,15 @@ def measured_rows(warmup: RampWarmup, stats: Any, users: int, now_s: float) -> l
 def _summed(windows: Any) -> TierWindow:
     ttft: Counter[int] = Counter()
     itl: Counter[int] = Counter()
+    e2e: Counter[int] = Counter()
     requests = failures = limited = tokens = dropped = empty = 0
     for w in windows:
         ttft.update(w.ttft_counts)
         itl.update(w.itl_counts)
+        e2e.update(w.e2e_counts)
         requests, failures, limited = requests + w.requests, failures + w.failures, limited + w.rate_limited
         tokens, dropped, empty = tokens + w.output_tokens, dropped + w.dropped, empty + w.empty
-    return TierWindow(requests, failures, limited, tokens, dropped, dict(ttft), dict(itl), empty)
+    return TierWindow(requests, failures, limited, tokens, dropped, dict(ttft), dict(itl), empty, dict(e2e))
 
 
 def _window_row(name: str, target: str, phase: str, seconds: float, w: TierWindow) -> dict:

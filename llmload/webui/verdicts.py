@@ -94,7 +94,8 @@ def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
     tier = next((t for t in view.verdicts.tiers if t.tier == tier_no), None) if view.verdicts else None
     if tier is not None and fig.measuring:
         row.update(requests=tier.sent, ttft_p50_ms=_ms(tier.ttft_p50_ms), ttft_p95_ms=_ms(tier.ttft_p95_ms),
-                   ttft_p99_ms=_ms(tier.ttft_p99_ms), rate_limited=tier.n_429,
+                   ttft_p99_ms=_ms(tier.ttft_p99_ms), e2e_p50_ms=_ms(tier.e2e_p50_ms), e2e_p95_ms=_ms(tier.e2e_p95_ms),
+                   e2e_p99_ms=_ms(tier.e2e_p99_ms), rate_limited=tier.n_429,
                    other_errors=tier.failed - tier.n_429, empty_answers=tier.n_empty,
                    out_tps=round(tier.out_tok_s, 1) if tier.out_tok_s == tier.out_tok_s else "-")
         row["rps"] = round(tier.rps, 2) if tier.rps == tier.rps else None

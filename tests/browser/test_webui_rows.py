@@ -189,3 +189,23 @@ def test_itl_mean_columns_of_a_tier_and_of_a_whole_run():
     keys = [key for key, _ in COLUMNS]
     assert keys.index("itl_mean_p50_ms") == keys.index("ttft_p99_ms") + 1
     assert dict(COLUMNS)["itl_mean_p99_ms"] == "ITL mean p99 ms"
+
+
+def test_e2e_columns_of_a_tier_of_a_whole_run_and_of_answers_with_no_first_token():
+    """E2E p50/p95/p99 of the LLM entries' own response times (each answer's e2e latency): in a tier's window, per
+    scenario and in 'all' without a shape; an embeddings scenario (no TTFT events) shows its latency there."""
+    record = Timeline().begin_tier(Tier(tier=1, start_s=1000.0, warmup_s=0.0, target_users=2), snap())
+    record.at_warm, record.warm_s = StatsSnapshot(requests=0), 1000.0
+    record.at_end, record.end_s = StatsSnapshot(requests=100, e2e_counts={900: 90, 1500: 8, 4000: 2}), 1010.0
+    row = window_row(record, snap(), now_s=2000.0)
+    assert (row["e2e_p50_ms"], row["e2e_p95_ms"], row["e2e_p99_ms"]) == (900, 1500, 4000)
+    stats = _stats()
+    stats.entries[0].response_times = {1200: 9, 3000: 1}  # chat's LLM entry
+    stats.entries[3].response_times = {400: 4}  # rag's
+    stats.entries[len(stats.entries)] = _entry("LLM", "embed", 20, 0, 0, {60: 19, 250: 1})
+    rows = {r["scenario"]: r for r in run_rows(stats, users=3, seconds=10.0)}
+    assert (rows["chat"]["e2e_p50_ms"], rows["chat"]["e2e_p99_ms"]) == (1200, 3000)
+    assert (rows["embed"]["ttft_p50_ms"], rows["embed"]["e2e_p50_ms"], rows["embed"]["e2e_p99_ms"]) == ("-", 60, 250)
+    assert (rows["all"]["e2e_p50_ms"], rows["all"]["e2e_p99_ms"]) == (60, 3000)  # 34 answers: 20 x 60 ms first
+    keys = [key for key, _ in COLUMNS]
+    assert keys.index("e2e_p50_ms") == keys.index("itl_mean_p99_ms") + 1 and dict(COLUMNS)["e2e_p99_ms"] == "E2E p99 ms"
