@@ -10,8 +10,9 @@ windows (5 s):
     users per process = TARGET_CPU_SHARE (60 % of a core, overload.py) / (CPU per chunk x chunks per user)
     processes needed  = ceil(users asked / users per process)
 
-Answers with no text chunks (embeddings, rerank; MIN_CHUNKS not reached but MIN_ATTEMPTS attempts) are
-counted per request instead: CPU per request x requests per user, the same product (the CPU one user costs).
+Answers with no text chunks (embeddings, rerank) or one each (--no-stream, one-token answers) are counted per
+request instead (MIN_ATTEMPTS attempts, fewer than two chunks per attempt): CPU per request x requests per
+user, the same product (the CPU one user costs).
 "Users asked" are a closed-loop shape's largest tier or the target user count (`overload.planned_streams`),
 a worker's its own share. It is judged twice per number asked: first once the process runs a quarter of
 them (JUDGE_FRACTION: the run is told early, while it ramps; a process running fewer streams spends a little
@@ -131,8 +132,9 @@ class CapacityWatch:
         if asked != self.asked:  # a new number asked (a web UI edit): judged anew
             self.asked, self.judged_early, self.judged_full = asked, False, False
         chunks, attempts = sum(w[2] for w in self.windows), sum(w[3] for w in self.windows)
-        units, unit = (chunks, "chunk") if chunks >= MIN_CHUNKS else (attempts, "request")
-        enough = chunks >= MIN_CHUNKS or attempts >= MIN_ATTEMPTS
+        streamed = chunks >= MIN_CHUNKS and (chunks >= 2 * attempts or attempts < MIN_ATTEMPTS)
+        units, unit = (chunks, "chunk") if streamed else (attempts, "request")
+        enough = streamed or attempts >= MIN_ATTEMPTS
         if asked <= 0 or len(self.windows) < WINDOWS or not enough or not sum(w[0] for w in self.windows):
             return None
         fewest = min(w[1] for w in self.windows)

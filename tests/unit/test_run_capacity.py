@@ -71,6 +71,9 @@ def test_answers_with_no_chunks_are_judged_per_request():
     assert "this load needs ~6 processes" in said[5]
     # few attempts and no chunks: not judged
     assert feed(CapacityWatch("local"), [(95.0, 8, 0)] * 8, asked=800, attempts_each=10) == [None] * 8
+    # non-streamed chat: one text chunk per answer, which is a request
+    said = feed(CapacityWatch("local", cores=2), [(90.0, 200, 4_000)] * 6, asked=800, attempts_each=4_000)
+    assert "(225 µs per request, 20 requests/s per user" in said[5]
 
 
 def test_a_new_number_asked_is_judged_anew():
