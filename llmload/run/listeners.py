@@ -63,6 +63,7 @@ from llmload.run.state import RunState, run_state
 from llmload.run.stop import stop_run
 from llmload.sink.warmup import warmup_seconds
 from llmload.workload.sizing import SizingError, TokenizerSizer
+from llmload.workload.words import warm_pool
 
 logger = logging.getLogger("llmload")
 
@@ -83,6 +84,8 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         # time (a web UI run that switches to it in the form imports it at test start instead)
         import llmload.client.sdk  # noqa: F401
     runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        warm_pool()  # the synthetic prompts' word pool: built before the run, not in its first requests' second
     if isinstance(runner, WorkerRunner):
         worker_side.attach_worker(runner)
         return

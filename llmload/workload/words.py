@@ -31,6 +31,12 @@ def _pool() -> tuple[str, array]:
     return "".join(w + " " for w in words), starts
 
 
+def warm_pool() -> None:
+    """Build the pool now (~10-30 ms of CPU): a run does it at start-up, not inside its first requests' second
+    (run/listeners.py), where the stall would show as loop lag."""
+    _pool()
+
+
 def random_words(rng: random.Random, n: int) -> str:
     """`n` random words joined by spaces, each uniform over WORDS, at ~1/20 of `rng.choices` per word for long texts.
 
