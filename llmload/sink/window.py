@@ -72,7 +72,7 @@ class TierWindow:
         """('TTFT', its p99), or ('e2e', its p99) when requests succeeded with no first token (embeddings,
         rerank: llmload.rules.latency)."""
         if not self.ttft_counts and self.requests > self.failures and self.e2e_counts:
-            return "e2e", percentile_ms(self.e2e_counts, 0.99)
+            return "e2e", self.e2e_ms(0.99)
         return "TTFT", self.ttft_p99_ms
 
     def e2e_ms(self, q: float) -> float | None:

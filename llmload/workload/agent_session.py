@@ -36,10 +36,6 @@ def system_prompt(words: int) -> str:
     return "You are an agent: call the lookup tool when you need a fact, then answer. " + body
 
 
-def _words(rng: random.Random, count: int) -> str:
-    return random_words(rng, count)
-
-
 def _arguments(text: str, name: str) -> str:
     args = text[len(name):] if name and text.startswith(name) else text
     try:
@@ -74,7 +70,7 @@ class AgentSession:
 
     def answered(self, text: str, finish_reason: str, tool_name: str) -> None:
         """Fold the turn's answer and a canned tool output into the conversation."""
-        output = f"Result {self.turn}: " + _words(self.rng, TOOL_OUTPUT_WORDS)
+        output = f"Result {self.turn}: " + random_words(self.rng, TOOL_OUTPUT_WORDS)
         if finish_reason == "tool_calls":
             call_id = f"call{self.turn:05d}"
             self.messages.append({"role": "assistant", "content": None, "tool_calls": [
@@ -89,7 +85,7 @@ class AgentSession:
         """The next sub-agent session of this (root) session: its first prompt plus a sub-task."""
         self.children += 1
         sub_id = f"{self.session_id}.{self.children}"
-        task = {"role": "user", "content": f"Sub-task {sub_id}: " + _words(self.rng, TASK_WORDS)}
+        task = {"role": "user", "content": f"Sub-task {sub_id}: " + random_words(self.rng, TASK_WORDS)}
         messages = [dict(m) for m in self.opening] + [task]
         return AgentSession(sub_id, self.root_id, self.session_id, messages, self.rng, [dict(m) for m in messages])
 
@@ -97,5 +93,5 @@ class AgentSession:
 def open_session(session_id: str, system_words: int, rng: random.Random) -> AgentSession:
     """A root session: the run's system prompt and a task of its own."""
     messages = [{"role": "system", "content": system_prompt(system_words)},
-                {"role": "user", "content": f"Task {session_id}: " + _words(rng, TASK_WORDS)}]
+                {"role": "user", "content": f"Task {session_id}: " + random_words(rng, TASK_WORDS)}]
     return AgentSession(session_id, session_id, "", messages, rng, [dict(m) for m in messages])

@@ -28,10 +28,6 @@ class SizingError(ValueError):
     """A tokenizer that cannot be used (one line)."""
 
 
-def _words(n: int, rng: random.Random) -> str:
-    return random_words(rng, n)
-
-
 class TokenizerSizer:
     method = "tokenizer"
 
@@ -56,10 +52,10 @@ class TokenizerSizer:
 
     def text(self, n_tokens: int, rng: random.Random) -> str:
         """Text of exactly `n_tokens` tokens."""
-        words = _words(n_tokens + 8, rng)
+        words = random_words(rng, n_tokens + 8)
         ids = self.tokenizer.encode(words, add_special_tokens=False).ids
         while len(ids) < n_tokens:  # a tokenizer merging words: draw more
-            words += " " + _words(n_tokens - len(ids) + 8, rng)
+            words += " " + random_words(rng, n_tokens - len(ids) + 8)
             ids = self.tokenizer.encode(words, add_special_tokens=False).ids
         text = self.tokenizer.decode(ids[:n_tokens]).strip()
         for _ in range(64):
@@ -96,7 +92,7 @@ class CalibratedSizer:
         return max(1, round(n_tokens / self.tokens_per_word))
 
     def text(self, n_tokens: int, rng: random.Random) -> str:
-        return _words(self.words_for(n_tokens), rng)
+        return random_words(rng, self.words_for(n_tokens))
 
     def describe(self) -> dict:
         if self.probe_prompt_tokens is None:
@@ -107,4 +103,4 @@ class CalibratedSizer:
 
 def probe_text(rng: random.Random | None = None) -> str:
     """The calibration probe's prompt (PROBE_WORDS words)."""
-    return _words(PROBE_WORDS, rng or random.Random(0))
+    return random_words(rng or random.Random(0), PROBE_WORDS)
