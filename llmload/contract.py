@@ -78,9 +78,11 @@ every 0.25 s on the master / local process: users running (a lost worker's users
 Locust marks it missing) and workers connected; empty when not sampled"""
 
 TIERS_COLUMNS = ("tier", "start_s", "end_s", "target_users", "target_rps", "warmup_s", "dropped",
-                 *TIERS_APPLIED_COLUMNS, "refined")
+                 *TIERS_APPLIED_COLUMNS, "refined", "confirm")
 """tiers.csv: one row per tier of a load shape; `refined` 1 for a tier `--refine` added after the planned
-sweep (0 planned; files written before it have no such column: read as 0)"""
+sweep (0 planned; files written before it have no such column: read as 0); `confirm` 1 for a confirmation window
+(the planned rate sent open loop after the tiers, llmload.rules.confirm: `target_rps` its rate; 0 otherwise, and
+read as 0 when absent)"""
 
 NOT_GENERATING_APIS = ("embeddings", "rerank")
 """samples.csv `endpoint` values answered without a first token (one JSON body, nothing generated): such a row with

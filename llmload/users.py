@@ -27,11 +27,10 @@ failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the
 default; a hint above `--max-retry-wait-s` is a `retry_after_too_long` failure instead), and after 3 consecutive other
 failures it backs off (`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
 
-Stopping: the run's RunGuard sees every attempt and names the first fatal condition (401 before any success, cannot
-connect, endpoint does not stream, the first 20 requests all one 4xx; a server that answered, then stayed away
---server-gone-timeout-s: run/outage.py), which stops the run once with one line (exit code 2). Users never raise
-StopUser for it: they idle in Locust's WAITING state until the runner stops them (a stop kills a waiting user at
-once). Retry and backoff pauses are waits in the same sense, so they never outlast the run's stop.
+Stopping: the run's RunGuard names the first fatal condition (401 before any success, cannot connect, no stream,
+the first 20 requests all one 4xx, a server gone: run/outage.py) and stops the run once, with one line (exit code 2);
+users idle in Locust's WAITING state (as in retry and backoff pauses) until the runner stops them. A confirmation
+window (shaping/confirm.py) turns a closed loop into arrivals on a clock: one user per process sends them.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from locust.exception import InterruptTaskSet, RescheduleTask, StopUser
 
 from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest, StreamResult
+from llmload.openloop import user as openloop_user
 from llmload.prompts import Prompt, make_prompt
 from llmload.run.cache import controlled
 from llmload.run.crash import crashed
@@ -148,21 +148,19 @@ class LLMUser(User):
                             prompt_words=self.prompt_tokens or self.options.prompt_tokens, chat=endpoint in CHAT_APIS)
 
     def on_stop(self) -> None:
-        transport = getattr(self, "transport", None)
-        if transport is not None:
-            transport.close()
+        openloop_user.close_transports(self)  # a confirmation window's (or an open-loop user's) own transports
+        if getattr(self, "transport", None) is not None:
+            self.transport.close()
 
     def stop(self, force: bool = False) -> bool:
-        # Two runner stops can race (ours after a fatal error, and the end of the shape / run
-        # time): Locust raises when a user already stopping gracefully is asked again. A second
-        # graceful stop changes nothing, so it is a no-op here.
-        if not force and user_is_stopping(self):
-            return False
-        return super().stop(force)
+        # two runner stops can race (a fatal error's, the shape's end): Locust raises when a user already stopping
+        # gracefully is asked again; a second graceful stop changes nothing, so it is a no-op here
+        return False if not force and user_is_stopping(self) else super().stop(force)
 
     def _pause(self, seconds: float) -> bool:
-        """Sleep as Locust's wait does (a stop ends the user at once); False if it is stopping."""
-        return pause_user(self, seconds)
+        """Sleep as Locust's wait does (a stop ends the user at once; a confirmation window's start wakes it, so a
+        user parked on a Retry-After serves the window's arrivals on time); False if it is stopping."""
+        return pause_user(self, seconds, openloop_user.CONTROL.changed)
 
     def idle_while_halted(self) -> None:
         """After a fatal stop (or with invalid options) send nothing until the runner stops the user."""
@@ -177,6 +175,8 @@ class LLMUser(User):
     @task
     def _one_request(self) -> None:
         self.idle_while_halted()
+        if openloop_user.CONTROL.target is not None:  # a confirmation window: the planned rate on a clock
+            return openloop_user.serve(self)  # (llmload.shaping.confirm; one user per process, until it stops)
         # dispatch through the instance: @task captured this function at class creation,
         # so a subclass overriding `stream_completion` would otherwise never be called
         try:

@@ -40,9 +40,13 @@ from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.tables.workload_view import WorkloadView, workload_view
 from llmload.analysis.verdicts import ending as ending_mod
 from llmload.analysis.verdicts import goodput, headers, health, model_check, queueing
+from llmload.analysis.verdicts.ceiling import run_ceiling
 from llmload.analysis.verdicts.checklist import checklist
+from llmload.analysis.verdicts.confirm import confirmation
 from llmload.rules import capacity as cap_mod
-from llmload.rules import knees, latency, replicas, saturation
+from llmload.rules import confirm, knees, latency, replicas, saturation
+from llmload.rules import plan as plan_mod
+from llmload.rules.ceiling import Ceiling
 from llmload.rules.limiter import RateLimiter
 from llmload.rules.limits import DEFAULT_HEADROOM, LATE_MS
 from llmload.rules.slo import (
@@ -55,6 +59,7 @@ from llmload.rules.slo import (
     profile_from,
 )
 from llmload.rules.text import load_with_unit, tier_load
+from llmload.rules.tier import Tier
 from llmload.rules.verdicts import judge
 
 
@@ -107,15 +112,26 @@ class Analysis:
     model_check: model_check.ModelCheck | None = None
     """the fitted model's p95 TTFT against each tier's, and the capacity line's clause (None: no fit)"""
     planning_capacity: cap_mod.Capacity | None = None
-    """what replicas are planned on: `capacity`, or, when throughput fell past a peak inside the SLO's range,
-    that peak's load and throughput (saturation.peak_within_slo), or, behind a rate limiter, its sustained
-    rate where the capacity tier got more (`limited`)"""
+    """what replicas are planned on: the capacity with the per-replica figures of the plan (`per_replica`) before
+    headroom (None: no rate to plan on)"""
     limiter: RateLimiter | None = None
     """the rate limiter behind the 429s (llmload.rules.limiter), or None"""
     prices: Prices | None = None
     """prices the report was given (`tables/cost.py`); None: run.json's, if any"""
     no_first_token: bool = False
     """the run's answers have no first token (embeddings, rerank): judged on e2e latency (llmload.rules.latency)"""
+    ceiling: Ceiling | None = None
+    """what the server accepted per second once it refused (llmload.rules.ceiling; None: it never refused)"""
+    basis: plan_mod.Basis | None = None
+    """what the plan is taken below (llmload.rules.plan.basis; None: nothing to plan on)"""
+    proof: confirm.Outcome | None = None
+    """the confirmation windows' verdicts and the plan they prove (llmload.rules.confirm)"""
+    per_replica: plan_mod.PerReplica | None = None
+    """the plan per replica: the confirmed rate (unconfirmed: the planned one; None: no rate)"""
+    peak: Tier | None = None
+    """the throughput peak within the SLO when more load did less work past it (saturation.peak_within_slo)"""
+    peak_drop: str = ""
+    """... that drop's sentence"""
 
     @property
     def climbs(self) -> bool:
@@ -139,7 +155,8 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
 
 
 def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: SloProfile,
-                capacity: cap_mod.Capacity) -> tuple[cap_mod.Capacity, ...]:
+                capacity: cap_mod.Capacity, lim: RateLimiter | None,
+                ceiling: Ceiling | None) -> tuple[cap_mod.Capacity, ...]:
     """The capacity under every stock profile on the verdicts' tiers (`judged`), each with its own goodput at the
     capacity (`capacity`: the chosen profile's, from the verdicts)."""
     rows = samples.verdict_rows(run) if run.per_request else None
@@ -151,8 +168,9 @@ def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: Sl
             continue
         other = profile_from(name, None, profile.max_error_rate, profile.max_429_rate)
         own = goodput.goodput_rps(table, rows, objective_for(other)) if rows is not None else table["goodput_rps"]
-        caps.append(cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested,
-                                               run.load_unit))
+        cap = cap_mod.capacity_under_slo(tiers_of(judged.assign(goodput_rps=own[judged.index])), other, tested,
+                                         run.load_unit)
+        caps.append(plan_mod.sustained_capacity(cap, lim, ceiling))
     return tuple(caps)
 
 
@@ -183,18 +201,22 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
     judged = table[table["judged"]]  # tiers cut too short or generator-overloaded are shown but never judged
     tested = int(table["tested"].sum())
     kept = set(judged["tier"])
+    ceiling = run_ceiling(run) if climbs(kind) else None
     v = judge(tiers_of(table), run.load_unit, profile, lambda t: t.tier in kept, tested,
-              totals.recorded(run, judged["tier"]), climbs(kind))
+              totals.recorded(run, judged["tier"]), climbs(kind), ceiling)
     judged = judged[judged["tier"].isin({t.tier for t in v.judged})]  # the fit and every profile: the same tiers
     compute, onset, sat, capacity = v.compute, v.onset, v.saturation, v.capacity
-    all_caps = _capacities(run, table, judged, profile, capacity)
-    _drop, peak = saturation.peak_within_slo(tiers_of(table), capacity, run.load_unit)
-    planning = capacity if peak is None else dataclasses.replace(
-        capacity, load=peak.load, ok_rps=peak.ok_rps, out_tok_s=peak.out_tok_s)
-    planning = limited(planning, v.limiter)
+    all_caps = _capacities(run, table, judged, profile, capacity, v.limiter, ceiling)
+    proof = confirmation(run, profile) if climbs(kind) else confirm.outcome(math.nan, [])
+    headroom = target.headroom if target is not None else DEFAULT_HEADROOM
+    per = plan_mod.per_replica(v.basis, proof, headroom)
+    planning = None if per is None else dataclasses.replace(
+        capacity, load=per.load / (1 - headroom), ok_rps=per.rps / (1 - headroom),
+        out_tok_s=per.out_tok_s / (1 - headroom))
     plan = None
     if target is not None and climbs(kind):
-        plan = replicas.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
+        plan = (replicas.plan_replicas(planning, target.value, target.kind, run.load_unit, target.headroom)
+                if planning is not None else replicas.ReplicaPlan(target.value, target.kind, math.nan, headroom, None))
     rows = run.per_request  # per-request tables and splits exist only with rows (hist_run.CANNOT_SHOW)
     breakdown = tiers.breakdown_table(run)
     fit_note = queueing.not_identifiable(judged, run.load_unit, compute, "sheds" in sat.kind, climbs(kind), kind,
@@ -218,17 +240,8 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
         limiter=v.limiter, no_first_token=latency.no_first_token(list(v.tiers)),
+        ceiling=ceiling, basis=v.basis, proof=proof, per_replica=per, peak=v.peak, peak_drop=v.peak_drop,
     )
-
-
-def limited(cap: cap_mod.Capacity, lim: RateLimiter | None) -> cap_mod.Capacity:
-    """Behind a rate limiter, a capacity above its sustained rate is its initial burst: what a plan can load is
-    the sustained rate (the load, tokens and goodput scaled with it); the capacity itself otherwise."""
-    if lim is None or not cap.ok_rps > lim.sustained_rps:
-        return cap
-    share = lim.sustained_rps / cap.ok_rps
-    return dataclasses.replace(cap, load=cap.load * share, ok_rps=lim.sustained_rps, out_tok_s=cap.out_tok_s * share,
-                               goodput_rps=min(cap.goodput_rps, lim.sustained_rps))
 
 
 def warnings(run: Run, table: pd.DataFrame) -> list[str]:

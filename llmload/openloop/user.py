@@ -1,10 +1,9 @@
 """Locust adapter of the open-loop scheduler: how the master's tier rate reaches each process.
 
 How it works:
-  * `OpenLoopShape` (shapes.py) runs on the master or the local process. At each tier it calls
-    `publish(runner, ...)`: a master sends every worker its own `OpenLoopTarget` (worker index
-    and count, so the streams interleave) as a custom message; a local runner delivers it to
-    itself. It asks Locust for exactly one user per worker.
+  * `OpenLoopShape` (shapes.py) runs on the master or the local process. At each tier it calls `publish(runner,
+    ...)`: a master sends every worker its own `OpenLoopTarget` (worker index and count, so the streams
+    interleave) as a custom message; a local runner delivers it to itself; one user per worker.
   * Every non-master runner registers the message handler when the shape is attached to it
     (`install`), before any message can arrive. The handler stores the target in the process's
     `CONTROL` and wakes the scheduler.
@@ -19,8 +18,8 @@ How it works:
     greenlet starts, before the prompt is built (microseconds before the true t0). Arrivals over
     `--max-inflight` open requests are not sent: each fires a Locust failure
     `SCHED / dropped (max-inflight)` so the count shows in the UI, the CSVs and the master.
-  * On a graceful stop the scheduler stops sending and waits for in-flight requests (Locust's
-    `--stop-timeout` bounds that wait); a forced stop kills them.
+  * A graceful stop waits for in-flight requests (bounded by --stop-timeout); a forced stop kills them. A
+    closed-loop user serves a confirmation window the same way (`serve`: llmload.users, shaping/confirm.py).
 """
 
 from __future__ import annotations
@@ -170,120 +169,132 @@ class OpenLoopUser(_UserBase):
             if not CONTROL.warned_no_shape:
                 CONTROL.warned_no_shape = True
                 logger.warning("open-loop user without an OpenLoopShape: sending one request per second")
-            self._send_one(time.perf_counter())
+            _send_one(self, time.perf_counter())
             gevent.sleep(1.0)
             return
-        if CONTROL.owner not in (None, self):
-            logger.warning("one open-loop user per process is enough; this extra user idles")
-            gevent.sleep(1.0)
-            return
-        CONTROL.owner = self
-        requests = Group()
-        try:
-            while not self._stopping():
-                self._run_generation(requests)
-            requests.join()  # graceful stop: let in-flight streams finish (bounded by --stop-timeout)
-        finally:
-            requests.kill(block=False)
-            CONTROL.owner = None
-
-    def _stopping(self) -> bool:
-        return user_is_stopping(self)
-
-    def _run_generation(self, requests: Group) -> None:
-        generation, target, changed = CONTROL.generation, CONTROL.target, CONTROL.changed
-        if target is None:
-            changed.wait(0.25)
-            return
-        def current() -> bool:
-            return CONTROL.generation == generation and not self._stopping()
-
-        def sleep_until(t_s: float) -> bool:
-            changed.wait(min(max(t_s - time.perf_counter(), 0.0), 0.25))
-            return current()
-
-        trace = target.trace_target()
-        records = None if trace is None else TraceArrivals(trace, CONTROL.received_s, target.worker_index,
-                                                            target.worker_count)
-
-        def launch(t_s: float) -> None:
-            if records is None:
-                requests.spawn(self._send_one, t_s)
-            else:
-                assert trace is not None and records.current is not None
-                requests.spawn(self._send_one, t_s, (trace, *records.current))
-
-        loop = ArrivalLoop(
-            clock=time.perf_counter,
-            sleep_until=sleep_until,
-            launch=launch,
-            inflight=lambda: len(requests),
-            max_inflight=target.max_inflight,
-            book=LagBook(late_ms=target.late_ms),
-            on_drop=lambda t_s: self._report_drop(target.max_inflight),
-        )
-        if records is not None:
-            loop.run(records.times(), current)
-            while current():  # this tier's share is sent: wait for the next tier (or the end)
-                changed.wait(0.25)
-        else:
-            share = worker_share(target.rate_per_s, target.worker_index, target.worker_count, target.seed,
-                                 target.tier)
-            loop.run(arrival_times(CONTROL.received_s, share, target.arrival), current)
-        book = loop.book
-        log = logger.warning if book.late or book.dropped else logger.info
-        log(
-            "open loop tier %d: sent %d, late (> %g ms) %d, dropped %d, max launch lag %.1f ms",
-            target.tier, book.sent, book.late_ms, book.late, book.dropped, book.max_launch_lag_ms,
-        )
-
-    def _send_one(self, intended_t0_perf: float, record: tuple | None = None) -> None:
-        try:
-            send_request = getattr(self, "send_request", None)
-            if record is not None:
-                self._ask_on_own_transport(intended_t0_perf, **replay.trace_request(self, *record))
-            elif send_request is not None:
-                send_request(intended_t0_perf=intended_t0_perf)
-            else:
-                self._ask_on_own_transport(intended_t0_perf)
-        except gevent.GreenletExit:
-            raise
-        except Exception as e:  # the request reports its own failures; this is a bug guard
-            logger.error("open-loop request raised %s: %s", type(e).__name__, e)
-
-    def _ask_on_own_transport(self, intended_t0_perf: float, **request: Any) -> None:
-        lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
-        idle = self.__dict__.setdefault("_idle_transports", [])
-        # a fresh index per transport: the openai transport shards its SDK clients (and their
-        # connection pools) by index, and one pool of --max-inflight connections stalls the loop
-        if idle:
-            transport = idle.pop()
-        else:
-            assert self.opts is not None, "open-loop arrival without valid run options"
-            transport = make_transport(self.opts, self.ctx.next_user_index(), self.ctx.round_robin,
-                                       getattr(self, "endpoint", None) or "")
-        view = copy.copy(self)
-        view.transport = transport
-        try:
-            view.ask(schedule_lag_ms=lag_ms, **request)
-        finally:
-            idle.append(transport)
+        serve(self)
 
     def on_start(self) -> None:
         super().on_start()
         replay.prepare(self)  # a trace's prompt sizer (a probe request) before the first tier's arrivals
 
-    def on_stop(self) -> None:
-        for transport in self.__dict__.pop("_idle_transports", []):
-            transport.close()
-        super().on_stop()
 
-    def _report_drop(self, max_inflight: int) -> None:
-        self.environment.events.request.fire(
-            request_type=DROPPED_TYPE,
-            name=DROPPED_NAME,
-            response_time=0,
-            response_length=0,
-            exception=InflightCapReached(f"{max_inflight} requests already in flight"),
-            context={},
-        )
+def serve(user: Any) -> None:
+    """Send this process's share of the published rate until the user stops: an OpenLoopUser's task, and a
+    closed-loop user's during a confirmation window (llmload.users: one user per process then; others idle)."""
+    if CONTROL.owner not in (None, user):
+        logger.warning("one open-loop user per process is enough; this extra user idles")
+        gevent.sleep(1.0)
+        return
+    CONTROL.owner = user
+    requests = Group()
+    joined = (CONTROL.generation, time.perf_counter())  # a user that joins late starts the schedule then
+    try:
+        while not user_is_stopping(user):
+            _run_generation(user, requests, joined)
+        requests.join()  # graceful stop: let in-flight streams finish (bounded by --stop-timeout)
+    finally:
+        requests.kill(block=False)
+        CONTROL.owner = None
+
+
+def _run_generation(user: Any, requests: Group, joined: tuple[int, float]) -> None:
+    """One target's arrivals from when it was received; the target a user found when it joined, from then (a
+    closed-loop user busy with its last request must not send the arrivals it missed as one burst)."""
+    generation, target, changed = CONTROL.generation, CONTROL.target, CONTROL.changed
+    if target is None:
+        changed.wait(0.25)
+        return
+    start_s = max(CONTROL.received_s, joined[1]) if generation == joined[0] else CONTROL.received_s
+
+    def current() -> bool:
+        return CONTROL.generation == generation and not user_is_stopping(user)
+
+    def sleep_until(t_s: float) -> bool:
+        changed.wait(min(max(t_s - time.perf_counter(), 0.0), 0.25))
+        return current()
+
+    trace = target.trace_target()
+    records = None if trace is None else TraceArrivals(trace, start_s, target.worker_index, target.worker_count)
+
+    def launch(t_s: float) -> None:
+        if records is None:
+            requests.spawn(_send_one, user, t_s)
+        else:
+            assert trace is not None and records.current is not None
+            requests.spawn(_send_one, user, t_s, (trace, *records.current))
+
+    loop = ArrivalLoop(
+        clock=time.perf_counter,
+        sleep_until=sleep_until,
+        launch=launch,
+        inflight=lambda: len(requests),
+        max_inflight=target.max_inflight,
+        book=LagBook(late_ms=target.late_ms),
+        on_drop=lambda t_s: _report_drop(user, target.max_inflight),
+    )
+    if records is not None:
+        loop.run(records.times(), current)
+        while current():  # this tier's share is sent: wait for the next tier (or the end)
+            changed.wait(0.25)
+    else:
+        share = worker_share(target.rate_per_s, target.worker_index, target.worker_count, target.seed,
+                             target.tier)
+        loop.run(arrival_times(start_s, share, target.arrival), current)
+    book = loop.book
+    log = logger.warning if book.late or book.dropped else logger.info
+    log(
+        "open loop tier %d: sent %d, late (> %g ms) %d, dropped %d, max launch lag %.1f ms",
+        target.tier, book.sent, book.late_ms, book.late, book.dropped, book.max_launch_lag_ms,
+    )
+
+
+def _send_one(user: Any, intended_t0_perf: float, record: tuple | None = None) -> None:
+    try:
+        send_request = getattr(user, "send_request", None)
+        if record is not None:
+            _ask_on_own_transport(user, intended_t0_perf, **replay.trace_request(user, *record))
+        elif send_request is not None:
+            send_request(intended_t0_perf=intended_t0_perf)
+        else:
+            _ask_on_own_transport(user, intended_t0_perf)
+    except gevent.GreenletExit:
+        raise
+    except Exception as e:  # the request reports its own failures; this is a bug guard
+        logger.error("open-loop request raised %s: %s", type(e).__name__, e)
+
+
+def _ask_on_own_transport(user: Any, intended_t0_perf: float, **request: Any) -> None:
+    lag_ms = max(0.0, (time.perf_counter() - intended_t0_perf) * 1000.0)
+    idle = user.__dict__.setdefault("_idle_transports", [])
+    # a fresh index per transport: the openai transport shards its SDK clients (and their
+    # connection pools) by index, and one pool of --max-inflight connections stalls the loop
+    if idle:
+        transport = idle.pop()
+    else:
+        assert user.opts is not None, "open-loop arrival without valid run options"
+        transport = make_transport(user.opts, user.ctx.next_user_index(), user.ctx.round_robin,
+                                   getattr(user, "endpoint", None) or "")
+    view = copy.copy(user)
+    view.transport = transport
+    try:
+        view.ask(schedule_lag_ms=lag_ms, **request)
+    finally:
+        idle.append(transport)
+
+
+def close_transports(user: Any) -> None:
+    """The arrivals' own transports (kept idle for reuse) are closed when the user stops."""
+    for transport in user.__dict__.pop("_idle_transports", []):
+        transport.close()
+
+
+def _report_drop(user: Any, max_inflight: int) -> None:
+    user.environment.events.request.fire(
+        request_type=DROPPED_TYPE,
+        name=DROPPED_NAME,
+        response_time=0,
+        response_length=0,
+        exception=InflightCapReached(f"{max_inflight} requests already in flight"),
+        context={},
+    )

@@ -7,10 +7,18 @@ How it works:
   never sent is a request not served), and users refused before the window (parked on a
   Retry-After) against the 429 bound. `broken(tier, profile)` lists what a
   tier broke: the live SLO column and the capacity use the same list.
+- A claim is bounded by its samples (`bounds.py`): a tier *meets* the latency bound only when the 95 %
+  upper bound of its p95 is within it. A tier within it on the point estimate alone (too few successes,
+  or a bound above the limit) is *unshown*: neither met nor missed; `unshown(tier, profile)` says why.
+  A tier shown to meet it shows every lower load too (latency does not fall as load rises), so an unshown
+  tier below a met one is passed over; unshown tiers above the last met one are named (`Capacity.unshown`)
+  and refinement measures them again, longer (rules/refine.py), instead of deciding on them.
 - Tiers are ordered by load. The first tier that breaks any bound ends the search: the capacity
   is the bracket between the last tier that met the SLO (`met`, the capacity a plan uses) and that
-  tier (`missed`). It is *measured* when the two are one user apart (closed loop) or RESOLUTION of
-  the rate (open loop): refinement tiers (`--refine`, shaping/refine.py) narrow it inside the run.
+  tier (`missed`). With no tier shown to meet it below that one, status 'unshown' (lower tiers within on
+  the point estimate only) or 'below' (the lowest tier broke). It is *measured* when the two are one
+  user apart (closed loop) or RESOLUTION of the rate (open loop): refinement tiers (`--refine`,
+  shaping/refine.py) narrow it inside the run.
 - A wider bracket is never a line drawn across a step: p95 jumps as soon as more than 5 % of the
   requests wait, and a limit that starts refusing refuses at once. So it is interpolated (at the load
   where the first broken figure crosses its bound) only when both tiers are on the same side of the
@@ -26,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from llmload.rules import bounds
 from llmload.rules.latency import LATENCY_FIGURES, bound
 from llmload.rules.slo import SloProfile, slo_text
 from llmload.rules.text import none_judged
@@ -39,7 +48,8 @@ RESOLUTION = 0.05
 class Capacity:
     profile: SloProfile
     status: str
-    """'within' (a bracket: `met` and `missed`), 'beyond' (no tier failed), 'below' (the lowest tier failed), 'none'"""
+    """'within' (a bracket: `met` and `missed`), 'beyond' (no tier failed), 'below' (the lowest tier failed),
+    'unshown' (no tier shown to meet it: those within are so on the point estimate only), 'none'"""
     load: float
     """the capacity a plan uses: the load of the last tier that met the SLO (the highest tested when nothing broke)"""
     ok_rps: float
@@ -65,6 +75,12 @@ class Capacity:
     the same side of the queueing onset and the bound is the latency one (NaN otherwise)"""
     why_not: str = ""
     """why a wide bracket is not interpolated: 'waiting starts in this interval', ..."""
+    unshown: tuple[Tier, ...] = ()
+    """tiers above `met` (below `missed`) within the latency bound on the point estimate only (n too small)"""
+    sustained: bool = False
+    """its rates were capped at what the server sustained once it refused (llmload.rules.plan.capped)"""
+    burst: bool = False
+    """... and the tier's own rate lay measurably above it: an initial burst"""
 
     @property
     def high(self) -> float:
@@ -107,6 +123,21 @@ def broken(row: Tier, profile: SloProfile) -> list[Broken]:
     return out
 
 
+def unshown(row: Tier, profile: SloProfile) -> str:
+    """Why a tier that breaks no bound is not shown to meet the latency bound ('' when it is, module docstring):
+    'p95 TTFT 475 ms within 500 ms, but not shown (its 95 % bound 530 ms > 500 ms)'."""
+    latency = bound(profile, row)
+    if latency is None:
+        return ""
+    p95 = _figure(row, latency.figure)
+    upper = _figure(row, latency.figure.replace("_p95_", "_p95_upper_"))
+    if bounds.shown(p95, upper, latency.limit_ms) != "unshown":
+        return ""
+    why = (f"{row.ok} successes cannot bound it, want >= {bounds.min_samples(0.95)}" if math.isinf(upper)
+           else f"its 95 % bound {upper:.0f} ms > {latency.limit_ms:g} ms")
+    return f"{latency.label} {p95:.0f} ms within {latency.limit_ms:g} ms, but not shown ({why})"
+
+
 def at_tier(what: str, row: Tier) -> str:
     """'p95 TTFT 512 ms > 500 ms at tier 5', or 'at tier 5 no request succeeded ...'."""
     where = f"at tier {row.tier}"
@@ -130,8 +161,11 @@ def is_measured(met: Tier, missed: Tier, unit: str) -> bool:
     return missed.target - met.load <= RESOLUTION * met.load + 1e-9
 
 
-def why_not_interpolated(met: Tier, missed: Tier, bounds: list[Broken]) -> str:
+def why_not_interpolated(met: Tier, missed: Tier, bounds: list[Broken], pending: list[Tier] | None = None) -> str:
     """'' when a line between the two tiers is honest, else why not (module docstring)."""
+    if pending:
+        loads = " and ".join(f"{t.load:g}" for t in pending)
+        return f"{loads} met it on the point estimate only (too few samples to show it)"
     if missed.ok == 0:
         return f"no request succeeded at {missed.target:g}, so what lies between is unknown"
     if any(b.figure not in LATENCY_FIGURES for b in bounds):
@@ -149,25 +183,35 @@ def capacity_under_slo(tiers: list[Tier], profile: SloProfile, tested: int | Non
     tested = len(rows) if tested is None else tested
     if not rows:
         return Capacity(profile, "none", math.nan, math.nan, math.nan, none_judged(tested))
-    for i, row in enumerate(rows):
-        bounds = broken(row, profile)
-        if not bounds:
+    met: Tier | None = None
+    pending: list[Tier] = []  # within on the point estimate only, above the last met tier
+    for row in rows:
+        bounds_broken = broken(row, profile)
+        if not bounds_broken:
+            if unshown(row, profile):
+                pending.append(row)
+            else:
+                met, pending = row, []
             continue
-        if i == 0:
-            return Capacity(profile, "below", 0.0, 0.0, 0.0, at_tier(bounds[0].what, row), row.load, tiers=tested,
-                            missed=row)
-        met = rows[i - 1]
+        if met is None:
+            if pending:
+                return Capacity(profile, "unshown", 0.0, 0.0, 0.0, at_tier(bounds_broken[0].what, row),
+                                pending[0].load, tiers=tested, missed=row, unshown=tuple(pending))
+            return Capacity(profile, "below", 0.0, 0.0, 0.0, at_tier(bounds_broken[0].what, row), row.load,
+                            tiers=tested, missed=row)
         frac, text = min((_fraction(_figure(met, b.figure), _figure(row, b.figure), b.limit), at_tier(b.what, row))
-                         for b in bounds)
+                         for b in bounds_broken)
         measured = is_measured(met, row, unit)
-        why = "" if measured else why_not_interpolated(met, row, bounds)
+        why = "" if measured else why_not_interpolated(met, row, bounds_broken, pending)
         line = met.load + frac * (row.load - met.load) if not measured and not why else math.nan
         return Capacity(profile, "within", met.load, met.ok_rps, met.out_tok_s, text, goodput_rps=met.goodput_rps,
                         goodput_load=met.load, tiers=tested, met=met, missed=row, measured=measured,
-                        interpolated=line, why_not=why)
-    top = rows[-1]
-    return Capacity(profile, "beyond", top.load, top.ok_rps, top.out_tok_s, nothing_broke(tested),
-                    goodput_rps=top.goodput_rps, tiers=tested, met=top)
+                        interpolated=line, why_not=why, unshown=tuple(pending))
+    if met is None:
+        return Capacity(profile, "unshown", 0.0, 0.0, 0.0, unshown(pending[0], profile), pending[0].load,
+                        tiers=tested, unshown=tuple(pending))
+    return Capacity(profile, "beyond", met.load, met.ok_rps, met.out_tok_s, nothing_broke(tested),
+                    goodput_rps=met.goodput_rps, tiers=tested, met=met, unshown=tuple(pending))
 
 
 def narrowing_loads(cap: Capacity, unit: str, most: int = 4) -> list[float]:

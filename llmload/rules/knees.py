@@ -7,21 +7,19 @@ limit) these are different points, and a capacity planner needs both:
   tier whose throughput reaches PLATEAU_SHARE of X_max, or lies less than PLATEAU_NOISE_Z
   standard deviations of its own count below that line (`count_noise`: closed loop, the window's
   edges; open loop, Poisson arrivals) while a higher tier reads within that noise of it or less
-  (the plateau seen at its level again: the highest tier's excess is one reading): so a 2 %
-  difference cannot move the point; it is *reached* only when a higher tier was tested (so we saw more load not
-  adding throughput). The plateau is called an admission limit only when refusals (429, 503,
-  in-stream errors, users parked on a Retry-After) start at or below its tier; when they start
-  above it, throughput had stopped growing first, and the sentence says so. It lies between the tier
-  below it and itself; the load where the low-load line (X_0 / load_0 per unit) meets the
-  plateau, X_max / (X_0 / load_0), is given as the point estimate of that interval.
-- **Queueing onset**: the last tier before the first tier whose requests waited
-  (`waiting.py`: the server's queue when its metrics are there, dropped arrivals in open
-  loop, else the client estimate) or that had no success at all (then whether its requests
-  waited is unknown, and the sentence says so). Requests start to wait between the onset
-  and the next tier. With S slots and a closed loop, the onset is S.
-A fitted slot count (the report's queueing model) is then checked against the onset: it
-agrees when it lies in [ONSET_TOLERANCE x onset, next tier]; otherwise the sentence says
-which one to trust and why. The SLO capacity (`capacity.py`) is a third, separate figure.
+  (the plateau seen at its level again: the highest tier's excess is one reading): so a 2 % difference cannot
+  move the point; it is *reached* only when a higher tier was tested (more load added no throughput). The
+  plateau is called an admission limit only when refusals (429, 503, in-stream errors, users parked on a
+  Retry-After) start at or below its tier; when they start above it, throughput had stopped growing first,
+  and the sentence says so; measurably above what the server accepted once it refused (`ceiling.py`), it was
+  an initial burst, not measured. It lies between the tier below it and itself; the load where the low-load
+  line (X_0 / load_0 per unit) meets the plateau, X_max / (X_0 / load_0), is its point estimate.
+- **Queueing onset**: the last tier before the first tier whose requests waited (`waiting.py`: the server's
+  queue when its metrics are there, dropped arrivals in open loop, else the client estimate) or that had no
+  success at all (then whether its requests waited is unknown, and the sentence says so). Requests start to
+  wait between the onset and the next tier. With S slots and a closed loop, the onset is S.
+A fitted slot count (the report's queueing model) agrees with the onset when it lies in [ONSET_TOLERANCE x
+onset, next tier]; otherwise the sentence says which to trust. The SLO capacity (`capacity.py`) is a third figure.
 """
 
 from __future__ import annotations
@@ -29,9 +27,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from llmload.rules import ceiling as ceiling_mod
 from llmload.rules import limiter
+from llmload.rules.ceiling import Ceiling
 from llmload.rules.latency import growth
 from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
+from llmload.rules.outcomes import shed_codes
 from llmload.rules.text import load_with_unit, none_judged, tier_load
 from llmload.rules.tier import Tier, with_load
 
@@ -68,10 +69,21 @@ def _ok_rps(tier: Tier) -> float:
     return tier.ok_rps if tier.ok_rps == tier.ok_rps else 0.0
 
 
-def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:
+def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None,
+                       ceiling: Ceiling | None = None) -> KneePoint:
     """`tested`: tiers with requests in the whole run, judged or not (default: those of `tiers`). Behind a rate
     limiter (`limiter.recognise`) only the tiers below its first refusal show the engine: the plateau is theirs,
-    or not measured."""
+    or not measured. A plateau measurably above what the server accepted once it refused (`ceiling`) was an
+    initial burst, never compute saturation."""
+    point = _limited_plateau(tiers, unit, tested)
+    top = max(with_load(tiers), key=_ok_rps, default=None)
+    if not point.reached or ceiling is None or top is None or \
+            not ceiling_mod.above(_ok_rps(top), top.rate_window_s, ceiling):
+        return point
+    return KneePoint("none", None, None, None, None, ceiling_mod.burst_sentence(top, ceiling, unit))
+
+
+def _limited_plateau(tiers: list[Tier], unit: str, tested: int | None) -> KneePoint:
     lim = limiter.recognise(tiers, unit)
     if lim is None:
         return _plateau(tiers, unit, tested)
@@ -211,16 +223,6 @@ def _refusing(rows: list[Tier], i: int, unit: str) -> str:
     return (f" The server refused requests from {load_with_unit(row.load, unit)} on ({row.shed_rate:.1%} "
             f"there: {shed_codes(row)}): the plateau is where it starts refusing, an admission limit (a "
             "rate limit or a queue cap), which may sit below its compute limit.")
-
-
-def shed_codes(row: Tier) -> str:
-    """A tier's refusals by kind: '96 x 429, 12 x 503, 3 in-stream error events'."""
-    codes = [f"{row.n_429} x 429"] if row.n_429 else []
-    if row.n_503:
-        codes.append(f"{row.n_503} x 503")
-    if row.n_stream_error:
-        codes.append(f"{row.n_stream_error} in-stream error events")
-    return ", ".join(codes)
 
 
 def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> KneePoint:

@@ -40,3 +40,13 @@ def kind(status: int, error: str) -> str:
 def empty_text(count: int) -> str:
     """'5 answers had no text (empty_answer)': the one wording of empty answers, wherever they are counted."""
     return f"{count} answer{'s' if count != 1 else ''} had no text (empty_answer)"
+
+
+def shed_codes(row) -> str:  # a rules.tier.Tier
+    """A tier's refusals by kind: '96 x 429, 12 x 503, 3 in-stream error events'."""
+    codes = [f"{row.n_429} x 429"] if row.n_429 else []
+    if row.n_503:
+        codes.append(f"{row.n_503} x 503")
+    if row.n_stream_error:
+        codes.append(f"{row.n_stream_error} in-stream error events")
+    return ", ".join(codes)

@@ -5,9 +5,12 @@ The rule, after the planned sweep and after each tier it adds (at most `--refine
      SLO and the first that missed it, while it is wider than one user (closed loop) or
      `capacity.RESOLUTION` of the rate (open loop). If the lowest tier already missed it, half its load
      (down to 1 user).
-  2. Then the queueing-onset interval: between the last tier whose requests did not wait and the
+  2. Then a load within the SLO on its point estimate only (`capacity.unshown`: too few samples to show it)
+     above the capacity: once more, twice as long (kind 'samples'), so the capacity is decided on samples
+     that bound its p95, not on a point estimate.
+  3. Then the queueing-onset interval: between the last tier whose requests did not wait and the
      first that did, to the same resolution.
-  3. Nothing else: a run where nothing broke and nothing waited is not extended upwards (that is the
+  4. Nothing else: a run where nothing broke and nothing waited is not extended upwards (that is the
      planned sweep's job, and more load than the user asked for is not ours to send).
 The next load is the middle of the interval: arithmetic for users (4-8: 6, then 5 or 7), geometric
 for rates (the resolution is a share of the rate, so 5-40 req/s takes the fewest tiers halved in log
@@ -38,7 +41,7 @@ class Step:
     why: str
     """'capacity between 4 and 8 users', 'queueing onset between 4 and 8 users', 'hold at the capacity, 4 users'"""
     kind: str
-    """'capacity', 'onset' or 'hold'"""
+    """'capacity', 'samples', 'onset' or 'hold'"""
 
 
 def _same(a: float, b: float, unit: str) -> bool:
@@ -76,9 +79,10 @@ def _inside(low: float, high: float, unit: str, tested: list[float]) -> float | 
     return None
 
 
-def next_step(verdicts: Verdicts, unit: str, tested: list[float]) -> Step | None:
+def next_step(verdicts: Verdicts, unit: str, tested: list[float], again: list[float] | None = None) -> Step | None:
     """The tier to add after the tiers judged in `verdicts` (module docstring); `tested`: every load the run has
-    sent so far (judged or not: a tier left out is not retried at the same load)."""
+    sent so far (judged or not: a tier left out is not retried at the same load); `again`: loads already measured
+    once more for their samples."""
     cap = verdicts.capacity
     if cap.status == "within" and cap.met is not None:
         mid = _inside(cap.met.load, cap.high, unit, tested)
@@ -89,6 +93,10 @@ def next_step(verdicts: Verdicts, unit: str, tested: list[float]) -> Step | None
         mid = float(math.floor(lowest / 2)) if unit == "users" else float(f"{lowest / 2:.3g}")
         if mid > 0 and not any(_same(mid, t, unit) for t in tested):
             return Step(mid, f"capacity below {load_with_unit(lowest, unit)}", "capacity")
+    for tier in reversed(cap.unshown):  # nearest the boundary first
+        if not any(_same(tier.load, t, unit) for t in again or []):
+            return Step(tier.load, f"more samples at {load_with_unit(tier.load, unit)}: within the SLO on its point "
+                        "estimate only", "samples")
     onset = verdicts.onset
     if onset.status == "within" and onset.load is not None and onset.next_load is not None:
         mid = _inside(onset.load, onset.next_load, unit, tested)

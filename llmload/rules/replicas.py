@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 
 from llmload.rules.capacity import Capacity, nothing_broke
-from llmload.rules.limiter import RateLimiter
 from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules.plan import Basis, PerReplica
 from llmload.rules.text import load_with_unit
 
 TARGET_KINDS = {"rps": "req/s", "users": "users", "tok_s": "output tok/s"}
@@ -64,29 +64,18 @@ def bound_text(cap: Capacity, load_unit: str) -> str:
             f"{load_with_unit(cap.high, load_unit)}")
 
 
-def describe_plan(plan: ReplicaPlan, cap: Capacity, peak_load: str = "", load_unit: str = "users",
-                  lim: RateLimiter | None = None) -> str:
-    """`peak_load` (e.g. '8 users'): the plan is on the throughput peak within the SLO, not the capacity point;
-    `lim`: the rate limiter behind the 429s: the plan is on its sustained rate, per replica only with a quota each."""
+def describe_plan(plan: ReplicaPlan, per: PerReplica | None, cap: Capacity, b: Basis | None,
+                  load_unit: str = "users") -> str:
+    """The replica count at the plan's per-replica figures (`plan.per_replica`: the confirmed rate, or the planned
+    one when the run skipped its confirmation)."""
     unit = TARGET_KINDS[plan.target_kind]
-    if lim is not None and not lim.measured:
-        return (f"Replica plan for {plan.target:g} {unit}: not possible: a rate limiter sets the throughput and "
-                "its sustained rate was not measured (its window outlasts the tiers).")
-    if plan.replicas is None:
-        return f"Replica plan for {plan.target:g} {unit}: impossible, the SLO is not met at any tested load."
-    if lim is not None:
-        replicas = "replica" if plan.replicas == 1 else "replicas"
-        return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {plan.replicas} "
-                f"{replicas}, each loaded to at most {plan.per_replica:.1f} {unit} ({plan.headroom:.0%} headroom "
-                f"below the rate limiter's sustained {lim.sustained_rps:.1f} req/s), only if each has a quota of "
-                f"its own: behind one shared quota (one API key, one proxy) the whole deployment gets "
-                f"{lim.sustained_rps:.1f} req/s, whatever the count.")
-    lower = lower_bound(cap) and not peak_load
-    extra = f" (capacity is a lower bound: {bound_text(cap, load_unit)})" if lower else ""
-    count = f"at most {plan.replicas}" if lower else str(plan.replicas)
-    each = "at least " if lower else ""
-    below = f"its throughput at the peak, {peak_load}, within the SLO" if peak_load else "its SLO capacity"
+    if plan.replicas is None or per is None:
+        return (f"Replica plan for {plan.target:g} {unit}: none: the run has no per-replica rate to plan on (see "
+                "the plan).")
     replicas = "replica" if plan.replicas == 1 else "replicas"
-    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {count} {replicas} "
-            f"of the tested deployment, each loaded to {each}{plan.per_replica:.1f} {unit} "
-            f"({plan.headroom:.0%} headroom below {below}){extra}.")
+    how = "the confirmed" if per.confirmed else "the planned (unconfirmed)"
+    quota = (f" Behind one shared quota (one API key, one proxy) the whole deployment gets {b.rps:.2f} req/s, "
+             "whatever the count." if b is not None and b.kind in ("rate limiter", "ceiling") else "")
+    more = f" The capacity may be higher: {bound_text(cap, load_unit)}." if b is not None and b.lower_bound else ""
+    return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {plan.replicas} {replicas} "
+            f"of the tested deployment, each loaded to {how} {plan.per_replica:.1f} {unit}.{quota}{more}")

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 
 from llmload.rules import limiter
 from llmload.rules.capacity import Capacity
-from llmload.rules.knees import KneePoint, shed_codes
+from llmload.rules.knees import KneePoint
 from llmload.rules.latency import growth
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
-from llmload.rules.outcomes import empty_text
+from llmload.rules.outcomes import empty_text, shed_codes
 from llmload.rules.text import load_with_unit
 from llmload.rules.tier import Tier, with_load
 

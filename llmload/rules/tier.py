@@ -69,12 +69,17 @@ class Tier:
     ttft_p50_ms: float = NAN
     ttft_p95_ms: float = NAN
     ttft_p99_ms: float = NAN
+    ttft_p95_upper_ms: float = NAN
+    """the 95 % upper bound of the true p95 TTFT (llmload.rules.bounds): +inf when too few successes bound it, NaN
+    when not computed (judged on the point estimate then)"""
     ttft_mean_ms: float = NAN
     tpot_mean_ms: float = NAN
     e2e_mean_ms: float = NAN
     e2e_p50_ms: float = NAN
     e2e_p95_ms: float = NAN
     e2e_p99_ms: float = NAN
+    e2e_p95_upper_ms: float = NAN
+    """... of the p95 e2e latency"""
     no_first_token: bool = False
     """the run's answers have no first token (embeddings, rerank): its latency is judged on e2e
     (llmload.rules.latency.mark)"""

@@ -113,9 +113,10 @@ def user_is_stopping(user: Any) -> bool:
     return getattr(user, "_state", None) == LOCUST_STATE_STOPPING
 
 
-def pause_user(user: Any, seconds: float) -> bool:
+def pause_user(user: Any, seconds: float, wake: Any = None) -> bool:
     """Sleep as Locust's own `wait()` does: the user is WAITING meanwhile, so a stop kills it at
-    once instead of waiting for the sleep. False if the user is (or became) stopping."""
+    once instead of waiting for the sleep. False if the user is (or became) stopping. `wake`: a gevent Event
+    that ends the sleep early when set."""
     import gevent
     from locust.user.task import LOCUST_STATE_RUNNING, LOCUST_STATE_WAITING
 
@@ -124,7 +125,10 @@ def pause_user(user: Any, seconds: float) -> bool:
     running = user._state == LOCUST_STATE_RUNNING
     if running:
         user._state = LOCUST_STATE_WAITING
-    gevent.sleep(seconds)
+    if wake is not None:
+        wake.wait(seconds)
+    else:
+        gevent.sleep(seconds)
     if running and user._state == LOCUST_STATE_WAITING:
         user._state = LOCUST_STATE_RUNNING
     return not user_is_stopping(user)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from llmload.rules import capacity, delivery, trust
+from llmload.rules import capacity, confirm, delivery, latency, trust
+from llmload.rules.ceiling import Ceiling
+from llmload.rules.confirm import Window
 from llmload.rules.latency import bound
 from llmload.rules.slo import SloProfile, profile_or_default
 from llmload.rules.tier import Tier
@@ -48,10 +50,16 @@ def load_unit(records: list[Any]) -> str:
     return "req/s" if any(r.tier.target_rps is not None for r in records) else "users"
 
 
-def live_tiers(environment: Any, now_s: float | None = None) -> list[Tier]:
-    """One rule-book Tier per tier of the timeline so far (module docstring)."""
+def load_records(state: Any) -> list[Any]:
+    """The timeline's load tiers: every record but the confirmation windows (judged apart: `live_windows`)."""
+    return [r for r in state.timeline.records if r.tier.refined != "confirm"]
+
+
+def live_tiers(environment: Any, now_s: float | None = None, records: list[Any] | None = None) -> list[Tier]:
+    """One rule-book Tier per tier of the timeline so far (module docstring); `records`: those timeline records
+    only (default: the load tiers)."""
     state = run_state(environment)
-    records = state.timeline.records
+    records = load_records(state) if records is None else records
     if not records:
         return []
     current = snapshot(environment.stats)
@@ -67,8 +75,8 @@ def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile 
     """The verdicts on the ended tiers long enough for their requests (llmload.rules.delivery) whose generator
     kept up (all such tiers when it lagged in every one of them, as the report does: llmload.rules.trust.judged)."""
     state = run_state(environment)
-    records = state.timeline.records
-    tiers = live_tiers(environment, now_s)
+    records = load_records(state)
+    tiers = live_tiers(environment, now_s, records)
     ends = {r.tier.tier: r.end_s for r in records}
     material = [ends.get(t.tier) is not None and not state.sink.live.trusted(t, ends[t.tier]) for t in tiers]
     short = [ends.get(t.tier) is None or delivery.tier_too_short(t) for t in tiers]
@@ -76,7 +84,33 @@ def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile 
     kept = {t.tier for t, keep in zip(tiers, judged) if keep}
     climbing = str((state.shape_info or {}).get("kind", "step")) in CLIMBING
     return judge(tiers, load_unit(records), slo or profile(environment), lambda t: t.tier in kept,
-                 climbing=climbing)
+                 climbing=climbing, ceiling=live_ceiling(state, records, now_s))
+
+
+def live_ceiling(state: Any, records: list[Any], now_s: float | None = None) -> Ceiling | None:
+    """The model-free ceiling (llmload.rules.ceiling) of the load tiers so far, from the rows the process holds
+    (None without rows: --ship histograms)."""
+    if not records:
+        return None
+    end = records[-1].end_s
+    return state.sink.live.refusals.ceiling(end if end is not None else (now_s or time.time()),
+                                            {r.tier.tier for r in records})
+
+
+def live_windows(environment: Any, slo: SloProfile | None = None, now_s: float | None = None) -> list[Window]:
+    """The confirmation windows so far, judged by the rule book (llmload.rules.confirm); a window still running is
+    'cut' (not judged yet)."""
+    state = run_state(environment)
+    records = [r for r in state.timeline.records if r.tier.refined == "confirm"]
+    if not records:
+        return []
+    tiers = latency.mark(live_tiers(environment, now_s, records))
+    out = []
+    for record, tier in zip(records, tiers):
+        measure_s = tier.rate_window_s if tier.rate_window_s == tier.rate_window_s else 0.0
+        out.append(confirm.judge_window(tier, float(record.tier.target_rps or 0.0), measure_s,
+                                        slo or profile(environment), complete=record.end_s is not None))
+    return out
 
 
 def slo_cell(tier: Tier, slo: SloProfile, measuring: bool = True) -> tuple[str, str]:

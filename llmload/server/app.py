@@ -55,7 +55,8 @@ class App:
         self.clock = clock
         self.engine = Engine(cfg)
         self.cache = PrefixCache(cfg.cache_block_tokens, cfg.cache_capacity_tokens)
-        self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock(), cfg.rate_burst_s)
+        self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock(), cfg.rate_burst_s, cfg.rate_window_s)
+        self.started_s = clock()
         self.text = TextSource(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.stop_rng = random.Random(cfg.seed + 1)
@@ -71,6 +72,8 @@ class App:
 
     # entry point from the protocol
     def handle(self, req: Request) -> None:
+        if self.cfg.fault_slowdown_after_s > 0 and self.clock() - self.started_s >= self.cfg.fault_slowdown_after_s:
+            self.engine.slowdown = self.cfg.fault_slowdown_factor  # every later prefill and step (config.py)
         req.request_id = req.headers.get("x-request-id") or f"srv-{next(self._ids)}"
         if self.requests.enabled:
             self.requests.write(req.request_id, req)
@@ -196,8 +199,9 @@ class App:
         headers = {"x-request-id": req.request_id}
         if self.limiter.enabled:
             decision = self.limiter.take(token_cost, self.clock())
-            quota = quota_headers(self.limiter, decision)
-            headers.update(anthropic_quota(quota) if _anthropic(req) else quota)
+            if self.cfg.quota_headers != "none":
+                quota = quota_headers(self.limiter, decision)
+                headers.update(anthropic_quota(quota) if _anthropic(req) else quota)
             if not decision.allowed:
                 truth["status"] = 429
                 self.truth.write(truth)

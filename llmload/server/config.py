@@ -67,6 +67,11 @@ class ServerConfig:
     """tokens per minute (prompt + max output tokens of each request)"""
     rate_burst_s: float = 60.0
     """bucket size in seconds of allowance (60: a whole minute's worth may be spent at once)"""
+    rate_window_s: float = 0.0
+    """> 0: a plain quota in fixed windows of this many seconds (rpm x window / 60 requests each, the rest refused
+    until the next window) instead of the token bucket"""
+    quota_headers: str = "openai"
+    """`openai`: x-ratelimit-limit-* and x-ratelimit-remaining-* on every answer while a limit is set; `none`"""
     retry_after_header: str = "retry-after,retry-after-ms"
     """how a refusal states its wait, comma-separated: retry-after (s), retry-after-ms,
     retry-after-date (HTTP-date), llm_provider-retry-after (LiteLLM), x-ratelimit-reset-requests
@@ -107,6 +112,11 @@ class ServerConfig:
     """an error event inside a 200 stream, as engines emit when admission races"""
     fault_model_swap_prob: float = 0.0
     """answer naming `swap_model` instead of the requested model (silent downgrade)"""
+    fault_slowdown_after_s: float = 0.0
+    """from this many seconds after the server started (0: never), every prefill and decode step takes
+    `fault_slowdown_factor` times as long (an engine that slows down after a while: a cache filled, a throttled GPU)"""
+    fault_slowdown_factor: float = 1.0
+    """how much slower, from `fault_slowdown_after_s` on"""
     fault_empty_prob: float = 0.0
     """an answer with no text: one empty chunk, finish_reason length, usage completion_tokens 1 (as vLLM with random
     weights answers); non-streamed, content ''"""
@@ -232,6 +242,10 @@ def validate(cfg: ServerConfig) -> None:
     if unknown or not styles or ("none" in styles and len(styles) > 1):
         raise ConfigError(f"--retry-after-header must be 'none' or a comma-separated list of "
                           f"{', '.join(RETRY_HEADER_STYLES[:-1])}; got {cfg.retry_after_header!r}")
+    if cfg.quota_headers not in ("openai", "none"):
+        raise ConfigError(f"--quota-headers must be 'openai' or 'none', got {cfg.quota_headers!r}")
+    if cfg.fault_slowdown_factor < 1.0:
+        raise ConfigError(f"--fault-slowdown-factor must be >= 1 (times slower), got {cfg.fault_slowdown_factor}")
     if not 0.0 <= cfg.early_stop_rate <= 1.0:
         raise ConfigError(f"--early-stop-rate must be in [0, 1], got {cfg.early_stop_rate}")
     for name in ("reasoning_tokens", "tool_rounds"):
@@ -240,7 +254,8 @@ def validate(cfg: ServerConfig) -> None:
     if cfg.headers_when not in ("arrival", "service"):
         raise ConfigError(f"--headers-when must be 'arrival' or 'service', got {cfg.headers_when!r}")
     for name in ("gateway_ms", "prefill_base_ms", "prefill_ms_per_token", "decode_ms_per_token",
-                 "decode_ms_per_extra_seq", "rpm", "tpm", "rate_burst_s", "fault_stall_ms", "queue_full_retry_after_s"):
+                 "decode_ms_per_extra_seq", "rpm", "tpm", "rate_burst_s", "rate_window_s", "fault_stall_ms",
+                 "queue_full_retry_after_s", "fault_slowdown_after_s"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_flag(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("tokens_per_chunk", "spec_decode_tokens_per_step", "cache_block_tokens",

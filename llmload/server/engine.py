@@ -56,6 +56,8 @@ class Engine:
         self.cfg = cfg
         self.running: set[Sequence] = set()
         self.queue: deque[Sequence] = deque()
+        self.slowdown = 1.0
+        """every prefill and decode step takes this many times as long (--fault-slowdown-factor, once due)"""
 
     @property
     def active(self) -> int:
@@ -93,12 +95,12 @@ class Engine:
         self.running.add(seq)
 
     def prefill_ms(self, seq: Sequence) -> float:
-        return self.cfg.prefill_base_ms + seq.uncached_tokens * self.cfg.prefill_ms_per_token
+        return (self.cfg.prefill_base_ms + seq.uncached_tokens * self.cfg.prefill_ms_per_token) * self.slowdown
 
     def step_ms(self) -> float:
         """Time of one decode step now, given the sequences in service."""
         extra = max(0, len(self.running) - 1)
-        return self.cfg.decode_ms_per_token + self.cfg.decode_ms_per_extra_seq * extra
+        return (self.cfg.decode_ms_per_token + self.cfg.decode_ms_per_extra_seq * extra) * self.slowdown
 
     def estimated_wait_s(self) -> float:
         """A rough wait for a new arrival (used for Retry-After on refusals)."""

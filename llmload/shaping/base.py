@@ -22,9 +22,9 @@ then Locust calls `tick()` on the master or local runner about once a second:
     plan is done, the stop rule fires, `-t/--run-time` has passed since the first tick (Locust 2.47
     arms -t only after a shape returns None), or the test stops (web UI stop, SIGTERM, a fatal error).
   * SIGTERM, headless: the shape's own handler ends it (shaping/sigterm.py); Locust's quit follows.
-  * `--refine`: when the plan is done, tiers the rule book asks for are appended (shaping/refine.py).
-Ramp speed: Locust's `--spawn-rate` when given (that is why `use_common_options` is on; `-u`
-is ignored); else each change is spawned in about one second.
+  * When the plan is done, `--refine` appends the tiers the rule book asks for (shaping/refine.py), then
+    `--confirm` the windows that prove the plan (shaping/confirm.py: open loop, so `_begin` publishes a rate).
+Ramp speed: Locust's `--spawn-rate` when given (`use_common_options`; `-u` is ignored); else ~1 s per change.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from llmload.run import files, workers
 from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
 from llmload.run.verdicts import live_tiers, live_verdicts
-from llmload.shaping import refine, sigterm
+from llmload.shaping import confirm, refine, sigterm
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, done_line, format_line
@@ -80,8 +80,7 @@ class PlanShape(LoadTestShape):
     def build_plan(self, options: Any) -> list[PlannedTier]:
         raise NotImplementedError
 
-    # clocks, replaced in unit tests
-    def _now(self) -> float:
+    def _now(self) -> float:  # the clocks: replaced in unit tests
         return time.perf_counter()
 
     def _wall(self) -> float:
@@ -100,7 +99,7 @@ class PlanShape(LoadTestShape):
         self._runner_ref = runner
         if runner is None:
             return
-        if self.open_loop:
+        if self.open_loop or self.refinable:  # a climbing shape's confirmation runs open loop (shaping/confirm.py)
             openloop_user.install(runner)
         if isinstance(runner, WorkerRunner):
             return
@@ -121,20 +120,19 @@ class PlanShape(LoadTestShape):
             options = options_with_defaults(options)
             self.build_plan(options)
             refine.refine_settings(options, "", self.refinable)
+            confirm.confirm_settings(options, self.refinable)
         except ShapeOptionError as e:
             self._report_bad_flags(e)
             if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):
                 raise SystemExit(2) from None
 
-    def _report_bad_flags(self, error: Exception) -> None:
-        """One log line per distinct error; exit code 2 for a headless run."""
+    def _report_bad_flags(self, error: Exception) -> None:  # one log line per distinct error; headless, exit 2
         if str(error) != self._reported_error:
             self._reported_error = str(error)
             logger.error("load shape: %s", error)
         if self.runner is not None and settings_of(self.runner.environment).headless:
             self.runner.environment.process_exit_code = 2
 
-    # --- Locust entry point -------------------------------------------------------------------
     def tick(self) -> tuple[int, float] | None:
         now = self._now()
         run = self._run
@@ -160,10 +158,14 @@ class PlanShape(LoadTestShape):
         if now < run.tier_end:
             return run.last_tick
         reason = self._end_tier(run, now)
+        if confirm.is_window(run):  # settle, judge, then another window or the end (shaping/confirm.py)
+            return confirm.window_ended(self, run, now)
         if reason or run.index + 1 >= len(run.plan):
             run.info.setdefault("sweep_end", reason or "last tier done")
             if refine.add_tier(self, run, now):  # --refine: a tier the rule book asks for (shaping/refine.py)
                 return refine.start(self, run, now)
+            if confirm.add_window(self, run, now):  # --confirm: the planned rate, open loop
+                return self._begin(run, run.index + 1, now)
             self._finish(run, run.info["sweep_end"] + refine.done_text(run))
             return None
         return self._begin(run, run.index + 1, now)
@@ -200,7 +202,8 @@ class PlanShape(LoadTestShape):
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
         run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - self._now(),
-                       planned=len(plan), refine=refining)
+                       planned=len(plan), refine=refining,
+                       confirming=confirm.Confirming(confirm.confirm_settings(options, self.refinable)))
         if settings.run_time_s:
             run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s
         run.first = self._snapshot()
@@ -227,8 +230,7 @@ class PlanShape(LoadTestShape):
     def _begin(self, run: ShapeRun, index: int, now: float) -> tuple[int, float]:
         planned = run.plan[index]
         tier_no = index + 1
-        if self.open_loop:
-            assert planned.target_rps is not None, "an open-loop shape plans request rates"
+        if planned.target_rps is not None:  # an open-loop tier, or a confirmation window
             users = openloop_user.publish(self.runner, tier_no, float(planned.target_rps), run.options)
             spawn_rate, ramp_s = max(1.0, 10.0 * users), 0.0
         else:
@@ -260,9 +262,9 @@ class PlanShape(LoadTestShape):
         whole = diff(run.at_start, at_end)
         measured = diff(run.at_warm or at_end, at_end)
         tier_no = run.index + 1
-        run.writer.end(run.unix_offset_s + now, whole.dropped if self.open_loop else None)
-        live = None if self.runner is None else next(
-            (t for t in live_tiers(self.runner.environment) if t.tier == tier_no), None)
+        run.writer.end(run.unix_offset_s + now, whole.dropped if run.plan[run.index].target_rps is not None else None)
+        live = None if self.runner is None or run.record is None else live_tiers(self.runner.environment, None,
+                                                                                [run.record])[0]
         logger.info("%s", done_line(tier_no, live, whole.dropped))
         count = live.sent if live is not None else measured.requests
         if count < run.options.min_tier_requests:
@@ -284,7 +286,7 @@ class PlanShape(LoadTestShape):
             run.record.at_end, run.record.end_s = self._snapshot(), end_s
         run.writer.end(end_s)
         self.timeline().end_run(end_s)
-        if self.open_loop and self.runner is not None:
+        if self.runner is not None and (self.open_loop or confirm.is_window(run)):
             openloop_user.publish_stop(self.runner)
         logger.info("load shape finished: %s", reason)
         if run.progress is not None and run.progress is not gevent.getcurrent():
@@ -294,7 +296,5 @@ class PlanShape(LoadTestShape):
         if self._run is not None and not self._run.finished:
             self._finish(self._run, "test stopped")
 
-    # --- live figures ----------------------------------------------------------------------
-    def _snapshot(self) -> StatsSnapshot:
-        runner = self.runner
-        return snapshot(runner.environment.stats) if runner is not None else StatsSnapshot()
+    def _snapshot(self) -> StatsSnapshot:  # the live figures: Locust's stats now
+        return snapshot(self.runner.environment.stats) if self.runner is not None else StatsSnapshot()

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from llmload.rules.confirm import DEFAULT_MAX_SECONDS as CONFIRM_MAX_S
+from llmload.rules.confirm import DEFAULT_STEPS as CONFIRM_STEPS
 from llmload.rules.refine import DEFAULT_MAX_TIERS
 from llmload.rules.traffic import parse_arrival
 from llmload.run.flags import add_warmup_option
@@ -22,6 +24,7 @@ from llmload.sink.warmup import parse_span_s, warmup_seconds
 from llmload.workload.trace_formats import FORMATS as TRACE_FORMATS
 
 REFINE_CHOICES = ("auto", "on", "off")
+CONFIRM_CHOICES = ("auto", "on", "off")
 SHAPE_WARMUP_S = 10.0
 """a load shape's warm-up per tier when --warmup-seconds is not given"""
 
@@ -152,6 +155,23 @@ def _checked(parse: Callable[[str], Any]) -> Callable[[str], str]:
     return check
 
 
+def add_confirm_arguments(parser: Any, hidden: dict) -> None:
+    """The confirmation flags (shaping/confirm.py; registered with the shape flags)."""
+    add = parser.add_argument
+    add("--confirm", nargs="?", const="on", choices=CONFIRM_CHOICES, default="auto",
+        help="step and rate tiers: after the tiers (and --refine), send the planned per-replica rate open loop "
+             "(Poisson) and lower it until it holds, so the plan the report states was run; auto (default): on; "
+             "--no-confirm: off")
+    add("--no-confirm", dest="confirm", action="store_const", const="off", help="turn --confirm off", **hidden)
+    add("--confirm-seconds", type=_span_s, default=None,
+        help="--confirm: each window's measure seconds (default: the larger of 60 s and twice the longest retry hint "
+             "seen, and long enough for 74 successes: a p95 bounded at 95 %%)")
+    add("--confirm-max-seconds", type=_span_s, default=CONFIRM_MAX_S,
+        help="--confirm: the longest window (default 300 s)")
+    add("--confirm-steps", type=int, default=CONFIRM_STEPS,
+        help="--confirm: windows after the first that may lower the rate (default 3)")
+
+
 def add_shape_arguments(parser: Any) -> None:
     """Register the shape flags. Call it from an `events.init_command_line_parser` listener."""
     add = parser.add_argument
@@ -181,6 +201,7 @@ def add_shape_arguments(parser: Any) -> None:
         help="--refine: at most this many added tiers, each as long as the planned ones")
     add("--hold-at-capacity", type=_span_s, default=0.0,
         help="--refine: end with one tier this long (90, 2m) at the capacity found, for tight p95/p99 intervals")
+    add_confirm_arguments(parser, hidden)
     add("--rate-tiers", type=_checked(lambda s: parse_number_list(s, "--rate-tiers", integer=False)),
         default="1,2,4,8", help="open loop: requests/s per tier over all workers")
     add("--arrival", type=_checked(arrival_option), default="poisson",

@@ -97,10 +97,11 @@ def drain_seconds(verdicts: Any, tier_no: int, load: float, most_s: float) -> fl
 def _choose(run: Any, verdicts: Any, open_loop: bool) -> refine.Step | None:
     settings: RefineSettings = run.refine
     unit = _unit(open_loop)
-    added = [s for s in run.refined if s.kind != "hold"]
+    added = [s for s in run.refined if s.kind not in ("hold", "confirm")]
     if len(added) < settings.max_tiers:
         tested = [_load(p) for p in run.plan[:run.index + 1]] + [t.load for t in verdicts.tiers if t.sent > 0]
-        step = refine.next_step(verdicts, unit, tested)
+        again = [s.load for s in run.refined if s.kind == "samples"]
+        step = refine.next_step(verdicts, unit, tested, again)
         if step is not None:
             return step
     if settings.hold_s > 0 and not any(s.kind == "hold" for s in run.refined):
@@ -112,17 +113,17 @@ def add_tier(shape: Any, run: Any, now: float) -> bool:
     """After the planned sweep (or a tier added after it): append the next refinement tier to `run.plan`
     (True), or nothing when refinement is off, done or out of room (False)."""
     settings: RefineSettings | None = run.refine
-    if settings is None or not settings.on or shape.runner is None:
-        return False
     if run.index < run.planned:  # the sweep's end (--stop-at-knee may end it early: its later tiers never run)
         del run.plan[run.index + 1:]
         run.planned = run.index + 1
+    if settings is None or not settings.on or shape.runner is None:
+        return False
     verdicts = live_verdicts(shape.runner.environment)
     step = _choose(run, verdicts, shape.open_loop)
     if step is None:
         return False
     template = run.plan[run.planned - 1]
-    seconds = settings.hold_s if step.kind == "hold" else template.seconds
+    seconds = settings.hold_s if step.kind == "hold" else template.seconds * (2 if step.kind == "samples" else 1)
     drain = drain_seconds(verdicts, run.index + 1, step.load, template.seconds)
     added = _tier(step, template, seconds, shape.open_loop, drain)
     run.pause_s = drain if shape.open_loop else 0.0
@@ -141,7 +142,7 @@ def add_tier(shape: Any, run: Any, now: float) -> bool:
 
 def done_text(run: Any) -> str:
     """What refinement added, for the shape's end reason: '' or '; then 2 tiers added by --refine'."""
-    n = len(run.refined)
+    n = sum(s.kind != "confirm" for s in run.refined)
     return f"; then {n} tier{'s' if n != 1 else ''} added by --refine" if n else ""
 
 
@@ -157,12 +158,14 @@ def start(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
 
 
 def pause_tick(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
-    """A tick during the pause: wait, then begin the tier (or end the run at -t)."""
+    """A tick during the pause: wait, then begin the tier, or what `run.then` does (the confirmation's judgement)
+    (or end the run at -t)."""
     if now >= run.deadline:
         run.pause_end = None
         shape._finish(run, f"-t/--run-time {run.run_time_s:g}s reached")
         return None
     if now < run.pause_end:
         return run.last_tick
-    run.pause_end = None
-    return shape._begin(run, run.index + 1, now)
+    run.pause_end, then = None, run.then
+    run.then = None
+    return then(now) if then is not None else shape._begin(run, run.index + 1, now)

@@ -60,6 +60,10 @@ class ShapeRun:
     """open loop, --refine: seconds without arrivals before the next tier, so the queue left behind drains"""
     pause_end: float | None = None
     """perf_counter time that pause ends (None: not pausing)"""
+    then: Callable[[float], Any] | None = None
+    """what the pause's end does (None: begin the next tier; the confirmation's judgement: shaping/confirm.py)"""
+    confirming: Any = None
+    """the run's confirmation phase (shaping/confirm.py `Confirming`; None: none)"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
@@ -74,6 +78,8 @@ def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
     }
     if run.refine is not None:
         info["refine"] = run.refine.info()
+    if run.confirming is not None:
+        info["confirm"] = run.confirming.settings.info()
     if shape.open_loop:
         arrival = parse_arrival(o.arrival)
         info.update(arrival=arrival.spec, arrival_process=arrival.process, arrival_cv=arrival.cv,

@@ -7,7 +7,8 @@ empty. Columns (unix seconds): tier, start_s, end_s, target_users, target_rps, w
 `dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats), then
 the load really applied over the measure window when the tier ends (`users_min`, `users_mean`,
 `users_max`, `workers_min`, `workers_max`: run/applied.py, given as `applied(start_s, end_s)`), then
-`refined` (1: a tier `--refine` added after the planned sweep, shaping/refine.py).
+`refined` (1: a tier `--refine` added after the planned sweep, shaping/refine.py), `confirm` (1: a
+confirmation window, shaping/confirm.py).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class TiersCsv:
                 "warmup_s": tier.warmup_s,
                 "dropped": None,
                 **dict.fromkeys(TIERS_APPLIED_COLUMNS),
-                "refined": int(bool(tier.refined)),
+                "refined": int(bool(tier.refined) and tier.refined != "confirm"),
+                "confirm": int(tier.refined == "confirm"),
             }
         )
         self._write()

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llmload.contract import HIST_TOP_BUCKET, HIST_UPPERS, NOT_GENERATING_APIS, hist_bucket, hist_upper
+from llmload.contract import HIST_TOP_BUCKET, HIST_UPPERS, NOT_GENERATING_APIS, hist_bucket, hist_upper, hist_value
+from llmload.rules import bounds
 
 FULL_METRICS = ("ttft_ms", "e2e_ms", "tpot_ms", "itl_mean_ms", "out_tps")
 """per-attempt figures recorded with --ship histograms|both (samples.csv columns)"""
@@ -67,6 +68,22 @@ def add_sorted(counts: dict[int, int], values: list[float]) -> None:
             upper = uppers[bucket] if bucket < top else math.inf
     if run:
         counts[bucket] = counts.get(bucket, 0) + run
+
+
+def upper_p95(counts: dict[int, int]) -> float:
+    """The 95 % upper bound of the p95 over a histogram (llmload.rules.bounds): +inf with too few values."""
+    items = sorted(counts.items())
+    total = sum(n for _, n in items)
+
+    def at_rank(rank: int) -> float:
+        seen = 0
+        for bucket, n in items:
+            seen += n
+            if seen >= rank:
+                return hist_value(hist_upper(bucket))
+        return math.nan
+
+    return bounds.upper_bound(total, 0.95, at_rank)
 
 
 def succeeded(row: dict) -> bool:

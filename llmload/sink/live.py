@@ -31,7 +31,8 @@ from llmload.rules.outcomes import is_429, kind
 from llmload.rules.tier import NAN, Tier
 from llmload.rules.trust import lag_material
 from llmload.sink.exported import ExportBook
-from llmload.sink.histograms import HistogramBook, number, succeeded
+from llmload.sink.histograms import HistogramBook, number, succeeded, upper_p95
+from llmload.sink.refusals import RefusalBook
 
 Waiting = Callable[[float, float], float]
 """(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
@@ -94,6 +95,8 @@ class LiveBook:
         """per tier, (the window end it was summed to, decodes summed, tokens delivered)"""
         self.exported = ExportBook()
         """the same attempts and health rows, kept per scenario, tier and worker for Prometheus (exported.py)"""
+        self.refusals = RefusalBook()
+        """every success's and refusal's send time (refusals.py: the model-free ceiling)"""
 
     def reset(self) -> None:
         """A new run starts."""
@@ -101,6 +104,7 @@ class LiveBook:
         self.health, self.lags, self._generator, self._delivered, self.decode_max_ms = {}, {}, {}, {}, {}
         self.decodes = (array("d"), array("d"), array("d"))
         self.exported.reset()
+        self.refusals = RefusalBook()
 
     def note_health(self, row: dict, tier: Any, phase: str) -> None:
         """One health.csv row (a generator's second), stamped like a sample sent at its time."""
@@ -116,6 +120,7 @@ class LiveBook:
         """One attempt's row, in its tier and phase (and its inter-token gaps, for the exporter)."""
         self.book.record(row, [], tier, phase)
         self.exported.note(row, tier, gaps_ms)
+        self.refusals.note(row, tier)
         self._note_decode(row, tier, phase)
         if phase == "measure":
             ended, lags, scheduled = self.lags.setdefault(tier, (array("d"), array("d"), array("d")))
@@ -137,6 +142,7 @@ class LiveBook:
                 self.book.merge(taken)
             for row in rows:  # --ship both: the rows' decodes (--ship histograms ships none)
                 self._note_decode(row, int(row["tier"]), str(row["phase"]))
+                self.refusals.note(row, int(row["tier"]))
                 self.exported.note(row, int(row["tier"]))
             return
         for row in rows:
@@ -198,7 +204,8 @@ class LiveBook:
                        else _out_tokens(self.book.attempts, t.tier)) / window_s,
             dropped=dropped, drop_rate=dropped / arrivals if arrivals else 0.0,
             ttft_p50_ms=percentile(hist["ttft_ms"], 0.5), ttft_p95_ms=percentile(hist["ttft_ms"], 0.95),
-            ttft_p99_ms=percentile(hist["ttft_ms"], 0.99),
+            ttft_p99_ms=percentile(hist["ttft_ms"], 0.99), ttft_p95_upper_ms=upper_p95(hist["ttft_ms"]),
+            e2e_p95_upper_ms=upper_p95(hist["e2e_ms"]),
             ttft_mean_ms=mean(hist["ttft_ms"]), tpot_mean_ms=mean(hist["tpot_ms"]), e2e_mean_ms=mean(hist["e2e_ms"]),
             e2e_p50_ms=percentile(hist["e2e_ms"], 0.5), e2e_p95_ms=percentile(hist["e2e_ms"], 0.95),
             e2e_p99_ms=percentile(hist["e2e_ms"], 0.99),

@@ -39,7 +39,8 @@ class Tier:
     target_users: int | None = None
     target_rps: float | None = None
     refined: str = ""
-    """'' planned; else why --refine added it: 'capacity', 'onset' or 'hold' (llmload.rules.refine)"""
+    """'' planned; else why --refine added it: 'capacity', 'samples', 'onset' or 'hold' (llmload.rules.refine);
+    'confirm': a confirmation window (llmload.rules.confirm)"""
 
 
 NO_TIER = Tier(tier=0, start_s=0.0, warmup_s=0.0)

@@ -57,7 +57,7 @@ def tier_entries(tab: Any, now_s: float, view: verdicts.LiveView) -> list[dict]:
     for fig in tab.tier_figures(now_s):
         rec = fig.record
         row = verdicts.tier_row(figures_row(fig), fig, view)
-        kind, _text = view.cells.get(rec.tier.tier, ("none", "-"))
+        kind, _text = view.cells.get(rec.tier.tier, view.windows.get(rec.tier.tier, ("none", "-")))
         entries.append({
             "tier": rec.tier.tier, "target": row["target"], "load": row.pop("load", tier_load(rec.tier)),
             "applied_users": row.pop("applied_users", None), "under_applied": row.pop("under_applied", False),
@@ -68,6 +68,7 @@ def tier_entries(tab: Any, now_s: float, view: verdicts.LiveView) -> list[dict]:
             "itl_mean_p50": _number(row["itl_mean_p50_ms"]), "itl_mean_p99": _number(row["itl_mean_p99_ms"]),
             "slo": kind, "slo_text": row["slo"], "errors": dict(tab.sampler.tier_errors.get(rec.tier.tier, {})),
             "health": row["generator"].removeprefix("UNTRUSTWORTHY: ") if row["generator"] != "ok" else "",
+            "confirm": rec.tier.refined == "confirm",
         })
     return entries
 
@@ -135,7 +136,7 @@ def data(tab: Any, since_s: float, now_s: float | None = None) -> dict:
         "generation": tab.sampler.generation,
         "points": [p for p in list(tab.sampler.points) if p["t"] > since_s],
         "tiers": tier_entries(tab, now_s, view),
-        **{name: view.entry(name) for name in ("knee", "compute", "saturation", "capacity")},
+        **{name: view.entry(name) for name in ("knee", "compute", "saturation", "capacity", "plan")},
         "health": current_health(health_rows, now_s, runner, run_state(tab.environment).started_unix),
         "ui_loop_lag_ms": round(tab.sampler.loop_lag_ms, 1), "warnings": live_warnings(tab.environment),
         "warmup": warmup_text(tab),

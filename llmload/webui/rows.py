@@ -73,10 +73,11 @@ def _users(count: int) -> str:
 
 
 def target_text(tier: Tier, applied: float | None = None) -> str:
-    """'8 users', '2.5 req/s'; a tier --refine added says so: '6 users (refined)', '5 users (hold)'; `applied`:
+    """'8 users', '2.5 req/s'; a tier --refine added says so: '6 users (refined)', '5 users (hold)', a confirmation
+    window '5.33 req/s (confirm)'; `applied`:
     the users really applied to an under-applied tier (llmload.rules.applied): '8 users (5.7 applied)',
     '6 users (refined, 4.2 applied)'."""
-    notes = [("hold" if tier.refined == "hold" else "refined")] if tier.refined else []
+    notes = [tier.refined if tier.refined in ("hold", "confirm") else "refined"] if tier.refined else []
     if tier.target_rps is not None:
         return f"{tier.target_rps:g} req/s" + (f" ({notes[0]})" if notes else "")
     if tier.target_users is None:

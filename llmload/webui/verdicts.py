@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmload.rules import capacity_text, trust
+from llmload.rules import capacity_text, confirm, trust
+from llmload.rules import plan as plan_mod
 from llmload.rules.slo import SloProfile, objective_for, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_verdicts, load_unit, profile, slo_cell
+from llmload.run.verdicts import live_verdicts, live_windows, load_unit, profile, slo_cell
 from llmload.webui.rows import gap_ms, target_text
 
 NOTHING_YET = "no tier has ended yet"
@@ -40,12 +41,19 @@ class LiveView:
     itl_mean: dict[int, tuple[float, float]] = field(default_factory=dict)
     """tier -> ITL mean p50 and p99 of its measure window (over its successful requests, of each one's mean
     inter-token gap; the live book's histograms, as the report reads them; NaN: none yet)"""
+    windows: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """confirmation window tier -> its verdict ('held' | 'broken' | 'unshown' | 'running', text): the rule book's
+    (llmload.rules.confirm)"""
+    plan: str = ""
+    """the plan sentence, the report's first answer on the windows so far (llmload.rules.plan.sentence)"""
 
     def entry(self, name: str) -> dict:
         """data.json's entry of one verdict: kind, text and tier (the web page's words)."""
         v = self.verdicts
         if v is None or not v.judged:
             return {"kind": "none", "text": f"{LABELS[name]}: {NOTHING_YET}", "tier": None}
+        if name == "plan":
+            return {"kind": "plan", "text": f"Plan: {self.plan}", "tier": None}
         if name == "saturation":
             return {"kind": v.saturation.kind, "text": f"Saturation: {v.saturation.sentence}",
                     "tier": v.saturation.tier}
@@ -66,7 +74,7 @@ class LiveView:
 
 
 LABELS = {"knee": "Queueing onset", "compute": "Compute saturation", "saturation": "Saturation",
-          "capacity": "Capacity"}
+          "capacity": "Capacity", "plan": "Plan"}
 
 
 def live_view(environment: Any, now_s: float | None = None) -> LiveView:
@@ -82,7 +90,29 @@ def live_view(environment: Any, now_s: float | None = None) -> LiveView:
     generator = {t.tier: book.generator(t.tier, ends.get(t.tier)) for t in v.tiers}
     itl_mean = {t.tier: (book.measured(t.tier, "itl_mean_ms", 0.5), book.measured(t.tier, "itl_mean_ms", 0.99))
                 for t in v.tiers}
-    return LiveView(slo, v, cells, load_unit(records), generator, itl_mean)
+    windows, plan = _confirmation(environment, v, slo, now_s)
+    load_tiers = [r for r in records if r.tier.refined != "confirm"]
+    return LiveView(slo, v, cells, load_unit(load_tiers or records), generator, itl_mean, windows, plan)
+
+
+def _confirmation(environment: Any, v: Verdicts, slo: SloProfile,
+                  now_s: float | None) -> tuple[dict[int, tuple[str, str]], str]:
+    """The confirmation windows' verdicts (a window still sending is 'running') and the plan they prove so far."""
+    state = run_state(environment)
+    windows = live_windows(environment, slo, now_s)
+    records = state.timeline.records
+    running = bool(windows) and records[-1].tier.refined == "confirm" and records[-1].end_s is None
+    judged = windows[:-1] if running else windows
+    cells = {w.tier: (w.status, ("held: " + w.figures) if w.held else f"{w.status.upper()}: {w.what}")
+             for w in judged}
+    if running:
+        cells[windows[-1].tier] = ("running", f"running at {windows[-1].rate:.3g} req/s")
+    proof = confirm.outcome(judged[0].rate if judged else float("nan"), judged)
+    info = (state.shape_info or {}).get("confirm") or {}
+    skipped = str(info.get("skipped") or "")
+    if not judged and info.get("on") and state.timeline.run_end_s is None:
+        skipped = "the run confirms it after its tiers" if not running else "its first window is running"
+    return cells, plan_mod.sentence(v.basis, proof, v.capacity, v.limiter, skipped)
 
 
 def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
@@ -104,7 +134,7 @@ def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
         row["applied_users"] = round(tier.applied_users, 2) if tier.applied_users == tier.applied_users else None
         if tier.under_applied:
             row.update(target=target_text(fig.record.tier, tier.load), load=tier.load, under_applied=True)
-    row["slo"] = view.cells.get(tier_no, ("none", "-"))[1]
+    row["slo"] = view.cells.get(tier_no, view.windows.get(tier_no, ("none", "-")))[1]
     row["verdict"] = view.marks(tier_no)
     row["generator"] = _generator(view, tier) if tier is not None else "-"
     return row

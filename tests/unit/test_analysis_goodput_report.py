@@ -49,7 +49,7 @@ def test_goodput_at_the_capacity_is_the_last_tier_within_the_slo():
     assert a.capacity.goodput_load == t.loc[5, "load"]
     line = dict(answer_items(a))["Capacity:"]
     goodput = f"goodput {t.loc[5, 'goodput_rps']:.1f} req/s"
-    assert f"16 users meet it (p95 TTFT 73 ms; 66.9 req/s, 4017 output tok/s, {goodput})" in line
+    assert f"16 users meet it (p95 TTFT 73 ms, 95 % bound 75 ms; 66.9 req/s, 4017 output tok/s, {goodput})" in line
     for cap in a.all_capacities:  # each profile at its own last passing tier
         if cap.status == "within":
             passing = a.table[a.table["ttft_p95_ms"] <= cap.profile.ttft_p95_ms]

@@ -79,7 +79,7 @@ def test_the_report_shows_every_gap_beside_the_per_request_means_and_summary_jso
     md = to_markdown(report_splits.decode_blocks(a))
     assert "ITL mean p50" in md and "ITL every gap p50" in md and "within 1% of the exact one" in md
     data = summary.summary(a)
-    assert data["schema"] == "llmload.summary/4"
+    assert data["schema"] == "llmload.summary/5"
     assert data["source"] == {"kind": "samples", "relative_error": HIST_RELATIVE_ERROR, "cannot_show": []}
     assert 390 <= data["tiers"][1]["itl_gap_ms"]["p99"] <= 410 and data["tiers"][1]["itl_gap_ms"]["gaps"] > 0
 

@@ -53,20 +53,22 @@ def test_every_line_of_a_refusing_run_agrees_on_whether_it_is_a_rate_limiter(nam
     assert "admission limit" not in text and "effective parallel slots" not in text
     assert items["Compute saturation:"].startswith("not measured: a rate limiter caps throughput: it sustains 2.0")
     assert "It sustains 2.0 req/s (120 requests a minute" in items["Saturation:"]
-    assert "plan on 2.0 req/s" in items["Capacity:"] and "spent its initial burst" in items["Capacity:"]
-    assert "plan on at most 1.4 req/s each (30% below its sustained rate)" in items["Per replica:"]
-    assert "A quota belongs to the API key or the proxy, not to a replica" in items["Per replica:"]
+    # no rate named above what it sustained once it refused: the capacity's 3.3 req/s at 1 user is capped
+    assert "at most 1.99 req/s sustained, what the server accepted once it refused" in items["Capacity:"]
+    assert items["Plan:"].startswith("1.39 req/s per replica under the chat SLO, 30% below the 1.99 req/s it "
+                                     "accepted once it refused")
+    assert "replicas behind it share it: more of them add nothing" in items["Plan:"]
     assert items["Rate limit:"].startswith("A rate limiter, not a concurrency cap")
-    assert all(row[3].endswith("(burst)") for row in capacity_table(a).rows)  # 3.3 req/s at 1 user: the burst
-    assert a.planning_capacity is not None and a.planning_capacity.ok_rps == pytest.approx(sustained)
+    assert all(row[3].endswith("(sustained)") for row in capacity_table(a).rows)
+    assert a.planning_capacity is not None and a.planning_capacity.ok_rps <= sustained
 
 
 def test_a_replica_plan_behind_a_rate_limiter_is_on_its_sustained_rate_and_says_a_quota_is_shared():
     a = run_of("ratelimit", Target(10.0, "rps"))
-    assert a.plan is not None and a.plan.replicas == 8  # 10 / (2.0 x 0.7), never on the burst's 3.3
+    assert a.plan is not None and a.plan.replicas == 8  # 10 / (1.99 x 0.7), never on the burst's 3.3
     plan = dict(answer_items(a))["Replica plan:"]
-    assert "each loaded to at most 1.4 req/s (30% headroom below the rate limiter's sustained 2.0 req/s)" in plan
-    assert "behind one shared quota (one API key, one proxy) the whole deployment gets 2.0 req/s" in plan
+    assert "8 replicas of the tested deployment, each loaded to the planned (unconfirmed) 1.4 req/s" in plan
+    assert "Behind one shared quota (one API key, one proxy) the whole deployment gets 1.99 req/s" in plan
     assert summary(a)["replicas"]["upper_bound"] is False
 
 
@@ -74,9 +76,10 @@ def test_a_window_that_outlasts_the_tiers_plans_nothing():
     """LiteLLM rpm 60 (recorded): nothing succeeded after the quota ran out: no rate to plan on."""
     a = run_of("litellm-rpm", Target(10.0, "rps"), "recorded")
     assert a.limiter is not None and not a.limiter.measured
-    assert dict(answer_items(a))["Replica plan:"].endswith(
-        "not possible: a rate limiter sets the throughput and its sustained rate was not measured (its window "
-        "outlasts the tiers).")
+    items = dict(answer_items(a))
+    assert items["Plan:"] == ("none: a rate limiter let nothing through once its quota ran out (its window outlasts "
+                              "the tiers), so no sustained rate was measured.")
+    assert items["Replica plan:"].endswith("none: the run has no per-replica rate to plan on (see the plan).")
     assert summary(a)["rate_limiter"]["sustained_rps"] is None
 
 

@@ -36,7 +36,8 @@ def test_a_killed_tier_measured_for_a_second_is_excluded_and_its_rate_sane():
     assert last["ok_rps"] < 20  # the 4-slot server serves ~19 req/s; a 2 ms window claimed hundreds
     assert a.capacity.status == "beyond" and a.capacity.load == 4.0 and a.capacity.ok_rps < 20
     assert a.saturation.tier == 3
-    first_lead, first = answer_items(a)[0]
+    assert answer_items(a)[0][0] == "Plan:"  # the plan leads; what qualifies it comes next
+    first_lead, first = answer_items(a)[1]
     assert first_lead == "Stopped early:"
     assert first.startswith("the run was killed (run.json records no end) during tier 4 (8 users), 1.0 s into its "
                             "measure window of 8 s; 1 planned tier(s) never ran (16 users). Tier 4 ran too briefly")

@@ -77,7 +77,7 @@ def test_a_warmup_that_never_ended_is_said_in_one_line_and_every_row_counts(tmp_
     run = load_run(path)
     assert run.warm_only and run.samples["measured"].all()
     a = analyze(run, CHAT)
-    lead, sentence = answer_items(a)[0]
+    lead, sentence = answer_items(a)[1]  # after the plan
     assert lead == "Warm-up only:" and sentence == ramps.warm_only_sentence(run.info)
     assert sentence.startswith("the warm-up never ended before the run stopped (not every user had completed")
     assert "every figure in this report comes from warm-up rows" in sentence
@@ -162,7 +162,7 @@ def test_histograms_of_a_run_going_on_end_at_their_last_write(tmp_path):
 def test_histograms_of_a_warmup_that_never_ended_are_read_and_said(tmp_path):
     h = analyze(load_run(hist_copy(tmp_path, phase="warmup")), CHAT)
     assert h.run.warm_only and not h.run.per_request and h.table["sent"].iloc[0] > 0
-    assert answer_items(h)[0] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))
+    assert answer_items(h)[1] == ("Warm-up only:", ramps.warm_only_sentence(h.run.info))
 
 
 def test_a_run_without_a_shape_stopped_from_the_web_ui_did_not_stop_early(tmp_path):

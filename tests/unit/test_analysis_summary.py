@@ -1,4 +1,4 @@
-"""summary.json (schema llmload.summary/4) on every fixture run, and `tiers --format csv|json|md`."""
+"""summary.json (schema llmload.summary/5) on every fixture run, and `tiers --format csv|json|md`."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_summary_matches_its_schema_on_every_fixture(name):
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
     assert violations(data, SCHEMA) == []
-    assert data["schema"] == "llmload.summary/4"
+    assert data["schema"] == "llmload.summary/5"
     assert len(data["warnings"]) == len(set(data["warnings"])), "a warning repeated"
     assert not [w for w in data["warnings"] if "locust_stats_history.csv missing" in w]  # optional: no warning
     billed = dict(a.checklist)["Does billed usage match the output tokens received?"]

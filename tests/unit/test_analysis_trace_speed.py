@@ -9,6 +9,10 @@ from pathlib import Path
 from llmload.analysis.analyze import analyze, choose_profile
 from llmload.analysis.read.run import load_run
 from llmload.analysis.report.layout import answer_items
+from llmload.analysis.verdicts import trace_speed
+from llmload.rules import capacity
+from llmload.rules.slo import PROFILES
+from llmload.rules.tier import Tier
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -28,5 +32,14 @@ def test_a_trace_replay_names_the_speed_up_where_the_slo_breaks(tmp_path):
     (run_dir / "run.json").write_text(json.dumps(info))
     line = capacity_line(run_dir)
     assert line.startswith(plain.split(" [profile")[0])  # the same capacity, with the speed-up after it
-    assert "As a replay of the trace (5 req/s offered at its own speed): the SLO holds at 1x and breaks at 8x." \
-        in line, line
+    # 5 req/s met the SLO on 29 successes only (too few to bound its p95): no speed is shown to hold it
+    assert ("As a replay of the trace (5 req/s offered at its own speed): no speed was shown to hold the SLO (too "
+            "few samples); it breaks at 8x.") in line, line
+
+
+def test_a_shown_capacity_is_said_as_the_speed_it_holds_and_the_one_it_breaks_at():
+    met = Tier(tier=1, load=5.0, sent=300, ok=300, ttft_p95_ms=40.0, ttft_p95_upper_ms=45.0)
+    missed = Tier(tier=2, load=40.0, sent=300, ok=300, ttft_p95_ms=900.0, ttft_p95_upper_ms=990.0)
+    cap = capacity.capacity_under_slo([met, missed], PROFILES["chat"], unit="req/s")
+    assert trace_speed.clause(cap, {"trace": {"rate_per_s_at_1x": 5.0}}) == \
+        " As a replay of the trace (5 req/s offered at its own speed): the SLO holds at 1x and breaks at 8x."

@@ -230,11 +230,11 @@ def test_a_capacity_past_a_throughput_peak_points_the_plan_at_the_peak():
             "load.") in sentence
     planned = a.planning_capacity
     assert planned is not None and (planned.load, round(planned.ok_rps, 1)) == (8.0, 36.2)
-    per_replica = dict(answer_items(a))["Per replica:"]
-    assert per_replica.startswith(f"plan on {planned.ok_rps * (1 - DEFAULT_HEADROOM):.1f} req/s")
-    assert "at the peak (8 users)" in per_replica
+    plan = dict(answer_items(a))["Plan:"]
+    assert plan.startswith(f"{planned.ok_rps * (1 - DEFAULT_HEADROOM):.2f} req/s per replica")
+    assert "30% below its throughput at the peak within the SLO (8 users, 36.2 req/s)" in plan
     knee16 = run_of("knee16")  # no drop: planned on the capacity point, as before
-    assert knee16.planning_capacity is knee16.capacity
+    assert knee16.basis is not None and knee16.basis.kind == "capacity" and knee16.basis.load == 16
 
 
 def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():

@@ -59,7 +59,8 @@ def test_tiers_csv_is_complete_after_every_change(tmp_path):
     rows = read_rows(w.path)
     assert rows == [{"tier": "1", "start_s": "1000.000000", "end_s": "", "target_users": "1", "target_rps": "",
                      "warmup_s": "2.000", "dropped": "", "users_min": "", "users_mean": "", "users_max": "",
-                     "workers_min": "", "workers_max": "", "refined": "0"}]
+                     "workers_min": "", "workers_max": "", "refined": "0",
+                     "confirm": "0"}]
     w.end(1010.0)
     w.begin(Tier(2, 1010.0, 2.0, target_rps=4.0))
     rows = read_rows(w.path)

@@ -124,7 +124,8 @@ def sent(env, start, end, n, ttft_ms, e2e_ms=None, error="", status=200):
 def test_the_knee_stop_follows_the_reports_knees(tmp_path, caplog):
     """Throughput stops growing from 2 to 4 users while requests wait at 4: compute saturation is reached and
     the top tier queues, so the run stops after tier 3, before 8 users."""
-    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, min_tier_requests=1)
+    shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, min_tier_requests=1,
+                             confirm="off")
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)  # warm-up ends: measure window starts here
     sent(env, 2.0, 10.0, 50, 100.0)
@@ -323,7 +324,9 @@ def test_a_second_run_never_mixes_into_the_first_runs_folder(tmp_path, caplog):
 
 
 def knee_run(tmp_path, **flags):
-    """The knee run above (tiers 1,2,4,8; waiting at 4, throughput flat from 2), stopped after tier 3."""
+    """The knee run above (tiers 1,2,4,8; waiting at 4, throughput flat from 2), stopped after tier 3
+    (without a confirmation unless asked)."""
+    flags.setdefault("confirm", "off")
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2,4,8", stop_at_knee=True, min_tier_requests=1, **flags)
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)
@@ -365,10 +368,11 @@ def test_refine_adds_the_tier_the_rule_book_asks_for_after_the_sweep(tmp_path, c
 
 
 def test_open_loop_refine_pauses_arrivals_until_the_heavier_tiers_queue_drained(tmp_path, caplog):
-    """Rates 2 and 8 req/s: 8 misses the chat SLO with a 3 s mean response; before measuring 4 req/s no
-    arrivals are sent for 2 x 3 s, or the tier would measure the backlog 8 req/s left."""
+    """Rates 2 and 8 req/s: 8 misses the chat SLO with a 3 s mean response; 2 meets it on 16 successes, too few to
+    bound its p95, so refinement measures 2 req/s again, longer; before it no arrivals are sent for 2 x 3 s, or
+    the tier would measure the backlog 8 req/s left."""
     shape, clock, env = make(OpenLoopShape, tmp_path, rate_tiers="2,8", arrival="constant", slo_profile="chat",
-                             min_tier_requests=1)
+                             min_tier_requests=1, confirm="off")
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)
     sent(env, 2.0, 10.0, 16, 100.0)
@@ -380,9 +384,10 @@ def test_open_loop_refine_pauses_arrivals_until_the_heavier_tiers_queue_drained(
     assert openloop_user.CONTROL.target is None and "refine: no arrivals for 6.0 s" in caplog.text
     assert tick_at(shape, clock, 23.0) == (1, 10.0) and openloop_user.CONTROL.target is None
     assert tick_at(shape, clock, 26.0) == (1, 10.0)
-    assert (openloop_user.CONTROL.target.tier, openloop_user.CONTROL.target.rate_per_s) == (3, 4.0)
+    assert (openloop_user.CONTROL.target.tier, openloop_user.CONTROL.target.rate_per_s) == (3, 2.0)
     last = rows(tmp_path)[-1]
-    assert (last["target_rps"], last["refined"], float(last["start_s"]) - WALL0) == ("4", "1", 26.0)
+    assert (last["target_rps"], last["refined"], float(last["start_s"]) - WALL0) == ("2", "1", 26.0)
+    assert run_state(env).shape_info["refined"][0]["kind"] == "samples"
 
 
 @pytest.mark.parametrize("flags", [{"refine": "off", "slo_profile": "chat"}, {}, {"refine_max_tiers": 0,
@@ -413,6 +418,62 @@ def test_refine_never_starts_a_tier_that_run_time_would_cut(tmp_path, caplog):
                                           ({"refine_max_tiers": -1}, "--refine-max-tiers must be >= 0"),
                                           ({"hold_at_capacity": -5.0}, "--hold-at-capacity must be >= 0")])
 def test_a_bad_refine_flag_is_one_line_and_exit_2(tmp_path, caplog, flags, words):
+    with caplog.at_level(logging.ERROR, logger="llmload.shape"), pytest.raises(SystemExit) as exited:
+        make(StepShape, tmp_path, tiers="1,2", **flags)
+    assert exited.value.code == 2 and len(caplog.records) == 1 and words in caplog.text
+
+
+def test_confirmation_sends_the_planned_rate_open_loop_then_finishes_with_the_plan(tmp_path, caplog):
+    """Every tier met the chat SLO, the highest, 4 users, at 105 requests in 8 s: the plan is 30 % below 13.1 req/s,
+    9.19 req/s; the window sends it open loop (one user, arrivals published), its warm-up drains the 4 users' queue
+    (2 x their 1.3 s p99 e2e), and once its requests settle it holds and the run ends with the plan."""
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        shape, clock, env = knee_run(tmp_path, confirm="auto", confirm_seconds=20.0)
+        assert tick_at(shape, clock, 30.0) == (1, 10.0)
+        assert (openloop_user.CONTROL.target.tier, openloop_user.CONTROL.target.rate_per_s) == (4, 9.19)
+        window = rows(tmp_path)[-1]
+        assert (window["target_rps"], window["confirm"], window["refined"]) == ("9.19", "1", "0")
+        assert float(window["warmup_s"]) == pytest.approx(2.6, abs=0.05)
+        sent(env, 32.6, 52.6, 184, 150.0, e2e_ms=1000.0)
+        assert tick_at(shape, clock, 52.6) == (1, 10.0) and openloop_user.CONTROL.target is None  # settling
+        assert tick_at(shape, clock, 53.0) == (1, 10.0)
+        assert tick_at(shape, clock, 55.0) is None
+    assert "confirm: tier 4 at 9.19 req/s held: 9.19 req/s for 20 s, 184 requests, p95 TTFT 149 ms" in caplog.text
+    info = run_state(env).shape_info
+    assert info["stopped"].endswith("; plan 9.19 req/s per replica confirmed")
+    assert info["confirm"]["skipped"] == "" and info["confirm"]["windows"][0]["status"] == "held"
+
+
+def test_a_window_that_breaks_the_slo_is_followed_by_one_at_half_the_rate(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="llmload.shape"):
+        shape, clock, env = knee_run(tmp_path, confirm="auto", confirm_seconds=20.0, confirm_steps=1)
+        tick_at(shape, clock, 30.0)
+        sent(env, 32.6, 52.6, 184, 2500.0, e2e_ms=4000.0)  # the engine slowed down: p95 TTFT 2.5 s
+        tick_at(shape, clock, 52.6)
+        assert tick_at(shape, clock, 59.0) == (1, 10.0)  # judged after its 1.5 x 4 s settle: a new window
+        assert openloop_user.CONTROL.target.rate_per_s == 4.59
+        assert rows(tmp_path)[-1]["target_rps"] == "4.59"
+    assert "confirm: tier 4 at 9.19 req/s broken" in caplog.text
+    assert "confirm: tier 5 at 4.59 req/s open loop" in caplog.text and "(lower: p95 TTFT 2497 ms > 500 ms)" in \
+        caplog.text
+
+
+def test_no_confirmation_without_anything_to_plan_on_or_when_turned_off(tmp_path):
+    shape, clock, env = knee_run(tmp_path, confirm="off")
+    assert tick_at(shape, clock, 30.0) is None
+    assert run_state(env).shape_info["confirm"]["skipped"] == "--no-confirm"
+    shape, clock, env = make(StepShape, tmp_path / "empty", tiers="1")
+    tick_at(shape, clock, 0.0)
+    assert tick_at(shape, clock, 10.0) is None  # no request, no capacity: nothing to plan on
+    assert run_state(env).shape_info["confirm"]["skipped"].startswith("nothing to plan on")
+
+
+@pytest.mark.parametrize("flags, words", [
+    ({"confirm_seconds": -1.0}, "--confirm-seconds must be > 0"),
+    ({"confirm_seconds": 400.0, "confirm_max_seconds": 300.0}, "--confirm-seconds 400 is longer than "
+                                                                "--confirm-max-seconds 300"),
+    ({"confirm_steps": -2}, "--confirm-steps must be >= 0"), ({"confirm": "maybe"}, "--confirm must be one of")])
+def test_a_bad_confirm_flag_is_one_line_and_exit_2(tmp_path, caplog, flags, words):
     with caplog.at_level(logging.ERROR, logger="llmload.shape"), pytest.raises(SystemExit) as exited:
         make(StepShape, tmp_path, tiers="1,2", **flags)
     assert exited.value.code == 2 and len(caplog.records) == 1 and words in caplog.text

@@ -63,6 +63,8 @@ def read_tiers(path: Path, notes: list[str]) -> pd.DataFrame | None:
         tiers[col] = pd.to_numeric(tiers[col], errors="coerce")
     refined = pd.to_numeric(tiers["refined"], errors="coerce") if "refined" in tiers else 0  # --refine's tiers
     tiers["refined"] = (pd.Series(refined, index=tiers.index).fillna(0) > 0)
+    confirm = pd.to_numeric(tiers["confirm"], errors="coerce") if "confirm" in tiers else 0  # confirmation windows
+    tiers["confirm"] = (pd.Series(confirm, index=tiers.index).fillna(0) > 0)
     return tiers.sort_values("start_s").reset_index(drop=True)
 
 

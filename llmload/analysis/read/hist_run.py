@@ -20,7 +20,7 @@ import pandas as pd
 from llmload.analysis.read import histograms, ramps, windows
 from llmload.analysis.read.files import RunError, read_info, read_optional, read_server_metrics, read_tiers, section
 from llmload.analysis.read.histograms import Histograms
-from llmload.analysis.read.run import Run, empty_samples
+from llmload.analysis.read.run import Run, empty_samples, split_confirm
 from llmload.rules.limits import SHORT_TIER_S
 
 CANNOT_SHOW = (
@@ -55,17 +55,17 @@ def load_hist_run(path: str | Path) -> Run:
         notes.append(ramps.warm_only_sentence(info)[:1].upper() + ramps.warm_only_sentence(info)[1:])
         hists = Histograms(hists.frame.replace({"phase": {"warmup": "measure"}}),
                            hists.attempts.replace({"phase": {"warmup": "measure"}}))
-    tiers = read_tiers(path, notes)
+    tiers, confirm = split_confirm(read_tiers(path, notes))
     if tiers is None:
         tiers = _tiers_from_histograms(hists, info, path, notes)
     health = read_optional(path / "health.csv", ("ts_s",), notes)
-    tiers, unit = _windows(tiers, info, _last_seen_s(info, path, health, notes))
+    tiers, unit = tier_windows(tiers, info, _last_seen_s(info, path, health, notes))
     if tiers["load"].isna().any():
         tiers["load"] = tiers["load"].fillna(_users_from_health(tiers, health, notes))
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=empty_samples(),
                tiers=tiers, load_unit=unit, health=health, notes=tuple(notes),
                server_metrics=read_server_metrics(path), histograms=hists, warm_only=warm_only,
-               source="histograms")
+               source="histograms", confirm=confirm)
 
 
 def _tiers_from_histograms(hists: Histograms, info: dict, path: Path, notes: list[str]) -> pd.DataFrame:
@@ -118,7 +118,7 @@ def _last_seen_s(info: dict, path: Path, health: pd.DataFrame | None, notes: lis
     return _end_s(info, path, notes)
 
 
-def _windows(tiers: pd.DataFrame, info: dict, last_seen_s: float) -> tuple[pd.DataFrame, str]:
+def tier_windows(tiers: pd.DataFrame, info: dict, last_seen_s: float) -> tuple[pd.DataFrame, str]:
     """Each tier's measure window; a last tier without an end (the run died in it) ends when the run was last
     seen, at most its planned length after its start."""
     tiers = tiers.copy()

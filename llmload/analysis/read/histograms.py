@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from llmload.contract import ATTEMPT_COLUMNS, HIST_RELATIVE_ERROR, HISTOGRAM_COLUMNS, hist_value
+from llmload.rules import bounds
 
 MIN_GAPS_P999 = 1000
 POOLED = {"p50": 0.50, "p95": 0.95, "p99": 0.99, "p999": 0.999}
@@ -40,6 +41,18 @@ def percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
     v_lo = values[int(np.searchsorted(cumulative, lo, side="right"))]
     v_hi = values[int(np.searchsorted(cumulative, hi, side="right"))]
     return float(v_lo + (v_hi - v_lo) * (pos - lo))
+
+
+def at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
+    """The value the `rank`-th smallest (1-based) of a histogram's expanded values stands for."""
+    cumulative = np.cumsum(counts)
+    return float(values[int(np.searchsorted(cumulative, rank - 1, side="right"))])
+
+
+def upper_p95(values: np.ndarray, counts: np.ndarray) -> float:
+    """The 95 % upper bound of the p95 (llmload.rules.bounds) from a histogram: +inf with too few values."""
+    total = int(counts.sum()) if len(counts) else 0
+    return bounds.upper_bound(total, 0.95, lambda rank: at_rank(values, counts, rank))
 
 
 @dataclass(frozen=True)

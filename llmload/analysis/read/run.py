@@ -90,6 +90,9 @@ class Run:
     source: str = "samples"
     """'samples' (samples.csv: a row per attempt) or 'histograms' (--ship histograms: no rows, `samples` empty;
     hist_run.py)"""
+    confirm: pd.DataFrame | None = None
+    """tiers.csv's confirmation windows (`confirm` = 1: the planned rate sent open loop after the tiers), kept apart
+    from `tiers`: their rows are stamped tier -1, not measured, `confirm` True (read/confirm.py); None: none ran"""
 
     @property
     def shape(self) -> dict:
@@ -138,14 +141,14 @@ def load_run(path: str | Path) -> Run:
     notes: list[str] = []
     info = read_info(path, notes)
     samples = read_samples(path, notes)
-    tiers_raw = read_tiers(path, notes)
+    tiers_raw, confirm_raw = split_confirm(read_tiers(path, notes))
     found = None
     if tiers_raw is None:
         found = ramps.tiers_from_samples(samples, info)
         tiers_raw = found.tiers
         notes.extend(found.notes)
-    tiers, load_unit = _finish_tiers(tiers_raw, samples, info, notes)
-    _align(samples, tiers, notes, honour_phase=found is not None and not found.warm_only)
+    tiers, load_unit = finish_tiers(tiers_raw, samples, info, notes)
+    align(samples, tiers, notes, honour_phase=found is not None and not found.warm_only, confirm=confirm_raw)
     hists = histograms.read(path)
     if found is not None and found.ramps > 1 and hists is not None:
         hists = None
@@ -156,7 +159,16 @@ def load_run(path: str | Path) -> Run:
     return Run(path=path, name=str(info.get("run_id") or path.name), info=info, samples=samples,
                tiers=tiers, load_unit=load_unit, health=health, history=history, notes=tuple(notes),
                failures=read_failures(path), server_metrics=read_server_metrics(path), histograms=hists,
-               ramps=found.ramps if found is not None else 0, warm_only=found is not None and found.warm_only)
+               ramps=found.ramps if found is not None else 0, warm_only=found is not None and found.warm_only,
+               confirm=confirm_raw)
+
+
+def split_confirm(tiers: pd.DataFrame | None) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """tiers.csv's load tiers and its confirmation windows (None each when there are none)."""
+    if tiers is None or "confirm" not in tiers or not tiers["confirm"].any():
+        return tiers, None
+    load, confirm = tiers[~tiers["confirm"]].reset_index(drop=True), tiers[tiers["confirm"]].reset_index(drop=True)
+    return (load if len(load) else None), confirm
 
 
 def _dtypes(columns) -> dict[str, Any]:
@@ -171,7 +183,7 @@ def empty_samples() -> pd.DataFrame:
     columns = [*NUMERIC_COLUMNS, *TEXT_COLUMNS]
     frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _dtypes(columns).items()})
     frame["tier"] = pd.Series(dtype=int)
-    frame["measured"] = frame["ok"] = pd.Series(dtype=bool)
+    frame["measured"] = frame["ok"] = frame["confirm"] = pd.Series(dtype=bool)
     return frame
 
 
@@ -215,7 +227,7 @@ def read_samples(path: Path, notes: list[str]) -> pd.DataFrame:
     return frame
 
 
-def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
+def finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
                   notes: list[str]) -> tuple[pd.DataFrame, str]:
     tiers = windows.close_open_tiers(tiers, samples, notes)
     tiers["warmup_s"] = tiers["warmup_s"].fillna(0.0)
@@ -235,10 +247,13 @@ def _finish_tiers(tiers: pd.DataFrame, samples: pd.DataFrame, info: dict,
     return tiers, load_unit
 
 
-def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_phase: bool = False) -> None:
+def align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_phase: bool = False,
+           confirm: pd.DataFrame | None = None) -> None:
     """Each sample's tier (-1 outside every window) and `measured`; `honour_phase`: tiers came from the samples,
-    so a row's own warmup/after phase also keeps it out."""
+    so a row's own warmup/after phase also keeps it out; `confirm`: the confirmation windows, whose rows are marked
+    `confirm` (and are not 'outside')."""
     ts = samples["ts_start_s"].to_numpy()
+    samples["confirm"] = in_windows(ts, confirm)
     starts = tiers["start_s"].to_numpy()
     idx = np.searchsorted(starts, ts, side="right") - 1
     safe = np.clip(idx, 0, len(tiers) - 1)
@@ -250,7 +265,7 @@ def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_
         samples["tier_logged"] = samples["tier"]
     samples["tier"] = np.where(inside, tiers["tier"].to_numpy()[safe], -1)
     samples["measured"] = measured
-    outside = int((~inside).sum())
+    outside = int((~inside & ~samples["confirm"].to_numpy()).sum())
     if outside:
         notes.append(f"{outside} requests were sent outside every tier window and are ignored.")
     phase = samples["phase"].astype(str).to_numpy()
@@ -258,6 +273,15 @@ def _align(samples: pd.DataFrame, tiers: pd.DataFrame, notes: list[str], honour_
     disagree = int((logged & inside & ((phase == "measure") != measured)).sum())
     if disagree and not honour_phase:
         notes.append(f"{disagree} requests' phase column disagrees with tiers.csv; tiers.csv was used.")
+
+
+def in_windows(ts: np.ndarray, windows: pd.DataFrame | None) -> np.ndarray:
+    """Which of the send times `ts` fall in one of `windows` (start_s to end_s; an open end: to the last send)."""
+    inside = np.zeros(len(ts), dtype=bool)
+    for row in (windows.itertuples() if windows is not None else ()):
+        end = row.end_s if row.end_s == row.end_s else np.inf
+        inside |= (ts >= row.start_s) & (ts < end)
+    return inside
 
 
 def run_api(run: Run) -> str:

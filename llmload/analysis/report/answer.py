@@ -18,8 +18,8 @@ from llmload.analysis.tables import delivery, totals, workers
 from llmload.analysis.tables.judged import tiers_of
 from llmload.analysis.verdicts import ending, health, queueing, ratelimit, trace_speed
 from llmload.rules import capacity as cap_mod
-from llmload.rules import capacity_text, limiter, replicas, saturation
-from llmload.rules.limits import DEFAULT_HEADROOM
+from llmload.rules import capacity_text, limiter, replicas
+from llmload.rules import plan as plan_mod
 from llmload.rules.text import load_with_unit
 
 PROFILE_SOURCE = {"--slo": "chosen with --slo", "run.json": "from run.json",
@@ -30,7 +30,7 @@ def capacity_sentence(a: Analysis) -> str:
     source = f" [profile {PROFILE_SOURCE[a.profile_source]}]"
     if not a.climbs:
         return cap_mod.phase_verdict(tiers_of(a.table), a.profile) + source
-    drop, peak = saturation.peak_within_slo(tiers_of(a.table), a.capacity, a.run.load_unit)
+    drop, peak = a.peak_drop, a.peak
     sentence = _strip(capacity_text.describe(a.capacity, a.run.load_unit, plan_on=peak is None), "Capacity ")
     if a.model_check is not None and a.model_check.capacity_clause:
         sentence += " " + a.model_check.capacity_clause
@@ -67,34 +67,33 @@ def _limit_items(a: Analysis) -> list[tuple[str, str]]:
     return [("Rate limit:", text)] if text else []
 
 
+def plan_item(a: Analysis) -> tuple[str, str] | None:
+    """The 'Plan:' line, the answer's first: the per-replica rate the run confirmed (llmload.rules.plan.sentence);
+    None for runs that do not climb (spike, soak, schedule: no capacity to plan on)."""
+    if not a.climbs or (a.workload is not None and a.workload.sweep):  # a prefill sweep plans no rate
+        return None
+    assert a.proof is not None  # analyze() judges the confirmation of every climbing run
+    return ("Plan:", plan_mod.sentence(a.basis, a.proof, a.capacity, a.limiter, skipped_reason(a.run.info)))
+
+
+def skipped_reason(info: dict) -> str:
+    """Why a run sent no confirmation window, from run.json's shape `confirm` ('' when it did, or cannot tell)."""
+    if ramps.plain(info):
+        return "a run without a load shape sends no confirmation window (run step tiers for a confirmed plan)"
+    shape = info.get("shape")
+    confirm = shape.get("confirm") if isinstance(shape, dict) else None
+    confirm = confirm if isinstance(confirm, dict) else {}
+    return str(confirm.get("skipped") or "") or ("the run recorded no confirmation (it predates it, or ended "
+                                                   "before the tiers did)" if not confirm else "")
+
+
 def _plan_items(a: Analysis) -> list[tuple[str, str]]:
-    """The 'Replica plan:' line (--target-rps and the like) or the 'Per replica:' line."""
-    out: list[tuple[str, str]] = []
-    lower = replicas.lower_bound(a.capacity)
-    planned = a.planning_capacity or a.capacity
-    at_peak = planned is not a.capacity
-    if a.plan is not None:
-        peak_load = load_with_unit(planned.load, a.run.load_unit) if at_peak else ""
-        plan = replicas.describe_plan(a.plan, a.capacity, peak_load, a.run.load_unit, a.limiter)
-        out.append(("Replica plan:", _strip(plan, "Replica plan ")))
-    elif a.climbs and a.limiter is not None:
-        out.append(("Per replica:", limiter.plan_text(a.limiter, DEFAULT_HEADROOM)
-                    + (". Add --target-rps N to the report command for the replica count."
-                       if a.limiter.measured else "")))
-    elif a.climbs and a.capacity.status in ("within", "beyond"):
-        usable = 1 - DEFAULT_HEADROOM
-        at_least = "at least " if lower and not at_peak else ""
-        where = (f"{DEFAULT_HEADROOM:.0%} below its throughput at the peak "
-                 f"({load_with_unit(planned.load, a.run.load_unit)}), within the SLO" if at_peak else
-                 f"{DEFAULT_HEADROOM:.0%} below its SLO capacity"
-                 + (f" ({load_with_unit(planned.load, a.run.load_unit)})" if a.capacity.status == "within" else ""))
-        tokens = "" if a.no_first_token else f" ({at_least}{planned.out_tok_s * usable:.0f} output tok/s)"
-        out.append(("Per replica:", f"plan on {at_least}{planned.ok_rps * usable:.1f} req/s{tokens} per replica of "
-                    f"the tested deployment, {where}"
-                    + (f"; a lower bound, since {replicas.bound_text(a.capacity, a.run.load_unit)}"
-                       if lower and not at_peak else "")
-                    + " (add --target-rps N to the report command for the replica count)."))
-    return out
+    """The 'Replica plan:' line (--target-rps and the like): replicas at the plan's per-replica figures."""
+    if a.plan is None:
+        return []
+    return [("Replica plan:", _strip(replicas.describe_plan(a.plan, a.per_replica, a.capacity, a.basis,
+                                                                            a.run.load_unit),
+                                     "Replica plan "))]
 
 
 def _first_items(a: Analysis) -> list[tuple[str, str]]:
@@ -116,7 +115,8 @@ def _first_items(a: Analysis) -> list[tuple[str, str]]:
 
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
     view = a.workload
-    items = _first_items(a)
+    planned = plan_item(a)
+    items = ([planned] if planned else []) + _first_items(a)
     if a.climbs:
         items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
     else:
@@ -158,9 +158,8 @@ def capacity_table(a: Analysis) -> Table:
     for cap in a.all_capacities:
         bound = cap.profile.e2e_p95_ms if e2e else cap.profile.ttft_p95_ms
         limit = "none" if bound is None else f"{bound:g} ms"
-        burst = a.limiter is not None and cap.status in ("within", "beyond") and cap.ok_rps > a.limiter.sustained_rps
         rows.append((cap.profile.name, limit, capacity_text.cell(cap),
-                     text.num(cap.ok_rps) + (" (burst)" if burst else ""), text.num(cap.goodput_rps),
+                     text.num(cap.ok_rps) + (" (sustained)" if cap.sustained else ""), text.num(cap.goodput_rps),
                      *(() if e2e else (text.num(cap.out_tok_s, 0),)), cap.limited_by))
     note = (f"Error and 429 rates bounded at {a.profile.max_error_rate:.0%} and {a.profile.max_429_rate:.0%}; "
             + _interpolation(len(a.table) == 1, a.run.per_request) + _burst_note(a))
@@ -170,12 +169,13 @@ def capacity_table(a: Analysis) -> Table:
 
 
 def _burst_note(a: Analysis) -> str:
-    if a.limiter is None:
+    if not any(cap.sustained for cap in a.all_capacities):
         return ""
-    rate = (f"sustains {limiter.rate_text(a.limiter, a.run.load_unit)}" if a.limiter.measured else
-            "let nothing through once its quota ran out (its sustained rate is not measured)")
-    return (f" A rate limiter {rate}: '(burst)' marks a capacity's req/s above that, let through by its initial "
-            "burst, not sustained.")
+    rate, kind = plan_mod.sustained(a.limiter, a.ceiling)
+    what = (f"the rate limiter's sustained {rate:.2f} req/s" if kind == "rate limiter" else
+            f"the {rate:.2f} req/s the server accepted once it refused")
+    return (f" '(sustained)': the tier got more, but no rate is named above {what} (an initial burst is not "
+            "sustained).")
 
 
 def _interpolation(one_load: bool, per_request: bool = True) -> str:

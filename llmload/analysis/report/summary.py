@@ -21,7 +21,7 @@ import numpy as np
 from llmload.analysis.analyze import Analysis
 from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
-from llmload.analysis.report import resources
+from llmload.analysis.report import answer, resources
 from llmload.analysis.report.targets import summary_section as target_summary
 from llmload.analysis.tables import samples
 from llmload.analysis.tables.workload_view import summary_section
@@ -29,11 +29,12 @@ from llmload.analysis.text import utc
 from llmload.analysis.verdicts import billing, ending, health
 from llmload.analysis.verdicts import gate as check
 from llmload.contract import HIST_RELATIVE_ERROR
-from llmload.rules import limiter, replicas
+from llmload.rules import limiter
+from llmload.rules import plan as plan_mod
 from llmload.rules.knees import KneePoint
 from llmload.rules.slo import Objective, describe_objective
 
-SCHEMA_ID = "llmload.summary/4"
+SCHEMA_ID = "llmload.summary/5"
 QUANTILES = ("p50", "p95", "p99")
 
 
@@ -186,6 +187,37 @@ def rate_limiter(a: Analysis) -> dict | None:
             "sentence": limiter.describe(lim, a.run.load_unit)}
 
 
+def plan_section(a: Analysis) -> dict | None:
+    """The plan a planner acts on and how the run proved it (llmload.rules.plan, llmload.rules.confirm); None for runs
+    that do not climb."""
+    if not a.climbs or a.proof is None:
+        return None
+    proof, held, per, ceiling = a.proof, a.proof.holding, a.per_replica, a.ceiling
+    shown = held or (proof.windows[0] if proof.windows else None)
+    e2e = a.no_first_token
+    return {
+        "rps": per.rps if per is not None else None, "confirmed": proof.confirmed,
+        "source": proof.source, "planned_rps": (proof.planned_rps if proof.windows else
+                                                a.basis.planned() if a.basis is not None else None),
+        "basis": {"kind": a.basis.kind, "rps": a.basis.rps, "text": a.basis.text} if a.basis is not None else None,
+        "confirm_seconds": held.seconds if held else None, "confirm_requests": held.requests if held else None,
+        "p95_ttft_ms": None if e2e or shown is None else shown.p95_ms,
+        "p95_ttft_upper_ms": None if e2e or shown is None else shown.p95_upper_ms,
+        "p95_e2e_ms": shown.p95_ms if e2e and shown is not None else None,
+        "p95_e2e_upper_ms": shown.p95_upper_ms if e2e and shown is not None else None,
+        "refused_share": shown.refused_share if shown is not None else None,
+        "ceiling_rps": ceiling.rps if ceiling is not None else None,
+        "ceiling": None if ceiling is None else {
+            "start_unix": ceiling.start_s, "span_s": ceiling.span_s, "accepted": ceiling.accepted,
+            "first_refusing_tier": ceiling.tier, "longest_hint_s": ceiling.longest_hint_s,
+            "shorter_than_hint": ceiling.short},
+        "windows": [{"tier": w.tier, "rate": w.rate, "status": w.status, "what": w.what or None,
+                     "seconds": w.seconds, "requests": w.requests, "p95_ms": w.p95_ms, "p95_upper_ms": w.p95_upper_ms,
+                     "refused_share": w.refused_share} for w in proof.windows],
+        "sentence": plan_mod.sentence(a.basis, proof, a.capacity, a.limiter, answer.skipped_reason(a.run.info)),
+    }
+
+
 def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
     """Where the figures come from: per-request rows (samples.csv) or histograms only (--ship histograms)."""
     return {"kind": kind, "relative_error": HIST_RELATIVE_ERROR if pooled or kind == "histograms" else None,
@@ -224,12 +256,14 @@ def summary(a: Analysis) -> dict:
         "capacity": capacities(a),
         "saturation": {"branch": a.saturation.kind, "rule": a.saturation.rule, "tier": a.saturation.tier,
                        "sentence": a.saturation.sentence},
-        "rate_limiter": rate_limiter(a),
+        "rate_limiter": rate_limiter(a), "plan": plan_section(a),
         "replicas": None if plan is None else {"target": plan.target, "target_kind": plan.target_kind,
                                                "per_replica": plan.per_replica, "headroom": plan.headroom,
                                                "replicas": plan.replicas,
-                                               "upper_bound": replicas.lower_bound(a.capacity)
-                                               and a.planning_capacity in (None, a.capacity)},
+                                               "upper_bound": bool(a.per_replica is not None
+                                                                   and a.per_replica.confirmed is None
+                                                                   and a.basis is not None
+                                                                   and a.basis.lower_bound)},
         "warnings": list(a.warnings), "gate": gate(a),
         **{k: v for k, v in optional.items() if v is not None},
     })

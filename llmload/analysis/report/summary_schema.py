@@ -1,4 +1,4 @@
-"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/4`.
+"""The JSON Schema (draft 2020-12 subset) of summary.json, `llmload.summary/5`.
 
 How it works: a plain dict built from four helpers (`num`, `text`, `obj`, `arr`); every object
 lists all its fields as required and forbids others, so a field added to `summary.py` without
@@ -66,13 +66,25 @@ RUN = obj(
 )
 
 CAPACITY = obj(profile={"type": "string"}, chosen=BOOL, ttft_p95_limit_ms=NUM, e2e_p95_limit_ms=NUM, max_error_rate=NUM,
-               max_429_rate=NUM, status={"enum": ["within", "beyond", "below", "none"]}, load=NUM, ok_rps=NUM,
-               goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"}, low=NUM, high=NUM, measured=BOOL,
-               interpolated=NUM)
+               max_429_rate=NUM, status={"enum": ["within", "beyond", "below", "unshown", "none"]}, load=NUM,
+               ok_rps=NUM, goodput_rps=NUM, out_tok_s=NUM, limited_by={"type": "string"}, low=NUM, high=NUM,
+               measured=BOOL, interpolated=NUM)
 
 QUEUEING_MODEL = obj(nullable=True, slots=NUM, x_max_rps=NUM, service_ms=NUM, check=TEXT,
                      capacity_agrees={"type": ["boolean", "null"]}, tolerance_ms=NUM,
                      tiers=arr(obj(tier={"type": "integer"}, p95_low_ms=NUM, p95_high_ms=NUM, disagrees=BOOL)))
+
+WINDOW = obj(tier={"type": "integer"}, rate=NUM, status={"enum": ["held", "broken", "unshown", "cut"]}, what=TEXT,
+             seconds=NUM, requests={"type": "integer"}, p95_ms=NUM, p95_upper_ms=NUM, refused_share=NUM)
+PLAN = obj(nullable=True, rps=NUM, confirmed={"type": ["boolean", "null"]},
+           source={"enum": ["confirmed", "lowered by confirmation", "not confirmed", "skipped"]}, planned_rps=NUM,
+           basis=obj(nullable=True, kind={"enum": ["capacity", "peak", "rate limiter", "ceiling"]}, rps=NUM,
+                     text={"type": "string"}),
+           confirm_seconds=NUM, confirm_requests=INT, p95_ttft_ms=NUM, p95_ttft_upper_ms=NUM, p95_e2e_ms=NUM,
+           p95_e2e_upper_ms=NUM, refused_share=NUM, ceiling_rps=NUM,
+           ceiling=obj(nullable=True, start_unix=NUM, span_s=NUM, accepted={"type": "integer"},
+                       first_refusing_tier={"type": "integer"}, longest_hint_s=NUM, shorter_than_hint=BOOL),
+           windows=arr(WINDOW), sentence=TEXT)
 
 VERDICT = obj(criterion={"type": "string"}, metric={"type": "string"},
               status={"enum": ["PASS", "FAIL", "CANNOT JUDGE"]}, value=NUM, limit=NUM, at_least=BOOL, tier=INT,
@@ -131,7 +143,7 @@ SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "llmload summary.json",
     **optional(obj(
-        schema={"const": "llmload.summary/4"},
+        schema={"const": "llmload.summary/5"},
         source=obj(kind={"enum": ["samples", "histograms"]}, relative_error=NUM, cannot_show=arr({"type": "string"})),
         run=RUN, goodput_counts={"type": "string"}, tiers=arr(TIER),
         compute_saturation=KNEE, queueing_onset=KNEE, queueing_model=QUEUEING_MODEL, generator_overloaded=TEXT,
@@ -141,6 +153,7 @@ SCHEMA = {
         rate_limiter=obj(nullable=True, sustained_rps=NUM, per_minute=NUM, measured=BOOL, upper_bound=BOOL,
                          first_refusing_tier=INT, measured_over_tiers=arr({"type": "integer"}),
                          evidence={"type": "string"}, sentence={"type": "string"}),
+        plan=PLAN,
         replicas=obj(nullable=True, target=NUM, target_kind={"enum": ["rps", "users", "tok_s"]}, per_replica=NUM,
                      headroom=NUM, replicas=INT, upper_bound=BOOL),
         warnings=arr({"type": "string"}),

@@ -78,6 +78,8 @@ def _latency(table: pd.DataFrame, hists: Histograms) -> None:
         for name, q in names:
             table[f"{prefix}_{name}_ms"] = [hists.percentile(int(t), metric, q) for t in table.index]
         table[f"{prefix}_mean_ms"] = [hists.mean(int(t), metric) for t in table.index]
+        if prefix in ("ttft", "e2e"):
+            table[f"{prefix}_p95_upper_ms"] = [histograms.upper_p95(*hists.of(int(t), metric)) for t in table.index]
     table.loc[table["ok"] < MIN_SAMPLES_P999, "ttft_p999_ms"] = np.nan
     table["out_tps_p50"] = [hists.percentile(int(t), "out_tps", 0.5) for t in table.index]
     histograms.add_pooled_itl(table, hists)

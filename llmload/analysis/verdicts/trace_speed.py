@@ -32,6 +32,10 @@ def clause(capacity: Capacity, shape: dict) -> str:
     head = f" As a replay of the trace ({rate:.3g} req/s offered at its own speed):"
     if capacity.status == "below":
         return f"{head} the SLO breaks already at the slowest speed replayed, {_speed(capacity.lowest_load, rate)}."
+    if capacity.status == "unshown":
+        return (f"{head} no speed was shown to hold the SLO (too few samples); it breaks at "
+                f"{_speed(capacity.high, rate)}." if capacity.high == capacity.high else
+                f"{head} no speed was shown to hold the SLO (too few samples).")
     if capacity.status == "beyond":
         return f"{head} the SLO holds up to the fastest speed replayed, {_speed(capacity.load, rate)}."
     breaks = capacity.high if capacity.high == capacity.high else math.nan

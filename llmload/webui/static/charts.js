@@ -71,8 +71,9 @@ function timeChart(id, series, opts) {
     const a = Math.max(tier.start_s, t0), b = Math.min(tier.end_s || tEnd, tEnd);
     if (b <= a) return;
     el("rect", {x: f.sx(a - t0), y: M.t, width: Math.max(1, f.sx(b - t0) - f.sx(a - t0)), height: f.H - M.t - M.b,
-      class: "band" + (i % 2 ? " odd" : ""), "data-tier": tier.tier}, svg);
-    text(svg, f.sx(a - t0) + 3, M.t + 20, "T" + tier.tier + " " + tier.target);
+      class: "band" + (tier.confirm ? " confirm " + tier.slo : i % 2 ? " odd" : ""), "data-tier": tier.tier}, svg);
+    text(svg, f.sx(a - t0) + 3, M.t + 20, (tier.confirm ? "confirm " + tier.slo + " " : "T" + tier.tier + " ") +
+      tier.target.replace(" (confirm)", ""));
   });
   if (hline) {
     const y = f.sy(hline);
@@ -97,7 +98,7 @@ function itlChart(data) {  // ITL mean per request, with the TPOT p95 bound of t
 
 function kneeChart(data) {
   const svg = document.getElementById("chart-knee");
-  const tiers = data.tiers.filter(t => t.done && t.requests > 0 && t.load);
+  const tiers = data.tiers.filter(t => t.done && t.requests > 0 && t.load && !t.confirm);  // windows: req/s
   const xmax = Math.max(1, ...tiers.map(t => t.load));
   const p99max = niceMax(Math.max(1, ...tiers.map(t => t.ttft_p99 || 0)) * 1.1);
   const rpsmax = niceMax(Math.max(1, ...tiers.map(t => t.rps || 0)) * 1.1);
@@ -156,6 +157,7 @@ function verdicts(data) {
   set("compute-verdict", esc(data.compute.text));
   set("saturation-verdict", esc(data.saturation.text));
   set("capacity-verdict", esc(data.capacity.text));
+  set("plan-verdict", esc(data.plan.text));
   set("slo-profile", esc(data.slo_text));
   const health = data.health.map(h => `${esc(h.worker)}: loop lag ${h.loop_lag_ms ?? "-"} ms, CPU ${h.cpu_percent ?? "-"}%` +
     (h.warning ? ` <span class="warn">last 10 s: ${esc(h.warning)}</span>` : ""));
