@@ -153,7 +153,6 @@ def choose_profile(run: Run, name: str | None, ttft_p95_ms: float | None = None,
     return profile_from(chosen, ttft_p95_ms, max_error_rate, max_429_rate)
 
 
-
 def _capacities(run: Run, table: pd.DataFrame, judged: pd.DataFrame, profile: SloProfile,
                 capacity: cap_mod.Capacity, lim: RateLimiter | None,
                 ceiling: Ceiling | None) -> tuple[cap_mod.Capacity, ...]:

@@ -75,19 +75,17 @@ def compute_saturation(tiers: list[Tier], unit: str, tested: int | None = None,
     limiter (`limiter.recognise`) only the tiers below its first refusal show the engine: the plateau is theirs,
     or not measured. A plateau measurably above what the server accepted once it refused (`ceiling`) was an
     initial burst, never compute saturation."""
-    point = _limited_plateau(tiers, unit, tested)
-    top = max(with_load(tiers), key=_ok_rps, default=None)
-    if not point.reached or ceiling is None or top is None or \
-            not ceiling_mod.above(_ok_rps(top), top.rate_window_s, ceiling):
-        return point
-    return KneePoint("none", None, None, None, None, ceiling_mod.burst_sentence(top, ceiling, unit))
+    point, top = _limited_plateau(tiers, unit, tested, ceiling), max(with_load(tiers), key=_ok_rps, default=None)
+    if point.status != "none" and top and ceiling and ceiling_mod.above(_ok_rps(top), top.rate_window_s, ceiling):
+        return KneePoint("none", None, None, None, None, ceiling_mod.burst_sentence(top, ceiling, unit))
+    return point  # (when the limiter's own sentence says 'not measured', it says more)
 
 
-def _limited_plateau(tiers: list[Tier], unit: str, tested: int | None) -> KneePoint:
-    lim = limiter.recognise(tiers, unit)
+def _limited_plateau(tiers: list[Tier], unit: str, tested: int | None, ceiling: Ceiling | None) -> KneePoint:
+    lim = limiter.recognise(tiers, unit, ceiling)
     if lim is None:
         return _plateau(tiers, unit, tested)
-    below = [t for t in with_load(tiers) if t.load < lim.first.load]
+    below = [t for t in with_load(tiers) if t.target < lim.first.target]
     point = _plateau(below, unit, len(below))
     if not point.reached:
         return KneePoint("none", None, None, None, None, limiter.compute_sentence(lim, unit))

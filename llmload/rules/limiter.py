@@ -14,18 +14,25 @@ How it works (tiers by load; a tier *refuses* when more than REJECT_LIMIT of its
   2. *quota spent*: at the first refusing tier the lowest x-ratelimit-remaining-requests (or a proxy's copy)
      is at most max(1, QUOTA_SPENT_SHARE x the highest recorded in the run): the server counts requests
      against a quota and said it ran out (a cap's 429 with quota left is the cap's, fixture `shedhint`);
-  3. *quota reset*: the refusals' retry hints came from a quota reset header (x-ratelimit-reset-*).
+  3. *quota reset*: the refusals' retry hints came from a quota reset header (x-ratelimit-reset-*);
+  4. *initial burst*: a tier at or below the first refusing load got measurably more than the server accepted once
+     it refused (the model-free ceiling, `ceiling.py`): a cap takes the same rate at the same load whenever it is
+     offered, a quota lets its burst through once. Users refused before a tier's window and parked on a retry hint
+     make it a refusing tier here too (a per-minute quota parks every user through whole tiers).
   Otherwise the 429s are a cap's (or unknown), and the verdicts say "sheds".
 - Its sustained rate is the successful req/s pooled over the refusing tiers above the first one (successes
   / seconds of their windows): by then its bucket is empty and every tier gets its refill rate (the first
   refusing tier may still hold the end of an initial burst). With one refusing tier, that tier's rate, an
-  upper bound. No success after the quota ran out: its window outlasts the tiers, the rate is not measured.
+  upper bound; with none measured (every user parked), the ceiling's rate. No success after the quota ran out:
+  its window outlasts the tiers, the rate is not measured.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmload.rules import ceiling as ceiling_mod
+from llmload.rules.ceiling import Ceiling
 from llmload.rules.limits import INFLIGHT_KEPT, QUOTA_SPENT_SHARE, REJECT_LIMIT
 from llmload.rules.text import load_with_unit
 from llmload.rules.tier import Tier, with_load
@@ -39,7 +46,8 @@ class RateLimiter:
     first: Tier
     """the lowest-load tier that refused"""
     over: tuple[Tier, ...]
-    """the tiers the sustained rate is measured over"""
+    """the tiers the sustained rate is measured over (none: every user parked in them; the ceiling measured it, from
+    the first refusal to the end of the tiers)"""
     sustained_rps: float
     evidence: str
     """why the 429s are a rate limiter's, e.g. 'x-ratelimit-remaining-requests fell to 0'"""
@@ -59,8 +67,8 @@ class RateLimiter:
         return self.sustained_rps * 60.0
 
 
-def _refuses(tier: Tier) -> bool:
-    return tier.rate_429 > REJECT_LIMIT
+def _refuses(tier: Tier, parked: bool = False) -> bool:
+    return tier.rate_429 > REJECT_LIMIT or (parked and tier.parked_refused > 0)
 
 
 def in_service(tier: Tier) -> float:
@@ -102,19 +110,35 @@ def _quota_reset(first: Tier) -> str:
     return f"its retry hints name a quota reset ({', '.join(named)})" if named else ""
 
 
-def recognise(tiers: list[Tier], unit: str) -> RateLimiter | None:
-    """The rate limiter behind the tiers' 429s, or None (module docstring)."""
+def recognise(tiers: list[Tier], unit: str, ceiling: Ceiling | None = None) -> RateLimiter | None:
+    """The rate limiter behind the tiers' 429s, or None (module docstring); `ceiling`: the run's model-free ceiling
+    (the initial-burst evidence)."""
     rows = with_load(tiers)
-    refusing = [t for t in rows if _refuses(t)]
+    refusing = [t for t in rows if _refuses(t, parked=ceiling is not None)]
     if not refusing:
         return None
     first = refusing[0]
-    evidence = "; ".join(filter(None, (_quota_spent(rows, first), _quota_reset(first), _fewer_in_service(rows, unit))))
+    evidence = "; ".join(filter(None, (_quota_spent(rows, first), _quota_reset(first), _fewer_in_service(rows, unit),
+                                       _burst(rows, first, ceiling, unit))))
     if not evidence:
         return None
-    later = [t for t in rows if t.load > first.load and (t.rate_window_s > 0 or t.ok_rps == t.ok_rps)]
+    later = [t for t in rows if t.target > first.target and (t.rate_window_s > 0 or t.ok_rps == t.ok_rps)]
     over = tuple(later) if later else (first,)
-    return RateLimiter(first, over, _pooled_rps(over), evidence)
+    rate = _pooled_rps(over)
+    if not rate > 0 and ceiling is not None and ceiling.accepted > 0:  # every user parked: the ceiling measured it
+        return RateLimiter(first, (), ceiling.rps, evidence)
+    return RateLimiter(first, over, rate, evidence)
+
+
+def _burst(rows: list[Tier], first: Tier, ceiling: Ceiling | None, unit: str) -> str:
+    """Evidence 4 (module docstring): '' when no tier up to the first refusing load got measurably more."""
+    burst = [t for t in rows if t.target <= first.target and ceiling_mod.above(t.ok_rps, t.rate_window_s, ceiling)]
+    if not burst or ceiling is None:
+        return ""
+    top = max(burst, key=lambda t: t.ok_rps)
+    return (f"it let {top.ok_rps:.1f} req/s through at {load_with_unit(top.load, unit)}, then accepted only "
+            f"{ceiling.rps:.2f} req/s once it refused: a quota's initial burst, where a concurrency cap takes the "
+            "same rate at the same load")
 
 
 def _pooled_rps(tiers: tuple[Tier, ...]) -> float:
@@ -126,22 +150,24 @@ def _pooled_rps(tiers: tuple[Tier, ...]) -> float:
 
 
 def _from(lim: RateLimiter, unit: str) -> str:
+    if not lim.over:
+        return f"from its first refusal, in tier {lim.first.tier}, to the end of the tiers"
     tiers = [t.tier for t in lim.over]
-    return (f"tier {tiers[0]}" if len(tiers) == 1 else f"tiers {tiers[0]}-{tiers[-1]}") + \
-        f", {load_with_unit(lim.over[0].load, unit)}" + (" and up" if len(tiers) > 1 else "")
+    return "over " + (f"tier {tiers[0]}" if len(tiers) == 1 else f"tiers {tiers[0]}-{tiers[-1]}") + \
+        f", {load_with_unit(lim.over[0].target, unit)}" + (" and up" if len(tiers) > 1 else "")
 
 
 def rate_text(lim: RateLimiter, unit: str) -> str:
     """'2.0 req/s (120 requests a minute, over tiers 3-4, 4 users and up)' or 'at most ...'."""
     most = "at most " if lim.upper_bound else ""
-    return (f"{most}{lim.sustained_rps:.1f} req/s ({most}{lim.per_minute:.0f} requests a minute, over "
+    return (f"{most}{lim.sustained_rps:.1f} req/s ({most}{lim.per_minute:.0f} requests a minute, "
             f"{_from(lim, unit)})")
 
 
 def what(lim: RateLimiter, unit: str) -> str:
     """What it lets through, from where: 'it sustains 2.0 req/s (...) and refuses the rest with 429 from 2 users
     (tier 2) on', or, when nothing succeeded after its quota ran out, that the rate is not measured."""
-    where = f"{load_with_unit(lim.first.load, unit)} (tier {lim.first.tier})"
+    where = f"{load_with_unit(lim.first.target, unit)} (tier {lim.first.tier})"
     if not lim.measured:
         return (f"its quota ran out at {where} and it refused every request after: its window outlasts the tiers, "
                 "so its sustained rate is not measured (hold a tier past its Retry-After)")
@@ -157,7 +183,7 @@ def describe(lim: RateLimiter, unit: str) -> str:
 def compute_sentence(lim: RateLimiter, unit: str) -> str:
     """Compute saturation when the rate limiter capped throughput before the tiers below it showed a plateau."""
     return (f"not measured: a rate limiter caps throughput: {what(lim, unit)}. From "
-            f"{load_with_unit(lim.first.load, unit)} on the tiers show its quota, not the engine, and the tiers "
+            f"{load_with_unit(lim.first.target, unit)} on the tiers show its quota, not the engine, and the tiers "
             "below show no plateau. Test below its rate, or with it raised.")
 
 

@@ -7,6 +7,8 @@ How it works: the *basis* is the highest rate the tiers measured within the SLO 
   * the throughput peak within the SLO when more load did less work past it (`saturation.peak_within_slo`);
   * with no load shown to meet the SLO (`capacity` status 'unshown': within it on the point estimate only, too
     few samples), the highest such load: the confirmation's window gets the samples that prove it or not;
+  * when even the lowest load broke the SLO and the server refused (a quota a single user exceeds), the ceiling:
+    the rate it accepted once it refused, which the confirmation then proves or lowers;
 and it is capped by what the server sustained once it refused: a recognised rate limiter's sustained rate
 (`limiter.py`) and the model-free ceiling (`ceiling.py`), whichever is lower, whatever the limiter's kind. A capped
 basis keeps its load and tokens in proportion. The *planned rate* is the basis less the headroom
@@ -96,6 +98,13 @@ def basis(cap: Capacity, peak: Tier | None, lim: RateLimiter | None, ceiling: Ce
                     f"the highest load within the SLO on its point estimate ({load_with_unit(top.load, unit)}, "
                     f"{top.ok_rps:.1f} req/s: too few samples to show it)", lower_bound=True,
                     window_s=top.rate_window_s)
+    elif cap.status == "below" and ceiling is not None and ceiling.rps > 0 and cap.missed is not None:
+        low = cap.missed  # every tested load was refused in part: what it accepted once it refused is the basis
+        per_request = low.out_tok_s / low.ok_rps if low.ok_rps == low.ok_rps and low.ok_rps > 0 else math.nan
+        return Basis(ceiling.rps, ceiling.rps * per_request, math.nan, "ceiling",
+                     f"the {ceiling.rps:.2f} req/s it accepted once it refused ({ceiling_mod.window_text(ceiling)}); "
+                     f"{load_with_unit(low.target, unit)}, the lowest load tested, already sent more than it accepts",
+                     lower_bound=True)
     elif cap.status not in ("within", "beyond"):
         return None
     elif peak is not None and abs(peak.load - cap.load) > SAME_LOAD_SHARE * peak.load:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from llmload.rules import limiter
 from llmload.rules.capacity import Capacity
+from llmload.rules.ceiling import Ceiling
 from llmload.rules.knees import KneePoint
 from llmload.rules.latency import growth
 from llmload.rules.limits import DROP_SHARE, MAJORITY, NOISE_Z, REJECT_LIMIT, SAME_LOAD_SHARE
@@ -67,7 +68,7 @@ class Saturation:
 
 
 def classify(tiers: list[Tier], onset: KneePoint, compute: KneePoint, load_unit: str,
-             recorded: str = "", tested: int | None = None) -> Saturation:
+             recorded: str = "", tested: int | None = None, ceiling: Ceiling | None = None) -> Saturation:
     """`recorded`: what the run holds when no attempt was measured; `tested`: tiers with requests in the whole
     run, judged or not (default: those of `tiers`)."""
     rows = with_load(tiers)
@@ -80,7 +81,7 @@ def classify(tiers: list[Tier], onset: KneePoint, compute: KneePoint, load_unit:
              else f"At the highest load ({load_with_unit(top.load, load_unit)}, tier {top.tier})")
     if load_unit == "req/s":
         where += f", sending {top.rps:.1f} req/s of the {top.load:g} asked ({top.ok_rps:.1f} ok),"
-    lim = limiter.recognise(rows, load_unit)
+    lim = limiter.recognise(rows, load_unit, ceiling)
     drop = "" if lim is not None else throughput_drop(rows, load_unit)  # a spent quota, not a slower engine
     fell = f"; {drop}" if drop else ""
     if top.timeout_rate >= MAJORITY:
@@ -159,12 +160,13 @@ def throughput_drop(tiers: list[Tier], load_unit: str) -> str:
     return f"{fell}: the server degrades under overload"
 
 
-def peak_within_slo(tiers: list[Tier], cap: Capacity, load_unit: str) -> tuple[str, Tier | None]:
+def peak_within_slo(tiers: list[Tier], cap: Capacity, load_unit: str,
+                    ceiling: Ceiling | None = None) -> tuple[str, Tier | None]:
     """When throughput fell past a peak (`throughput_drop` over every tier) and that peak lies within the
     SLO (nothing broke, or at or below the last tier within it) with more throughput than the capacity
     point: the drop sentence and the peak tier; else ('', None). A degrading server does more work at the
     peak's load than at its capacity load, at lower latency: plan on the peak."""
-    if cap.status not in ("within", "beyond") or limiter.recognise(tiers, load_unit) is not None:
+    if cap.status not in ("within", "beyond") or limiter.recognise(tiers, load_unit, ceiling) is not None:
         return "", None  # behind a rate limiter throughput fell because its quota ran out: the plan is its rate
     drop = throughput_drop(tiers, load_unit)
     if not drop:

@@ -56,9 +56,9 @@ def judge(tiers: list[Tier], unit: str, profile: SloProfile, judged: Callable[[T
     compute = knees.compute_saturation(kept, unit, tested, ceiling)
     onset = knees.queueing_onset(kept, unit, tested)
     cap = capacity.capacity_under_slo(kept, profile, tested, unit)
-    lim = limiter.recognise(kept, unit)
-    drop, peak = saturation.peak_within_slo(list(waited), cap, unit)
+    lim = limiter.recognise(kept, unit, ceiling)
+    drop, peak = saturation.peak_within_slo(list(waited), cap, unit, ceiling)
     basis = plan.basis(cap, peak, lim, ceiling, unit) if climbing else None
     return Verdicts(tuple(waited), tuple(kept), compute, onset,
-                    saturation.classify(kept, onset, compute, unit, recorded, tested),
+                    saturation.classify(kept, onset, compute, unit, recorded, tested, ceiling),
                     plan.sustained_capacity(cap, lim, ceiling), lim, ceiling, peak, drop, basis)

@@ -30,7 +30,7 @@ def test_processes_run_one_per_core_keeps_in_flight_rows_and_counts_workers(tmp_
     load = subprocess.run(
         [sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless", "--processes", "-1",
          *processes_port_args(),
-         "--host", server.url, "--tiers", "4", "--tier-seconds", "3", "--warmup-seconds", "1",
+         "--host", server.url, "--no-confirm", "--tiers", "4", "--tier-seconds", "3", "--warmup-seconds", "1",
          "--max-tokens", "40", "--prompt-tokens", "16", "--run-dir", str(run_dir),
          "--csv", str(run_dir / "locust")],
         cwd=ROOT, capture_output=True, text=True, timeout=90,

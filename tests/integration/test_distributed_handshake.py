@@ -24,8 +24,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_worker_with_another_locustfile_is_refused_and_the_run_goes_on(tmp_path):
-    cluster = Cluster(tmp_path, ["--tiers", "2,2", "--tier-seconds", "5", "--warmup-seconds", "1", "--max-tokens",
-                                 "4"], workers=1)
+    cluster = Cluster(tmp_path, ["--no-confirm", "--tiers", "2,2", "--tier-seconds", "5", "--warmup-seconds", "1",
+                                 "--max-tokens", "4"], workers=1)
     try:
         deadline = time.monotonic() + 20
         while "tier 1/2" not in cluster.log() and time.monotonic() < deadline:

@@ -39,7 +39,7 @@ def make_env(url: str, run_dir, shape: bool = True) -> Environment:
     events.init_command_line_parser.fire(parser=parser)
     add_shape_arguments(parser)
     options = parser.parse_args(["--host", url, "--run-dir", str(run_dir), "--max-tokens", "8", "--ship", "both",
-                                 "--tiers", "1,3", "--tier-seconds", "2", "--warmup-seconds", "0.5"])
+                                 "--no-confirm", "--tiers", "1,3", "--tier-seconds", "2", "--warmup-seconds", "0.5"])
     return Environment(user_classes=[Chat], host=url, parsed_options=options, events=events, stop_timeout=5,
                        shape_class=Shape() if shape else None)
 

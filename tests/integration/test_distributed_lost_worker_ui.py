@@ -44,7 +44,8 @@ class Steps(StepShape):
 
 
 def make_env(url: str, run_dir: Path, shape=None) -> Environment:
-    options = llmload_options(["--host", url, "--run-dir", str(run_dir), "--tiers", "2,4", "--tier-seconds", "10",
+    options = llmload_options(["--host", url, "--run-dir", str(run_dir),
+                               "--no-confirm", "--tiers", "2,4", "--tier-seconds", "10",
                                "--warmup-seconds", "1", "--max-tokens", "16", "--min-tier-requests", "1"])
     env = Environment(user_classes=[Chat], host=url, parsed_options=options, events=Events(), shape_class=shape,
                       stop_timeout=5)

@@ -31,7 +31,7 @@ def gated_run(tmp_path: Path, users: int, spec: str) -> subprocess.CompletedProc
     locustfile = tmp_path / "gated.py"
     locustfile.write_text(LOCUSTFILE)
     cmd = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", "embedded",
-           "--embedded-server-args", "--preset demo", "--tiers", str(users), "--tier-seconds", "14",
+           "--embedded-server-args", "--preset demo", "--no-confirm", "--tiers", str(users), "--tier-seconds", "14",
            "--warmup-seconds", "2", "--spawn-rate", "50", "--max-tokens", "64", "--run-dir", str(tmp_path / "run"),
            "--only-summary", "--check-slo", spec]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180,

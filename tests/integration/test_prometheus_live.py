@@ -114,7 +114,7 @@ def step_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("prom")
     port, scrapes = free_port(), {}
     with EmbeddedServer(["--preset", "exact", "--slots", "2", "--queue-limit", "0"]) as server:
-        env = make_env(server.url, tmp_path / "run", port, ("--tiers", "1,3", "--tier-seconds", "1.2",
+        env = make_env(server.url, tmp_path / "run", port, ("--no-confirm", "--tiers", "1,3", "--tier-seconds", "1.2",
                                                             "--warmup-seconds", "0.2", "--on-429", "retry"),
                        shape=True)
         runner = env.create_local_runner()

@@ -31,7 +31,7 @@ def run(tmp_path: Path, run_dir: Path, fsize: int | None) -> subprocess.Complete
     truth = tmp_path / "truth.csv"
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "scenarios" / "step_load.py"), "--headless",
            "--host", "embedded", "--embedded-server-args", f"--preset exact --truth-log {truth}",
-           "--run-dir", str(run_dir), "--tiers", "4", "--tier-seconds", "20", "--warmup-seconds", "1",
+           "--run-dir", str(run_dir), "--no-confirm", "--tiers", "4", "--tier-seconds", "20", "--warmup-seconds", "1",
            "--max-tokens", "4"]
 
     def limit() -> None:

@@ -58,7 +58,7 @@ def wait_for_rows(run_dir: Path, rows: int = 5, timeout_s: float = 30) -> None:
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupted_run_says_so_and_exits_non_zero(tmp_path, sig, code):
     run_dir = tmp_path / "run"
-    proc = locust(run_dir, "--tiers", "1,2", "--tier-seconds", "30", "--warmup-seconds", "0")
+    proc = locust(run_dir, "--no-confirm", "--tiers", "1,2", "--tier-seconds", "30", "--warmup-seconds", "0")
     wait_for_rows(run_dir)
     proc.send_signal(sig)
     err = finish(proc)
@@ -69,7 +69,7 @@ def test_interrupted_run_says_so_and_exits_non_zero(tmp_path, sig, code):
 
 def test_finished_shape_is_a_planned_end_with_exit_code_0(tmp_path):
     run_dir = tmp_path / "run"
-    proc = locust(run_dir, "--tiers", "1", "--tier-seconds", "2", "--warmup-seconds", "0")
+    proc = locust(run_dir, "--no-confirm", "--tiers", "1", "--tier-seconds", "2", "--warmup-seconds", "0")
     err = finish(proc)
     assert proc.returncode == 0, err[-2000:]
     assert end_of(run_dir) == {"reason": "shape finished", "planned": True, "detail": "last tier done"}

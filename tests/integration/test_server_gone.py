@@ -34,7 +34,7 @@ def test_killed_server_stops_the_run_and_the_report_excludes_the_outage(tmp_path
     server = EmbeddedServer(SERVER).start()
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "scenarios" / "step_load.py"), "--headless",
-           "--host", server.url, "--run-dir", str(run_dir), "--warmup-seconds", "0.5", "--tiers", "2,4",
+           "--host", server.url, "--run-dir", str(run_dir), "--warmup-seconds", "0.5", "--no-confirm", "--tiers", "2,4",
            "--tier-seconds", "7", "--max-tokens", "16", "--server-gone-timeout-s", "2", "--no-refine"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []

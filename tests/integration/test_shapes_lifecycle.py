@@ -41,7 +41,7 @@ def test_run_time_caps_a_shape_run(tmp_path, embedded_server):
     server = embedded_server(*SERVER)
     run_dir = tmp_path / "run"
     t0 = time.monotonic()
-    load = subprocess.run(locust_cmd(server, run_dir, "--tiers", "2,4", "--tier-seconds", "60",
+    load = subprocess.run(locust_cmd(server, run_dir, "--no-confirm", "--tiers", "2,4", "--tier-seconds", "60",
                                      "--warmup-seconds", "1", "-t", "3s"),
                           cwd=ROOT, capture_output=True, text=True, timeout=60, env=ENV)
     assert load.returncode == 0, load.stderr[-2000:]
@@ -56,7 +56,7 @@ def test_run_time_caps_a_shape_run(tmp_path, embedded_server):
 def test_sigterm_ends_a_shape_run_cleanly(tmp_path, embedded_server):
     server = embedded_server(*SERVER)
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(locust_cmd(server, run_dir, "--tiers", "2", "--tier-seconds", "60",
+    proc = subprocess.Popen(locust_cmd(server, run_dir, "--no-confirm", "--tiers", "2", "--tier-seconds", "60",
                                        "--warmup-seconds", "1"),
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
@@ -83,7 +83,7 @@ def test_sigterm_ends_a_shape_run_cleanly(tmp_path, embedded_server):
 def test_bad_shape_flag_exits_2_with_one_line_before_anything_starts(tmp_path):
     run_dir = tmp_path / "run"
     load = subprocess.run([sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless",
-                           "--tiers", "4", "--tier-seconds", "10", "--run-dir", str(run_dir)],
+                           "--no-confirm", "--tiers", "4", "--tier-seconds", "10", "--run-dir", str(run_dir)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60, env=ENV)
     assert load.returncode == 2
     errors = [line for line in load.stderr.splitlines() if "ERROR" in line or "Traceback" in line]

@@ -50,7 +50,7 @@ def test_open_loop_rate_is_split_over_worker_processes(tmp_path, embedded_server
     load = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--processes", "2",
          *processes_port_args(),
-         "--host", server.url, "--rate-tiers", "10,20", "--tier-seconds", "3", "--warmup-seconds", "1",
+         "--host", server.url, "--no-confirm", "--rate-tiers", "10,20", "--tier-seconds", "3", "--warmup-seconds", "1",
          "--arrival", "constant", "--run-dir", str(run_dir), "--max-tokens", "8", "--only-summary"],
         cwd=ROOT, capture_output=True, text=True, timeout=90,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},

@@ -46,7 +46,8 @@ def errors(run_dir):
 ])
 def test_impossible_number_starts_nothing(tmp_path, flag, line):
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "scenarios" / "step_load.py"), "--headless",
-           "--run-dir", str(tmp_path / "run"), "--tiers", "1", "--tier-seconds", "20", "--warmup-seconds", "0", *flag]
+           "--run-dir", str(tmp_path / "run"),
+           "--no-confirm", "--tiers", "1", "--tier-seconds", "20", "--warmup-seconds", "0", *flag]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     out = proc.stdout + proc.stderr

@@ -24,7 +24,8 @@ CANARY = "sk-canary-7f3a9c"
 
 def locust(tmp_path: Path, args: list[str], key: str | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "scenarios" / "step_load.py"), "--headless",
-           "--host", "embedded", "--run-dir", str(tmp_path / "run"), "--tiers", "1", "--tier-seconds", "4",
+           "--host", "embedded", "--run-dir", str(tmp_path / "run"),
+           "--no-confirm", "--tiers", "1", "--tier-seconds", "4",
            "--warmup-seconds", "1", *args]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OPENAI_API_KEY", None)

@@ -128,7 +128,10 @@ def test_a_tier_whose_users_were_all_parked_is_refused_load_never_dropped():
     assert [r[:2] for r in knee_rows(a.table)[1]] == [("1", "1"), ("2", "0 of 2"), ("3", "0 of 4"), ("4", "1 of 8")]
     assert outcome_rows(a.table)[1][1][-1].startswith("all users refused and parked (2 x 429)")
     assert a.saturation.sentence.startswith("At the highest load asked (8 users, tier 4) it sheds load")
-    assert a.saturation.kind == "rate limited" and "A rate limiter: it sustains at most" in a.saturation.sentence
+    # the quota's true rate is 1 req/s: the 60 requests accepted from its first refusal to the end of the tiers
+    assert a.saturation.kind == "rate limited" and ("A rate limiter: it sustains 0.9 req/s (54 requests a minute, "
+                                                    "from its first refusal, in tier 1, to the end of the tiers)"
+                                                    in a.saturation.sentence)
     assert "no request was sent at tier 2 (2 users asked, 0 applied: the server refused its users" \
         in a.onset.sentence
     assert a.capacity.status == "below"  # the quota ran out in tier 1 already (1 x 429 there)

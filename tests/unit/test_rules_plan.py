@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from llmload.rules import bounds, capacity, ceiling, confirm, plan, refine
+from llmload.rules import bounds, capacity, ceiling, confirm, knees, plan, refine
 from llmload.rules.slo import PROFILES
 from llmload.rules.tier import Tier
 from llmload.rules.verdicts import judge
@@ -85,19 +85,26 @@ def test_refinement_measures_an_unshown_load_again_once():
     assert refine.next_step(v, "users", [4, 5, 6], again=[5]) is None
 
 
-def refusing(n: int, load: float, ok_rps: float, **kw) -> Tier:
-    return tier(n, load, 60, 70, ok_rps=ok_rps, sent=200, ok=kw.pop("ok", 100), n_429=100, n_shed=100, **kw)
+def refusing(n: int, load: float, ok_rps: float) -> Tier:
+    ok = round(ok_rps * 20.0)
+    return tier(n, load, 60, 70, ok_rps=ok_rps, sent=ok + 100, ok=ok, n_429=100, n_shed=100)
 
 
 def test_the_ceiling_caps_every_rate_and_a_burst_above_it_is_never_compute_saturation():
     """A per-minute quota: 1 user got 6.6 req/s from a new window, the tiers after it got 2 req/s in all."""
     lid = ceiling.measured(100.0, 160.0, 120, 2, longest_hint_s=42.0)
     assert lid is not None and lid.rps == pytest.approx(2.0) and not lid.short
-    tiers = [tier(1, 1, 60, 70, ok_rps=6.6, ok=132), refusing(2, 2, 0.5), refusing(3, 4, 0.5)]
+    tiers = [tier(1, 1, 60, 70, ok_rps=6.6, ok=132), refusing(2, 2, 2.0), refusing(3, 4, 2.0)]
     v = judge(tiers, "users", CHAT, ceiling=lid)
-    assert not v.compute.reached and "initial burst" in v.compute.sentence
+    assert not v.compute.reached and "a rate limiter caps throughput" in v.compute.sentence
+    assert v.limiter is not None and "a quota's initial burst" in v.limiter.evidence  # told by the burst alone
+    alone = judge(tiers, "users", CHAT)  # without the ceiling: no rate limiter recognised, 6.6 req/s a plateau
+    assert alone.limiter is None and alone.compute.reached
     assert v.capacity.ok_rps == pytest.approx(2.0) and v.capacity.burst
     assert v.basis is not None and v.basis.kind == "ceiling" and v.basis.planned() == pytest.approx(1.4)
+    assert knees.compute_saturation(tiers[:1] + [tier(2, 2, 60, 70, ok_rps=6.5, ok=130)], "users", ceiling=lid) \
+        .sentence.startswith("not measured: 1 user (tier 1) got 6.6 req/s, but once the server refused it accepted "
+                             "only 2.00 req/s")
     assert not ceiling.above(2.1, 20.0, lid)  # within its noise
     assert ceiling.measured(100.0, 130.0, 60, 2, 42.0).short
 

@@ -160,7 +160,7 @@ def test_without_stop_at_knee_the_run_goes_on(tmp_path):
 
 def test_error_rate_stop_counts_429s(tmp_path, caplog):
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2", stop_at_knee=True, max_error_rate=0.1,
-                             min_tier_requests=1)
+                             min_tier_requests=1, confirm="off")
     tick_at(shape, clock, 0.0)
     tick_at(shape, clock, 2.0)
     sent(env, 2.0, 10.0, 18, 100.0)
