@@ -118,7 +118,7 @@ def install(runner: Any) -> None:
 
 
 def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
-    """Send the tier's rate to every process; returns how many processes share it."""
+    """Send the tier's rate to every process (0: hold, every user idle); returns how many processes share it."""
     fields = {
         "tier": tier,
         "rate_per_s": rate_per_s,
@@ -202,7 +202,7 @@ def _run_generation(user: Any, requests: Group, joined: tuple[int, float]) -> No
     """One target's arrivals from when it was received; the target a user found when it joined, from then (a
     closed-loop user busy with its last request must not send the arrivals it missed as one burst)."""
     generation, target, changed = CONTROL.generation, CONTROL.target, CONTROL.changed
-    if target is None:
+    if target is None or (target.rate_per_s <= 0 and not target.trace):  # none yet, or a hold (rate 0)
         changed.wait(0.25)
         return
     start_s = max(CONTROL.received_s, joined[1]) if generation == joined[0] else CONTROL.received_s

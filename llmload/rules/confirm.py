@@ -192,6 +192,15 @@ def outcome(planned_rps: float, windows: Sequence[Window]) -> Outcome:
     return Outcome(best.rate, source, judged, planned_rps)
 
 
+CUT_TOLERANCE_S = 1.0
+"""a window that measured this much less than it planned was cut (a stop, -t), not ended"""
+
+
+def complete(measured_s: float, planned_s: float | None) -> bool:
+    """A window that ended measured (nearly) what it planned (unknown plan: it is taken as complete)."""
+    return planned_s is None or measured_s >= planned_s - CUT_TOLERANCE_S
+
+
 def needed_seconds(rate: float, q: float = 0.95) -> float:
     """Seconds at `rate` for SAMPLE_MARGIN times the successes that bound the q-quantile."""
     return SAMPLE_MARGIN * bounds.min_samples(q) / rate if rate > 0 else math.inf

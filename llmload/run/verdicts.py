@@ -105,11 +105,14 @@ def live_windows(environment: Any, slo: SloProfile | None = None, now_s: float |
     if not records:
         return []
     tiers = latency.mark(live_tiers(environment, now_s, records))
+    planned = {w.get("tier"): w.get("seconds") for w in ((state.shape_info or {}).get("confirm") or {}).get(
+        "windows", [])}
     out = []
     for record, tier in zip(records, tiers):
         measure_s = tier.rate_window_s if tier.rate_window_s == tier.rate_window_s else 0.0
+        whole = record.end_s is not None and confirm.complete(measure_s, planned.get(record.tier.tier))
         out.append(confirm.judge_window(tier, float(record.tier.target_rps or 0.0), measure_s,
-                                        slo or profile(environment), complete=record.end_s is not None))
+                                        slo or profile(environment), complete=whole))
     return out
 
 

@@ -165,7 +165,7 @@ class PlanShape(LoadTestShape):
             if refine.add_tier(self, run, now):  # --refine: a tier the rule book asks for (shaping/refine.py)
                 return refine.start(self, run, now)
             if confirm.add_window(self, run, now):  # --confirm: the planned rate, open loop
-                return self._begin(run, run.index + 1, now)
+                return confirm.start(self, run, now)
             self._finish(run, run.info["sweep_end"] + refine.done_text(run))
             return None
         return self._begin(run, run.index + 1, now)

@@ -6,9 +6,10 @@ like any other, exit code 2). When the tiers are done (the planned sweep, `--sto
 `add_window` judges the tiers with the live verdicts (run/verdicts.py: the report's rule book on the same tiers)
 and appends a window at the rate the report would plan (`plan.Basis.planned`, 3 significant digits): open loop,
 Poisson arrivals (`--arrival-seed`), sent by one user per process (a closed-loop scenario's users become one
-arrival loop: llmload.users, openloop/user.py `serve`). Its warm-up is the run's, at least the longest retry hint
-seen (a quota spent by the tiers renews before the window measures) and two of the last tier's p99 e2e (its queue
-drains); its measure window `confirm.window_seconds`. When it ends, arrivals stop for a settle (`settle_seconds`:
+arrival loop: llmload.users, openloop/user.py `serve`). Before it the load holds (`start`: a rate of 0, every
+process's user idle) until no earlier request has landed for DRAIN_QUIET_S (the queue the tiers left has drained);
+its warm-up is the run's, at least the longest retry hint seen (a quota spent by the tiers renews before the window
+measures); its measure window `confirm.window_seconds`. When it ends, arrivals stop for a settle (`settle_seconds`:
 the requests still in flight land in the live book), then the rule book judges it (`confirm.judge_window`), and
 `confirm.next_rate` says whether to send another, lower (or, when its claim was not shown, the same rate again,
 longer); when none is left the run finishes and the log says the plan. Each window is a normal tier (tiers.csv
@@ -40,8 +41,9 @@ SETTLE_MIN_S = 2.0
 SETTLE_MAX_S = 30.0
 SETTLE_E2E = 1.5
 """... and this many of the window's p99 e2e (its last requests finish)"""
-DRAIN_E2E = 2.0
-"""a window's warm-up lasts at least this many of the previous tier's p99 e2e (its queue drains)"""
+DRAIN_QUIET_S = 2.0
+"""before a window the load holds until no row of an earlier request has landed for this long (the queue the tiers,
+or the window before, left has drained: an overloaded open loop leaves up to --max-inflight requests behind)"""
 NOT_STARTED = "the run ended before its tiers did"
 
 
@@ -124,10 +126,8 @@ def add_window(shape: Any, run: Any, now: float, rate: float | None = None) -> b
     seconds = confirm.window_seconds(rate, hint, settings.seconds, settings.max_seconds)
     if state.windows and state.windows[-1].rate == rate:  # not shown: twice the samples
         seconds = min(settings.max_seconds, max(seconds, 2.0 * state.windows[-1].seconds))
-    last = verdicts.tiers[-1] if verdicts.tiers else None
-    drain = DRAIN_E2E * last.e2e_p99_ms / 1000.0 if last is not None and last.e2e_p99_ms == last.e2e_p99_ms else 0.0
-    warmup = min(settings.max_seconds, max(float(run.options.warmup_seconds), hint if hint == hint else 0.0, drain))
-    if now + warmup + seconds > run.deadline:
+    warmup = min(settings.max_seconds, max(float(run.options.warmup_seconds), hint if hint == hint else 0.0))
+    if now + DRAIN_QUIET_S + warmup + seconds > run.deadline:
         _info(run)["skipped" if not state.windows else "cut"] = "-t/--run-time leaves no room for a window"
         logger.info("confirm: -t/--run-time leaves less than a %.0f s window at %.3g req/s: not adding one",
                     warmup + seconds, rate)
@@ -142,6 +142,34 @@ def add_window(shape: Any, run: Any, now: float, rate: float | None = None) -> b
     logger.info("confirm: tier %d at %.3g req/s open loop for %.0f s after a %.0f s warm-up (%s)", len(run.plan),
                 rate, seconds, warmup, why)
     return True
+
+
+def start(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
+    """Before the window `add_window` appended: hold the load (every process keeps one idle user: a closed loop's
+    users stop, an open loop sends nothing) until the earlier requests have landed (`drained`), then begin it."""
+    users = openloop_user.publish(shape.runner, run.index + 2, 0.0, run.options)
+    run.last_tick = (users, max(1.0, 10.0 * users))
+    run.drain = (_landed(shape), now)
+    run.pause_end, run.then = now + 1.0, lambda at: drained(shape, run, at)
+    return run.last_tick
+
+
+def drained(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
+    """Begin the window once no earlier request has landed for DRAIN_QUIET_S (at most the window's own length
+    later); else hold a second more."""
+    landed, quiet_since = run.drain
+    count = _landed(shape)
+    if count != landed:
+        run.drain = (count, now)
+    elif now - quiet_since >= DRAIN_QUIET_S or now - quiet_since >= run.plan[run.index + 1].seconds:
+        return shape._begin(run, run.index + 1, now)
+    run.pause_end, run.then = now + 1.0, lambda at: drained(shape, run, at)
+    return run.last_tick
+
+
+def _landed(shape: Any) -> int:
+    """Attempts the live book has counted so far (a row lands when its request ends)."""
+    return run_state(shape.runner.environment).sink.live.landed()
 
 
 def is_window(run: Any) -> bool:
@@ -175,7 +203,7 @@ def judged(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
                 f" ({window.what})" if window.what else "")
     rate = confirm.next_rate(state.windows, state.settings.steps - (len(state.windows) - 1))
     if rate is not None and add_window(shape, run, now, rate):
-        return shape._begin(run, run.index + 1, now)
+        return start(shape, run, now)
     proof = confirm.outcome(state.windows[0].rate, state.windows)
     shape._finish(run, run.info.get("sweep_end", "last tier done") + refine.done_text(run) + "; "
                   + done_text(proof))

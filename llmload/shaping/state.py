@@ -64,6 +64,8 @@ class ShapeRun:
     """what the pause's end does (None: begin the next tier; the confirmation's judgement: shaping/confirm.py)"""
     confirming: Any = None
     """the run's confirmation phase (shaping/confirm.py `Confirming`; None: none)"""
+    drain: tuple[int, float] = (0, 0.0)
+    """before a confirmation window: attempts landed, and since when that count has not changed"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:

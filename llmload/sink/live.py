@@ -212,6 +212,10 @@ class LiveBook:
             decode_max_ms=self.decode_max_ms.get(t.tier, NAN) if self.rows_kept else NAN,
             srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
 
+    def landed(self) -> int:
+        """Attempts counted so far, every tier and phase (a row lands when its request ends)."""
+        return sum(numbers[0] for numbers in self.book.attempts.values())
+
     def measured(self, tier_no: int, metric: str, q: float) -> float:
         """Percentile q (0..1) of a per-attempt figure (histograms.py FULL_METRICS, e.g. itl_mean_ms) over the
         tier's successful measured attempts, as the report reads histograms.csv (NaN: none yet)."""

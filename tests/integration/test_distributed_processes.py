@@ -83,7 +83,7 @@ def llm_count(run_dir: Path) -> int:
 
 def test_master_and_two_worker_processes_agree_with_the_server(tmp_path):
     started = time.monotonic()
-    cluster = Cluster(tmp_path, ["--tiers", "2,4,8", "--tier-seconds", "3", "--warmup-seconds", "1",
+    cluster = Cluster(tmp_path, ["--no-confirm", "--tiers", "2,4,8", "--tier-seconds", "3", "--warmup-seconds", "1",
                                  "--max-tokens", "16", "--prompt-tokens", "16"])
     try:
         assert cluster.wait() == 0, cluster.log()[-3000:]
@@ -124,7 +124,7 @@ def _no_stall_after_tier_changes(run_dir: Path, tiers: list[dict]) -> None:
 
 
 def test_a_killed_worker_is_recorded_lost_and_its_tier_under_applied(tmp_path):
-    cluster = Cluster(tmp_path, ["--tiers", "2,4", "--tier-seconds", "8", "--warmup-seconds", "1",
+    cluster = Cluster(tmp_path, ["--no-confirm", "--tiers", "2,4", "--tier-seconds", "8", "--warmup-seconds", "1",
                                  "--max-tokens", "16", "--prompt-tokens", "16"])
     try:
         deadline = time.monotonic() + 40
@@ -202,8 +202,8 @@ def test_workers_in_a_namespace_reach_the_master_over_veth(tmp_path, namespace):
     truth = tmp_path / "truth.csv"
     started = time.monotonic()
     with EmbeddedServer(["--preset", "exact", "--truth-log", str(truth)], host=address) as server:
-        cluster = Cluster(tmp_path, ["--rate-tiers", "10,20", "--tier-seconds", "3", "--warmup-seconds", "1",
-                                     "--arrival", "constant", "--max-tokens", "8"],
+        cluster = Cluster(tmp_path, ["--no-confirm", "--rate-tiers", "10,20", "--tier-seconds", "3",
+                                     "--warmup-seconds", "1", "--arrival", "constant", "--max-tokens", "8"],
                           bind=address, host=server.url, worker_prefix=["ip", "netns", "exec", name],
                           locustfile="scenarios/open_loop.py")
         try:

@@ -94,7 +94,7 @@ def test_a_locustfile_of_ones_own_runs_and_is_reported(installed):
     venv, work, env = installed
     (work / "mine.py").write_text(LOCUSTFILE)
     truth, run_dir = work / "truth.csv", work / "run"
-    load = call([venv / "bin" / "llmload", "run", "mine.py", "--tiers", "1,2", "--tier-seconds", "2",
+    load = call([venv / "bin" / "llmload", "run", "mine.py", "--no-confirm", "--tiers", "1,2", "--tier-seconds", "2",
                  "--warmup-seconds", "0.5", "--max-tokens", "8", "--prompt-tokens", "32", "--run-dir", "run",
                  "--embedded-server-args", f"--preset demo --truth-log {truth}", "--no-report"], work, env)
     assert load.returncode == 0, load.stderr[-3000:]

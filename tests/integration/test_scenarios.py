@@ -18,10 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SHORT_TIERS = ["--tiers", "2,4", "--tier-seconds", "3", "--warmup-seconds", "1"]
+SHORT_TIERS = ["--tiers", "2,4", "--tier-seconds", "3", "--warmup-seconds", "1", "--no-confirm"]
+"""a smoke test of each scenario: its tiers only (tests/integration/test_confirm.py proves the plan)"""
 CASES = {
     "step_load": SHORT_TIERS,
-    "open_loop": ["--rate-tiers", "4,8", "--tier-seconds", "3", "--warmup-seconds", "1"],
+    "open_loop": ["--rate-tiers", "4,8", "--tier-seconds", "3", "--warmup-seconds", "1", "--no-confirm"],
     "long_context": SHORT_TIERS + ["--long-prompt-tokens", "2000"],
     "prefix_cache": SHORT_TIERS,
     "structured_output": SHORT_TIERS,

@@ -79,7 +79,7 @@ def run_shape(shape, user_class, server_url, run_dir, args, max_s=40):
 
 def test_step_tiers_show_queueing_above_the_slot_count(tmp_path, embedded_server):
     server = embedded_server("--preset", "demo", "--slots", "4", truth_log=False)
-    run_shape(Steps(), Chat, server.url, tmp_path, ["--tiers", "1,2,4,8,16", "--tier-seconds", "3",
+    run_shape(Steps(), Chat, server.url, tmp_path, ["--no-confirm", "--tiers", "1,2,4,8,16", "--tier-seconds", "3",
                                                     "--warmup-seconds", "1", "--spawn-rate", "50"])
     tiers = read_csv(tmp_path / "tiers.csv")
     assert [t["target_users"] for t in tiers] == ["1", "2", "4", "8", "16"]
@@ -99,7 +99,7 @@ def test_step_tiers_show_queueing_above_the_slot_count(tmp_path, embedded_server
 
 def test_open_loop_meets_the_target_rate_with_small_lag(tmp_path, embedded_server):
     server = embedded_server("--preset", "exact")
-    run_shape(Rates(), OpenChat, server.url, tmp_path, ["--rate-tiers", "10,25", "--tier-seconds", "4",
+    run_shape(Rates(), OpenChat, server.url, tmp_path, ["--no-confirm", "--rate-tiers", "10,25", "--tier-seconds", "4",
                                                         "--warmup-seconds", "0.5", "--arrival", "constant"])
     tiers = read_csv(tmp_path / "tiers.csv")
     arrivals = [float(r["arrival_unix"]) for r in read_csv(server.truth_path)]
@@ -114,7 +114,7 @@ def test_open_loop_meets_the_target_rate_with_small_lag(tmp_path, embedded_serve
 
 def test_stop_at_knee_ends_a_saturated_run_early(tmp_path, embedded_server):
     server = embedded_server("--preset", "demo", "--slots", "1", truth_log=False)
-    run_shape(Steps(), Chat, server.url, tmp_path, ["--tiers", "1,8,16,32", "--tier-seconds", "3",
+    run_shape(Steps(), Chat, server.url, tmp_path, ["--no-confirm", "--tiers", "1,8,16,32", "--tier-seconds", "3",
                                                     "--warmup-seconds", "1", "--spawn-rate", "50",
                                                     "--stop-at-knee"])
     tiers = read_csv(tmp_path / "tiers.csv")

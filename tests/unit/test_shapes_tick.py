@@ -425,19 +425,24 @@ def test_a_bad_refine_flag_is_one_line_and_exit_2(tmp_path, caplog, flags, words
 
 def test_confirmation_sends_the_planned_rate_open_loop_then_finishes_with_the_plan(tmp_path, caplog):
     """Every tier met the chat SLO, the highest, 4 users, at 105 requests in 8 s: the plan is 30 % below 13.1 req/s,
-    9.19 req/s; the window sends it open loop (one user, arrivals published), its warm-up drains the 4 users' queue
-    (2 x their 1.3 s p99 e2e), and once its requests settle it holds and the run ends with the plan."""
+    9.19 req/s. The load first holds (one idle user, a rate of 0) until no earlier request has landed for 2 s, then
+    the window sends the rate open loop; once its requests settle it holds and the run ends with the plan."""
     with caplog.at_level(logging.INFO, logger="llmload.shape"):
         shape, clock, env = knee_run(tmp_path, confirm="auto", confirm_seconds=20.0)
         assert tick_at(shape, clock, 30.0) == (1, 10.0)
+        assert openloop_user.CONTROL.target.rate_per_s == 0.0  # hold: the 4 users' requests land first
+        sent(env, 22.0, 30.0, 3, 400.0, e2e_ms=1300.0)  # the last of them land at 30.5
+        assert tick_at(shape, clock, 31.0) == (1, 10.0) and openloop_user.CONTROL.target.rate_per_s == 0.0
+        assert tick_at(shape, clock, 32.0) == (1, 10.0) and openloop_user.CONTROL.target.rate_per_s == 0.0
+        assert tick_at(shape, clock, 33.0) == (1, 10.0)  # quiet for 2 s: the window begins
         assert (openloop_user.CONTROL.target.tier, openloop_user.CONTROL.target.rate_per_s) == (4, 9.19)
         window = rows(tmp_path)[-1]
-        assert (window["target_rps"], window["confirm"], window["refined"]) == ("9.19", "1", "0")
-        assert float(window["warmup_s"]) == pytest.approx(2.6, abs=0.05)
-        sent(env, 32.6, 52.6, 184, 150.0, e2e_ms=1000.0)
-        assert tick_at(shape, clock, 52.6) == (1, 10.0) and openloop_user.CONTROL.target is None  # settling
-        assert tick_at(shape, clock, 53.0) == (1, 10.0)
-        assert tick_at(shape, clock, 55.0) is None
+        assert (window["target_rps"], window["confirm"], window["refined"], window["warmup_s"]) == \
+            ("9.19", "1", "0", "2.000")
+        sent(env, 35.0, 55.0, 184, 150.0, e2e_ms=1000.0)
+        assert tick_at(shape, clock, 55.0) == (1, 10.0) and openloop_user.CONTROL.target is None  # settling
+        assert tick_at(shape, clock, 56.0) == (1, 10.0)
+        assert tick_at(shape, clock, 58.0) is None
     assert "confirm: tier 4 at 9.19 req/s held: 9.19 req/s for 20 s, 184 requests, p95 TTFT 149 ms" in caplog.text
     info = run_state(env).shape_info
     assert info["stopped"].endswith("; plan 9.19 req/s per replica confirmed")
@@ -447,11 +452,14 @@ def test_confirmation_sends_the_planned_rate_open_loop_then_finishes_with_the_pl
 def test_a_window_that_breaks_the_slo_is_followed_by_one_at_half_the_rate(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="llmload.shape"):
         shape, clock, env = knee_run(tmp_path, confirm="auto", confirm_seconds=20.0, confirm_steps=1)
-        tick_at(shape, clock, 30.0)
-        sent(env, 32.6, 52.6, 184, 2500.0, e2e_ms=4000.0)  # the engine slowed down: p95 TTFT 2.5 s
-        tick_at(shape, clock, 52.6)
-        assert tick_at(shape, clock, 59.0) == (1, 10.0)  # judged after its 1.5 x 4 s settle: a new window
-        assert openloop_user.CONTROL.target.rate_per_s == 4.59
+        for t in (30.0, 31.0, 32.0):
+            tick_at(shape, clock, t)
+        sent(env, 34.0, 54.0, 184, 2500.0, e2e_ms=4000.0)  # the engine slowed down: p95 TTFT 2.5 s
+        tick_at(shape, clock, 54.0)
+        tick_at(shape, clock, 61.0)  # judged after its 1.5 x 4 s settle: a hold before a new window
+        assert openloop_user.CONTROL.target.rate_per_s == 0.0
+        tick_at(shape, clock, 62.0)
+        assert tick_at(shape, clock, 63.0) == (1, 10.0) and openloop_user.CONTROL.target.rate_per_s == 4.59
         assert rows(tmp_path)[-1]["target_rps"] == "4.59"
     assert "confirm: tier 4 at 9.19 req/s broken" in caplog.text
     assert "confirm: tier 5 at 4.59 req/s open loop" in caplog.text and "(lower: p95 TTFT 2497 ms > 500 ms)" in \

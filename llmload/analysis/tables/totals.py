@@ -3,8 +3,8 @@
 How it works: the tier tables count only measured windows, while Locust's failures table
 counts the whole run. Here every samples.csv row with an error is counted by kind (429s
 are `rate_limited`, or status 429) and by where it was sent: in a measured window, in a
-tier's warm-up, before the first tier, between tiers, or after the last tier ended.
-Open-loop arrivals dropped at the in-flight cap are not requests (no row); their count is
+tier's warm-up, before the first tier, between tiers, after the last tier ended, or in a confirmation
+window (read/confirm.py). Open-loop arrivals dropped at the in-flight cap are not requests (no row); their count is
 the sum of tiers.csv `dropped`. When locust_failures.csv exists its totals are shown next
 to ours: LLM failures should equal the failed rows here, SCHED failures the dropped arrivals.
 Answers with no text (`empty_answer`) are not failures unless the run counts them as errors: they get a line
@@ -26,7 +26,7 @@ from llmload.analysis.read.run import Run
 from llmload.contract import DROPPED_TYPE, EMPTY_ANSWER, REQUEST_TYPE
 from llmload.rules.outcomes import empty_text
 
-WHERE = ("measured", "warm-up", "before the first tier", "between tiers", "after the last tier")
+WHERE = ("measured", "warm-up", "before the first tier", "between tiers", "after the last tier", "in confirmation")
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,10 @@ def where_sent(run: Run) -> pd.Series:
     inside = samples["tier"].to_numpy() >= 0
     first = float(run.tiers["start_s"].min())
     last = float(run.tiers["end_s"].max())
+    confirm = samples["confirm"].to_numpy() if "confirm" in samples else np.zeros(len(samples), dtype=bool)
     place = np.where(samples["measured"].to_numpy(), WHERE[0], np.where(
-        inside, WHERE[1], np.where(ts < first, WHERE[2], np.where(ts >= last, WHERE[4], WHERE[3]))))
+        inside, WHERE[1], np.where(confirm, WHERE[5], np.where(ts < first, WHERE[2], np.where(
+            ts >= last, WHERE[4], WHERE[3])))))
     return pd.Series(place, index=samples.index)
 
 
@@ -69,6 +71,8 @@ def attempt_totals(run: Run) -> Totals:
     empty = (kind == EMPTY_ANSWER).to_numpy() & (not run.empty_is_error)
     failed = attempts[(kind != "").to_numpy() & ~empty]
     place = failed["phase"].map({"measure": WHERE[0], "warmup": WHERE[1], "after": WHERE[4]}).fillna(WHERE[3])
+    if run.confirm is not None:  # the confirmation windows' own tiers
+        place = place.where(~failed["tier"].isin(run.confirm["tier"]), WHERE[5])
     counts = failed["attempts"].groupby([kind[failed.index], place]).sum().unstack(fill_value=0)
     counts = counts.reindex(columns=list(WHERE), fill_value=0).astype(int)
     counts.insert(0, "total", counts.sum(axis=1))
