@@ -32,7 +32,7 @@ decoder: $(STAMP) ## build the compiled SSE decoder (gcc + the Python headers; o
 
 setup: $(STAMP) decoder ## create .venv, install the pinned requirements, build the decoder (other targets do this first)
 
-demo: $(STAMP) decoder ## step load (1..16 users) on the embedded 4-slot server, refined under the chat SLO, then its capacity report (~3 min)
+demo: $(STAMP) decoder ## step load (1..8 users) on the embedded 4-slot server, refined under the chat SLO, the plan confirmed, then its report (~3.5 min)
 	$(LLMLOAD) demo
 
 test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what CI runs)

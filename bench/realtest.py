@@ -10,8 +10,9 @@ Not part of `make test` or CI: it installs ~2 GB outside the repository and take
   and in-stream error events);
 - `litellm`: a LiteLLM proxy (`litellm[proxy]==1.108.6`, rpm 60, usage-based routing, no
   retries) in front of llmload's embedded server (`python -m llmload.server`); expects 429s
-  counted with their retry hint read from `llm_provider-retry-after`, the header named, and saturation
-  'rate limited' (the limiter recognised: rules/limiter.py) or 'sheds' (when some requests got through).
+  counted with their retry hint read from `llm_provider-retry-after`, the header named, saturation
+  'rate limited' (the limiter recognised: rules/limiter.py) or 'sheds' (when some requests got through), and
+  the plan the run confirmed at most the quota's 1 req/s (rules/confirm.py; no compute saturation claimed).
 
 How: each engine is installed once into a venv under ~/.cache/llmload-realtest/ (REALTEST_CACHE
 moves it; a venv with the stamp `.realtest-installed` is reused) with the machine-wide pip
@@ -279,7 +280,7 @@ def run_load(host: str, run_dir: Path, tier_seconds: float, warmup_s: float, *, 
            "--spawn-rate", "16", "--prompt-tokens", "128",
            "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"), "--csv-full-history",
            "--only-summary", "--loglevel", "INFO", *extra]
-    bound_s = len(tiers.split(",")) * (tier_seconds + warmup_s) + 180
+    bound_s = len(tiers.split(",")) * (tier_seconds + warmup_s) + 180 + 900  # + the confirmation (rules/confirm.py)
     log(f"step load {tiers} users x {tier_seconds:.0f} s (the first {warmup_s:.0f} s of each warm-up) -> {run_dir} "
         f"(bounded at {bound_s:.0f} s)")
     with open(run_dir / "locust.log", "w") as out:
@@ -346,6 +347,8 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
         "header_mode": a.header_mode.mode if a.header_mode else None,
         "saturation": a.saturation.kind, "saturation_rule": a.saturation.rule,
         "saturation_sentence": a.saturation.sentence,
+        "plan": {"source": a.proof.source, "rps": a.per_replica.rps if a.per_replica else None,
+                 "ceiling_rps": a.ceiling.rps if a.ceiling else None} if a.proof else None,
         "server_metrics_rows": _rows(run_dir / "server_metrics.csv"),
         "tiers": tiers, "verdict_lines": verdict_lines,
     }
@@ -361,6 +364,10 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
             "saturation 'rate limited' or 'sheds'": a.saturation.kind == "rate limited" or "sheds" in a.saturation.kind,
             "the saturation sentence names the header (via llm_provider-retry-after)":
                 "via llm_provider-retry-after" in a.saturation.sentence,
+            f"a confirmed plan at most the quota ({LITELLM_RPM} a minute, 5 % margin)":
+                a.per_replica is not None and bool(a.per_replica.confirmed)
+                and a.per_replica.rps <= LITELLM_RPM / 60.0 * 1.05,
+            "no compute saturation claimed (a quota is no plateau)": not a.compute.reached,
             "no 'nan' in report.md, report output or knee output": no_nan,
         }
     else:

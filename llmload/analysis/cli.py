@@ -25,7 +25,7 @@ from pathlib import Path
 from llmload.analysis import text
 from llmload.analysis.analyze import Target, analyze, choose_profile, profile_source
 from llmload.analysis.read.run import RunError, counting_empty_as_error, load_run
-from llmload.analysis.report import baseline, resources, unstreamed
+from llmload.analysis.report import baseline, plan_gate, resources, unstreamed
 from llmload.analysis.tables import totals
 from llmload.analysis.verdicts import queueing
 from llmload.rules import knees
@@ -193,12 +193,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from llmload.analysis.verdicts import gate as check
     from llmload.rules import slo
-
     if args.baseline:
         return baseline.cmd_check_baseline(args)
     objective = slo.objective(args.slo, args.slo_file) if args.slo else None  # None: the run's API's default
-    result = check.run_check(args.run_dir, objective, args.at_load, args.capacity_at_least,
-                             args.empty_answer_is_error)
+    result = plan_gate.run_plan_check(args.run_dir, objective, args.plan_at_least, args.empty_answer_is_error) \
+        if args.plan_at_least is not None else check.run_check(args.run_dir, objective, args.at_load,
+                                                               args.capacity_at_least, args.empty_answer_is_error)
     print(check.render(result))
     if args.junit:
         Path(args.junit).write_text(check.junit(result))
@@ -261,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--at-load", type=float, help="judge the tier at this load (users or req/s)")
     where.add_argument("--capacity-at-least", type=float, help="require the SLO capacity to reach this load")
+    where.add_argument("--plan-at-least", type=float, help="require a confirmed plan of this many req/s per replica")
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
     baseline.add_options(p)
     _empty_option(p)

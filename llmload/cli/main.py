@@ -119,7 +119,7 @@ def usage() -> str:
              "Load (Locust runs them; every Locust and llmload option passes through):"]
     lines += [f"  {name:<8} {text}" for name, (text, _names) in locust_args.COMMANDS.items()]
     lines += ["  server   the embedded simulated inference server in the foreground (python -m llmload.server)",
-              "  demo     step load 1..16 users on the embedded 4-slot server, refined, then the report (~3 min)", "",
+              "  demo     step load 1..8 users on the embedded 4-slot server, plan confirmed, report (~3.5 min)", "",
               "A run folder's analysis (python -m llmload.analysis COMMAND, the arguments as they are):"]
     lines += [f"  {name:<8} {text}" for name, text in ANALYSIS.items()]
     lines += ["", "llmload COMMAND --help: the command's options (docs/cli.md)."]

@@ -182,10 +182,11 @@ class OpenLoopUser(_UserBase):
 def serve(user: Any) -> None:
     """Send this process's share of the published rate until the user stops: an OpenLoopUser's task, and a
     closed-loop user's during a confirmation window (llmload.users: one user per process then; others idle)."""
-    if CONTROL.owner not in (None, user):
+    owner = CONTROL.owner  # another user's, unless it is gone (stopped, or a run before this one's)
+    greenlet = getattr(owner, "greenlet", None)
+    if owner not in (None, user) and greenlet is not None and not greenlet.dead and not user_is_stopping(owner):
         logger.warning("one open-loop user per process is enough; this extra user idles")
-        gevent.sleep(1.0)
-        return
+        return gevent.sleep(1.0)
     CONTROL.owner = user
     requests = Group()
     joined = (CONTROL.generation, time.perf_counter())  # a user that joins late starts the schedule then
@@ -283,8 +284,7 @@ def _ask_on_own_transport(user: Any, intended_t0_perf: float, **request: Any) ->
         idle.append(transport)
 
 
-def close_transports(user: Any) -> None:
-    """The arrivals' own transports (kept idle for reuse) are closed when the user stops."""
+def close_transports(user: Any) -> None:  # the arrivals' own transports (kept for reuse), when the user stops
     for transport in user.__dict__.pop("_idle_transports", []):
         transport.close()
 

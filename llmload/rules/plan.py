@@ -120,19 +120,23 @@ def basis(cap: Capacity, peak: Tier | None, lim: RateLimiter | None, ceiling: Ce
     rate, kind = sustained(lim, ceiling)
     if own.rps != own.rps or own.rps <= 0:
         return None
-    if rate == rate and own.rps > rate:
-        if rate <= 0:
-            return None
-        share = rate / own.rps
-        what = (f"the rate limiter's sustained {rate:.2f} req/s" if kind == "rate limiter" else
-                f"the {rate:.2f} req/s it accepted once it refused ({ceiling_mod.window_text(ceiling)})"
-                if ceiling is not None else f"{rate:.2f} req/s")
-        burst = kind == "rate limiter" or ceiling_mod.above(own.rps, own.window_s, ceiling)
-        return Basis(rate, own.out_tok_s * share, own.load * share, kind,
-                     f"{what}; {load_with_unit(own.load, unit)} got {own.rps:.1f} req/s"
-                     + (", an initial burst" if burst else " before the first refusal"),
-                     measured_rps=own.rps, window_s=own.window_s)
-    return own
+    if not (rate == rate and own.rps > rate):
+        return own
+    if rate <= 0:
+        return None
+    share = rate / own.rps
+    if lim is None and not ceiling_mod.above(own.rps, own.window_s, ceiling):  # no limiter, within noise of it
+        return dataclasses.replace(own, rps=rate, out_tok_s=own.out_tok_s * share, load=own.load * share,
+                                   text=own.text.replace(f"{own.rps:.1f} req/s", f"{rate:.1f} req/s sustained once "
+                                                                                 "it refused"))
+    what = (f"the rate limiter's sustained {rate:.2f} req/s" if kind == "rate limiter" else
+            f"the {rate:.2f} req/s it accepted once it refused ({ceiling_mod.window_text(ceiling)})"
+            if ceiling is not None else f"{rate:.2f} req/s")
+    return Basis(rate, own.out_tok_s * share, own.load * share, kind,
+                 f"{what}; {load_with_unit(own.load, unit)} got {own.rps:.1f} req/s"
+                 + (", an initial burst" if ceiling_mod.above(own.rps, own.window_s, ceiling) or kind == "rate limiter"
+                    else " before the first refusal"),
+                 measured_rps=own.rps, window_s=own.window_s)
 
 
 def headroom_text(b: Basis, headroom: float = DEFAULT_HEADROOM) -> str:

@@ -122,20 +122,20 @@ RATES = {"max_error_rate": "error_rate", "max_429_rate": "rate_429", "min_goodpu
 """tier criteria (TOML key -> tier-table column)"""
 LABELS = {"ttft": "TTFT", "itl": "ITL (per-request mean)", "itl_gap": "ITL (every gap)", "tpot": "TPOT",
           "e2e": "e2e", "out_tps": "out tok/s per request", "error_rate": "error rate", "rate_429": "429 rate",
-          "goodput_rps": "goodput"}
+          "goodput_rps": "goodput", "plan_rps": "plan per replica (confirmed)"}
 
 
 @dataclass(frozen=True)
 class Criterion:
     metric: str
-    """a LATENCY or POOLED key, or 'error_rate', 'rate_429', 'goodput_rps'"""
+    """a LATENCY or POOLED key, or 'error_rate', 'rate_429', 'goodput_rps', 'plan_rps' (`check --plan-at-least`)"""
     limit: float
     percentile: float | None = None
     """latency criteria: 95 for p95"""
 
     @property
     def at_least(self) -> bool:
-        return self.metric in ("out_tps", "goodput_rps")
+        return self.metric in ("out_tps", "goodput_rps", "plan_rps")
 
     @property
     def label(self) -> str:
@@ -145,7 +145,7 @@ class Criterion:
     def unit_text(self, value: float) -> str:
         if self.metric in ("error_rate", "rate_429"):
             return f"{value:.2%}"
-        if self.metric == "goodput_rps":
+        if self.metric in ("goodput_rps", "plan_rps"):
             return f"{value:.2f} req/s"
         if self.metric == "out_tps":
             return f"{value:.1f} tok/s"

@@ -66,7 +66,7 @@ class PlanShape(LoadTestShape):
     kind = "step"
     """step | rate | spike | soak | schedule: written to run.json so the report asks the right questions"""
     refinable = False
-    """True: --refine may add tiers after the plan (step and rate tiers: shaping/refine.py)"""
+    """True: --refine may add tiers after the plan (shaping/refine.py); step and rate kinds confirm it too"""
     progress_every_s: float | None = PROGRESS_EVERY_S
 
     _runner_ref: Any = None
@@ -99,7 +99,7 @@ class PlanShape(LoadTestShape):
         self._runner_ref = runner
         if runner is None:
             return
-        if self.open_loop or self.refinable:  # a climbing shape's confirmation runs open loop (shaping/confirm.py)
+        if self.open_loop or self.refinable:  # a step shape's confirmation runs open loop (shaping/confirm.py)
             openloop_user.install(runner)
         if isinstance(runner, WorkerRunner):
             return
@@ -120,7 +120,7 @@ class PlanShape(LoadTestShape):
             options = options_with_defaults(options)
             self.build_plan(options)
             refine.refine_settings(options, "", self.refinable)
-            confirm.confirm_settings(options, self.refinable)
+            confirm.confirm_settings(options, confirm.confirms(self))
         except ShapeOptionError as e:
             self._report_bad_flags(e)
             if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):
@@ -203,7 +203,7 @@ class PlanShape(LoadTestShape):
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
         run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - self._now(),
                        planned=len(plan), refine=refining,
-                       confirming=confirm.Confirming(confirm.confirm_settings(options, self.refinable)))
+                       confirming=confirm.Confirming(confirm.confirm_settings(options, confirm.confirms(self))))
         if settings.run_time_s:
             run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s
         run.first = self._snapshot()
@@ -286,7 +286,7 @@ class PlanShape(LoadTestShape):
             run.record.at_end, run.record.end_s = self._snapshot(), end_s
         run.writer.end(end_s)
         self.timeline().end_run(end_s)
-        if self.runner is not None and (self.open_loop or confirm.is_window(run)):
+        if self.runner is not None and (self.open_loop or confirm.planned(run)):  # (a hold too: shaping/confirm.py)
             openloop_user.publish_stop(self.runner)
         logger.info("load shape finished: %s", reason)
         if run.progress is not None and run.progress is not gevent.getcurrent():

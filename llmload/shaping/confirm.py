@@ -74,7 +74,7 @@ class Confirming:
     """the plan index of the first window"""
 
 
-def confirm_settings(options: Any, refinable: bool) -> ConfirmSettings:
+def confirm_settings(options: Any, confirmable: bool) -> ConfirmSettings:
     """The confirmation flags of a run (module docstring); ShapeOptionError names the flag to fix."""
     mode = str(getattr(options, "confirm", None) or "auto").strip().lower()
     if mode not in CONFIRM_CHOICES:
@@ -96,8 +96,13 @@ def confirm_settings(options: Any, refinable: bool) -> ConfirmSettings:
                                "lower it or raise the maximum")
     if steps < 0:
         raise ShapeOptionError(f"--confirm-steps must be >= 0, got {steps}")
-    off = "--no-confirm" if mode == "off" else "" if refinable else "this shape does not climb"
+    off = "--no-confirm" if mode == "off" else "" if confirmable else "its shape plans no rate (step and rate tiers do)"
     return ConfirmSettings(not off, seconds, max_s, steps, off)
+
+
+def confirms(shape: Any) -> bool:
+    """Step and rate shapes confirm their plan (a trace replays its records, it sends no rate of its own)."""
+    return bool(shape.refinable) and shape.kind in ("step", "rate")
 
 
 def _info(run: Any) -> dict[str, Any]:
@@ -128,7 +133,8 @@ def add_window(shape: Any, run: Any, now: float, rate: float | None = None) -> b
         seconds = min(settings.max_seconds, max(seconds, 2.0 * state.windows[-1].seconds))
     warmup = min(settings.max_seconds, max(float(run.options.warmup_seconds), hint if hint == hint else 0.0))
     if now + DRAIN_QUIET_S + warmup + seconds > run.deadline:
-        _info(run)["skipped" if not state.windows else "cut"] = "-t/--run-time leaves no room for a window"
+        if not state.windows:
+            _info(run)["skipped"] = "-t/--run-time leaves no room for a window"
         logger.info("confirm: -t/--run-time leaves less than a %.0f s window at %.3g req/s: not adding one",
                     warmup + seconds, rate)
         return False
@@ -170,6 +176,12 @@ def drained(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
 def _landed(shape: Any) -> int:
     """Attempts the live book has counted so far (a row lands when its request ends)."""
     return run_state(shape.runner.environment).sink.live.landed()
+
+
+def planned(run: Any) -> bool:
+    """A window was appended: arrivals (or a hold before them) may have been published, and must be stopped."""
+    state: Confirming | None = run.confirming
+    return state is not None and state.first is not None
 
 
 def is_window(run: Any) -> bool:

@@ -26,7 +26,8 @@ def fetch(url: str, data: dict | None = None) -> tuple[int, str]:
 
 @pytest.mark.parametrize(("locustfile", "args", "stop"), [
     ("locustfile.py", ["--max-tokens", "8"], True),  # no shape: the script stops the run
-    ("scenarios/step_load.py", ["--tiers", "1", "--tier-seconds", "4", "--warmup-seconds", "1", "--max-tokens", "8"],
+    ("scenarios/step_load.py", ["--no-confirm", "--tiers", "1", "--tier-seconds", "4", "--warmup-seconds", "1",
+                                "--max-tokens", "8"],
      False)])  # the shape ends it
 def test_a_run_started_over_http_keeps_its_files_and_report_after_it_ends(locust_ui, tmp_path, locustfile, args,
                                                                           stop):

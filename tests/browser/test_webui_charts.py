@@ -103,7 +103,7 @@ def check_header_rps(page, ui) -> tuple[float, float]:
 
 def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     run_dir = tmp_path / "run"
-    ui = locust_ui(STEP_FILE, "--host", "embedded", "--tiers", "1,2,4,8", "--tier-seconds", "5",
+    ui = locust_ui(STEP_FILE, "--host", "embedded", "--no-confirm", "--tiers", "1,2,4,8", "--tier-seconds", "5",
                    "--warmup-seconds", "1", "--min-tier-requests", "1", "--slo-profile", "voice", "--no-refine",
                    base_path=BASE_PATH)
     data_url = ui.url + "llmload/data.json?since=1e12"
@@ -180,3 +180,32 @@ def test_charts_verdicts_header_and_a_second_start(page, locust_ui, tmp_path):
     wait_for(lambda: str(second) in bar.inner_text(), 10, "the bar naming run-2", ui)
     screenshot(page, tmp_path, "second-run-bar.png")
     urllib.request.urlopen(urllib.request.Request(ui.url + "stop", data=b""), timeout=5).close()
+
+
+def test_the_confirmation_is_a_band_of_its_own_with_its_verdict_and_the_plan_line(page, locust_ui, tmp_path):
+    """Tiers 2 and 8 users (voice SLO) then the confirmation: the charts draw its window as a band of its own
+    labelled with its verdict, its row says held, the Plan line says what the run confirmed, and the knee chart
+    (users on its x axis) leaves the window (a rate) out."""
+    run_dir = tmp_path / "run"
+    ui = locust_ui(STEP_FILE, "--host", "embedded", "--tiers", "2,8", "--tier-seconds", "5", "--warmup-seconds", "1",
+                   "--min-tier-requests", "1", "--slo-profile", "voice", "--no-refine", "--confirm-seconds", "8")
+    data_url = ui.url + "llmload/data.json?since=1e12"
+    start_step_run(page, ui, run_dir)
+    charts = page.context.new_page()
+    charts.goto(ui.url + "llmload/charts")
+    wait_for(lambda: charts.locator("#chart-ttft rect.band.confirm").count() == 1, 60, "the confirmation band", ui)
+    plan = charts.locator("#plan-verdict")
+    wait_for(lambda: "its first window is running" in plan.inner_text(), 10, "the plan line while it runs", ui)
+    wait_for(lambda: charts.locator("#chart-ttft rect.band.confirm.held").count() == 1, 60, "the window held", ui)
+    data = get_json(data_url)
+    window = [t for t in data["tiers"] if t["confirm"]]
+    assert len(window) == 1 and window[0]["slo"] == "held" and window[0]["target"].endswith("req/s (confirm)")
+    assert data["plan"]["text"].startswith("Plan: ") and ". Confirmed: " in data["plan"]["text"]
+    wait_for(lambda: ". Confirmed: " in plan.inner_text(), 10, "the confirmed plan on the page", ui)
+    label = charts.locator("#chart-ttft text", has_text="confirm held").count()
+    assert label == 1
+    rows = charts.locator(f"#slo-table tr[data-tier='{window[0]['tier']}'] td.slo")
+    assert rows.get_attribute("class") == "slo held" and rows.inner_text().startswith("held: ")
+    knee_x = charts.locator("#chart-knee path.series").first.get_attribute("d") or ""
+    assert knee_x.count("L") <= 1  # two load tiers at most: the window's rate is not on the users axis
+    screenshot(charts, tmp_path, "charts-confirmation.png")

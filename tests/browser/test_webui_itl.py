@@ -66,8 +66,8 @@ def with_tpot_bound(bound: float | None):
 
 def test_itl_chart_with_its_bound_and_the_llm_tabs_itl_columns(page, locust_ui, tmp_path):
     run_dir = tmp_path / "run"
-    ui = locust_ui(STEP_FILE, "--host", "embedded", "--tiers", "1,2", "--tier-seconds", "5", "--warmup-seconds", "1",
-                   "--min-tier-requests", "1", "--slo-profile", "ide", "--no-refine")
+    ui = locust_ui(STEP_FILE, "--host", "embedded", "--no-confirm", "--tiers", "1,2", "--tier-seconds", "5",
+                   "--warmup-seconds", "1", "--min-tier-requests", "1", "--slo-profile", "ide", "--no-refine")
     data_url = ui.url + "llmload/data.json?since=1e12"
     start_step_run(page, ui, run_dir)
     charts = page.context.new_page()

@@ -1,6 +1,7 @@
-"""From a real headless step load on the embedded server to the capacity report.
+"""From a real headless step load on the embedded server to the capacity report and its confirmed plan.
 
-The server has S slots and a FIFO queue, so the queueing onset the analysis reports must be S.
+The server has S slots and a FIFO queue, so the queueing onset the analysis reports must be S, and the plan
+the run confirmed (15 s windows) must lie below the S slots' throughput.
 This is the whole product chain: scenario -> embedded server -> Locust runner -> samples,
 tiers -> analysis (in its own process, as a user runs it).
 """
@@ -28,7 +29,7 @@ def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tier
                 "--embedded-server-args", f"--preset demo --slots {slots}", "--tiers", tiers,
                 "--tier-seconds", "7", "--warmup-seconds", "2", "--spawn-rate", "50", "--max-tokens", "8",
                 "--prompt-tokens", "32", "--run-dir", str(run_dir), "--csv", str(run_dir / "locust"),
-                "--only-summary", "--slo-profile", slo], timeout_s=120)
+                "--only-summary", "--slo-profile", slo, "--confirm-seconds", "15"], timeout_s=240)
     assert load.returncode == 0, load.stderr[-2000:]
     for name in ("samples.csv", "tiers.csv", "run.json", "health.csv", "locust_stats.csv"):
         assert (run_dir / name).exists(), name
@@ -45,3 +46,7 @@ def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tier
     assert info["host"].startswith("http://127.0.0.1:")
     assert info["slo_profile"] == slo
     assert f"under the {slo or 'chat'} SLO" in answer  # the run's use case judges it
+    summary = json.loads((run_dir / "summary.json").read_text())
+    plan, top = summary["plan"], max(t["ok_rps"] for t in summary["tiers"])
+    assert plan["source"] in ("confirmed", "lowered by confirmation"), plan
+    assert 0 < plan["rps"] < top and f"\nPlan: {plan['rps']:.2f} req/s per replica" in answer, answer

@@ -31,8 +31,8 @@ class Shape(StepShape):
 
 
 def make_env(url, run_dir, shape=None):
-    options = llmload_options(["--host", url, "--run-dir", str(run_dir), "--max-tokens", "16", "--tiers",
-                               "1,2,8,16", "--tier-seconds", "4", "--warmup-seconds", "1", "--stop-at-knee",
+    options = llmload_options(["--host", url, "--run-dir", str(run_dir), "--max-tokens", "16", "--no-confirm",
+                               "--tiers", "1,2,8,16", "--tier-seconds", "4", "--warmup-seconds", "1", "--stop-at-knee",
                                "--min-tier-requests", "1"])
     env = Environment(user_classes=[Chat], host=url, parsed_options=options, events=Events(), shape_class=shape,
                       stop_timeout=5)

@@ -485,3 +485,13 @@ def test_a_bad_confirm_flag_is_one_line_and_exit_2(tmp_path, caplog, flags, word
     with caplog.at_level(logging.ERROR, logger="llmload.shape"), pytest.raises(SystemExit) as exited:
         make(StepShape, tmp_path, tiers="1,2", **flags)
     assert exited.value.code == 2 and len(caplog.records) == 1 and words in caplog.text
+
+
+def test_a_run_stopped_while_the_load_holds_before_its_window_leaves_no_hold_behind(tmp_path):
+    """The web UI runs many runs in one process: a hold (rate 0) left published would idle the next run's users."""
+    shape, clock, env = knee_run(tmp_path, confirm="auto", confirm_seconds=20.0)
+    tick_at(shape, clock, 30.0)
+    assert openloop_user.CONTROL.target is not None and openloop_user.CONTROL.target.rate_per_s == 0.0
+    shape.end("test stopped")
+    assert openloop_user.CONTROL.target is None
+    assert run_state(env).shape_info["confirm"]["windows"][0]["rate"] == 9.19

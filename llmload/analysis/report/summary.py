@@ -1,4 +1,4 @@
-"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/4`).
+"""summary.json: the report's verdicts and figures for machines (schema `llmload.summary/5`).
 
 How it works: `summary(a)` turns one Analysis into plain JSON types, section by section (run
 facts, per-tier figures, the two knees with their intervals, capacity per profile, the saturation

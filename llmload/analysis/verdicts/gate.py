@@ -7,6 +7,7 @@ generator itself was overloaded (`tiers.py`) cannot be judged: its criteria say 
 - `--capacity-at-least N`: tiers in load order; the capacity is the highest load up to which
   every tier meets every criterion; pass when it is >= N; the criteria are shown at the first
   tier that broke one (or at the capacity tier when none broke);
+- `--plan-at-least RPS`: the plan the run proved (report/plan_gate.py: it needs the whole analysis);
 - neither: the highest-load tier that has requests.
 Each criterion is PASS, FAIL or CANNOT JUDGE (too few successes for its percentile:
 `llmload.rules.gate`, which decides every criterion: a tier with no success at all fails its latency
