@@ -20,7 +20,7 @@ from llmload.rules import plan as plan_mod
 from llmload.rules.slo import SloProfile, objective_for, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_verdicts, live_windows, load_unit, profile, slo_cell
+from llmload.run.verdicts import live_tiers, live_verdicts, live_windows, load_unit, profile, slo_cell
 from llmload.webui.rows import gap_ms, target_text
 
 NOTHING_YET = "no tier has ended yet"
@@ -46,6 +46,8 @@ class LiveView:
     (llmload.rules.confirm)"""
     plan: str = ""
     """the plan sentence, the report's first answer on the windows so far (llmload.rules.plan.sentence)"""
+    window_tiers: dict[int, Any] = field(default_factory=dict)
+    """confirmation window tier -> its live figures (a rule-book Tier: the LLM tab's row, its generator column)"""
 
     def entry(self, name: str) -> dict:
         """data.json's entry of one verdict: kind, text and tier (the web page's words)."""
@@ -87,12 +89,15 @@ def live_view(environment: Any, now_s: float | None = None) -> LiveView:
     cells = {t.tier: slo_cell(t, slo, done.get(t.tier, True)) for t in v.tiers}
     book = run_state(environment).sink.live
     ends = {r.tier.tier: r.end_s for r in records}
-    generator = {t.tier: book.generator(t.tier, ends.get(t.tier)) for t in v.tiers}
+    confirming = [r for r in records if r.tier.refined == "confirm"]
+    shown = [*v.tiers, *live_tiers(environment, now_s, confirming)] if confirming else list(v.tiers)
+    generator = {t.tier: book.generator(t.tier, ends.get(t.tier)) for t in shown}
     itl_mean = {t.tier: (book.measured(t.tier, "itl_mean_ms", 0.5), book.measured(t.tier, "itl_mean_ms", 0.99))
-                for t in v.tiers}
+                for t in shown}
     windows, plan = _confirmation(environment, v, slo, now_s)
     load_tiers = [r for r in records if r.tier.refined != "confirm"]
-    return LiveView(slo, v, cells, load_unit(load_tiers or records), generator, itl_mean, windows, plan)
+    return LiveView(slo, v, cells, load_unit(load_tiers or records), generator, itl_mean, windows, plan,
+                    {t.tier: t for t in shown if t.tier in windows})
 
 
 def _confirmation(environment: Any, v: Verdicts, slo: SloProfile,
@@ -122,6 +127,7 @@ def tier_row(row: dict, fig: Any, view: LiveView) -> dict:
     book's trust (llmload.rules.trust)."""
     tier_no = fig.record.tier.tier
     tier = next((t for t in view.verdicts.tiers if t.tier == tier_no), None) if view.verdicts else None
+    tier = view.window_tiers.get(tier_no, tier)
     if tier is not None and fig.measuring:
         row.update(requests=tier.sent, ttft_p50_ms=_ms(tier.ttft_p50_ms), ttft_p95_ms=_ms(tier.ttft_p95_ms),
                    ttft_p99_ms=_ms(tier.ttft_p99_ms), e2e_p50_ms=_ms(tier.e2e_p50_ms), e2e_p95_ms=_ms(tier.e2e_p95_ms),
