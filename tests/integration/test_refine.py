@@ -5,7 +5,7 @@ capacity is exactly S users, and the queueing onset S. Tiers hold 20 s, so the c
 successes that bound its p95 (llmload.rules.bounds: a tier within the SLO on fewer is not shown to meet it).
 The confirmation is off: these runs test refinement (tests/integration/test_confirm.py tests the plan).
 
-* local, 4 slots, chat, tiers 2,4,8: refinement adds 6 and 5 users; the report's sentence, summary.json and
+* local, 4 slots, chat, tiers 4,8: refinement adds 6 and 5 users; the report's sentence, summary.json and
   the web UI's verdict (the live view the LLM tab shows) say "4 users, measured"; the same run without the
   added tiers (what --no-refine measures) gives the bracket sentence, not a line between 4 and 8;
 * distributed, master + 2 workers in this process, 6 slots, voice, tiers 4,8: the master refines to 6 users;
@@ -104,11 +104,10 @@ def planned_only(run_dir: Path, into: Path) -> Path:
 def test_closed_loop_refines_to_the_slot_count_and_every_verdict_agrees(tmp_path, embedded_server):
     server = embedded_server("--preset", "demo", "--slots", "4", truth_log=False)
     run_dir = tmp_path / "run"
-    env = run_shape(Steps(), Chat, server.url, run_dir, ["--tiers", "2,4,8", *SLOW, "--slo-profile", "chat"],
-                    max_s=150)
+    env = run_shape(Steps(), Chat, server.url, run_dir, ["--tiers", "4,8", *SLOW, "--slo-profile", "chat"],
+                    max_s=130)
     tiers = read_csv(run_dir / "tiers.csv")
-    assert [(t["target_users"], t["refined"]) for t in tiers] == [
-        ("2", "0"), ("4", "0"), ("8", "0"), ("6", "1"), ("5", "1")]
+    assert [(t["target_users"], t["refined"]) for t in tiers] == [("4", "0"), ("8", "0"), ("6", "1"), ("5", "1")]
     live = live_verdicts(env)  # what the web UI shows: the LLM tab's capacity and rows
     assert (live.capacity.met.load, live.capacity.high, live.capacity.measured) == (4, 5, True)
     ui = live_view(env).entry("capacity")["text"]
