@@ -14,10 +14,15 @@ plan, not the limit.
 With rows (samples.csv, or a local run's live book) the span starts at the refused attempt's send; from histograms
 alone, at the start of the first tier that refused (its warm-up included): coarser, it may count the burst before
 the first refusal within that tier.
+When nothing got through from the first refusal to the end of the tiers (a quota whose window outlasts them), the
+ceiling is 0 and says nothing of the rate; what the quota let through before it refused, over the window its retry
+hint names, is then the rate a plan can try (`window_rate`: 60 requests before a 60 s hint, 1 req/s), which the
+confirmation proves or lowers (a proposal, never a result on its own).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llmload.rules.limits import REJECT_LIMIT
@@ -42,6 +47,10 @@ class Ceiling:
     """the tier of the first refusal"""
     longest_hint_s: float
     """the longest retry hint seen in the run (NaN: none)"""
+    before: int = 0
+    """successful attempts sent before the first refusal, from the run's first send"""
+    before_s: float = math.nan
+    """seconds from the run's first send to the first refusal"""
 
     @property
     def short(self) -> bool:
@@ -55,12 +64,25 @@ def refusing(counts: dict[int, tuple[int, int]]) -> set[int]:
     return {tier for tier, (attempts, refused) in counts.items() if tier > 0 and refused > REJECT_LIMIT * attempts}
 
 
-def measured(first_refusal_s: float, end_s: float, accepted: int, tier: int, longest_hint_s: float) -> Ceiling | None:
-    """The ceiling over [first_refusal_s, end_s] with `accepted` successes sent in it (None: no span)."""
+def measured(first_refusal_s: float, end_s: float, accepted: int, tier: int, longest_hint_s: float,
+             before: int = 0, before_s: float = math.nan) -> Ceiling | None:
+    """The ceiling over [first_refusal_s, end_s] with `accepted` successes sent in it (None: no span); `before`
+    successes in the `before_s` seconds before it."""
     span = end_s - first_refusal_s
     if not span > 0:
         return None
-    return Ceiling(accepted / span, accepted, span, first_refusal_s, tier, longest_hint_s)
+    return Ceiling(accepted / span, accepted, span, first_refusal_s, tier, longest_hint_s, before, before_s)
+
+
+def window_rate(ceiling: Ceiling | None) -> float:
+    """Nothing got through once it refused: what it let through before, over the window its retry hint names (at
+    least the time it took): a rate to try, NaN when there is none to propose (module docstring)."""
+    if ceiling is None or ceiling.accepted > 0 or ceiling.before <= 0:
+        return math.nan
+    if ceiling.longest_hint_s != ceiling.longest_hint_s:  # no hint: no window to spread it over
+        return math.nan
+    before_s = ceiling.before_s if ceiling.before_s == ceiling.before_s else 0.0
+    return ceiling.before / max(ceiling.longest_hint_s, before_s, 1e-9)
 
 
 def above(rps: float, seconds: float, ceiling: Ceiling | None) -> bool:

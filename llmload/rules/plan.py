@@ -9,6 +9,8 @@ How it works: the *basis* is the highest rate the tiers measured within the SLO 
     few samples), the highest such load: the confirmation's window gets the samples that prove it or not;
   * when even the lowest load broke the SLO and the server refused (a quota a single user exceeds), the ceiling:
     the rate it accepted once it refused, which the confirmation then proves or lowers;
+  * when nothing got through once it refused (a quota's window outlasts the tiers), the quota's first window
+    (`ceiling.window_rate`: what it let through before, over its retry hint): a rate to try, nothing more;
 and it is capped by what the server sustained once it refused: a recognised rate limiter's sustained rate
 (`limiter.py`) and the model-free ceiling (`ceiling.py`), whichever is lower, whatever the limiter's kind. A capped
 basis keeps its load and tokens in proportion. The *planned rate* is the basis less the headroom
@@ -41,7 +43,7 @@ class Basis:
     load: float
     """the load that measured it (users or req/s; scaled down with a cap)"""
     kind: str
-    """'capacity', 'peak', 'rate limiter' or 'ceiling'"""
+    """'capacity', 'peak', 'rate limiter', 'ceiling' or 'quota window'"""
     text: str
     """what it is, for the sentence: 'its SLO capacity (5 users, 7.8 req/s)'"""
     lower_bound: bool = False
@@ -90,6 +92,12 @@ def sustained_capacity(cap: Capacity, lim: RateLimiter | None, ceiling: Ceiling 
 def basis(cap: Capacity, peak: Tier | None, lim: RateLimiter | None, ceiling: Ceiling | None,
           unit: str) -> Basis | None:
     """What the plan is taken below (module docstring); None: nothing to plan on."""
+    window = ceiling_mod.window_rate(ceiling)
+    if window == window and ceiling is not None:  # nothing got through once it refused: a rate to try
+        return Basis(window, math.nan, math.nan, "quota window",
+                     f"the {ceiling.before} requests it let through before its first refusal, over the "
+                     f"{max(ceiling.longest_hint_s, ceiling.before_s):.0f} s its retry hint names ({window:.2f} req/s; "
+                     "nothing got through after it within the tiers)")
     if lim is not None and not lim.measured:
         return None
     if cap.status == "unshown":  # within on the point estimate only: the confirmation gets the samples
@@ -183,7 +191,7 @@ def sentence(b: Basis | None, proof: Outcome, cap: Capacity, lim: RateLimiter | 
             return f"none: no tested load was shown to meet {slo} (too few samples to bound its p95)."
         return f"none: {slo} is not met at any tested load ({cap.limited_by})."
     quota = (" If the limit is a quota (one API key, one proxy), replicas behind it share it: more of them add "
-             "nothing." if b.kind in ("rate limiter", "ceiling") else "")
+             "nothing." if b.kind in ("rate limiter", "ceiling", "quota window") else "")
     held, above = proof.holding, proof.above
     if proof.source == "skipped":
         why = skipped or "the run sent no confirmation window"

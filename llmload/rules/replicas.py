@@ -75,7 +75,7 @@ def describe_plan(plan: ReplicaPlan, per: PerReplica | None, cap: Capacity, b: B
     replicas = "replica" if plan.replicas == 1 else "replicas"
     how = "the confirmed" if per.confirmed else "the planned (unconfirmed)"
     quota = (f" Behind one shared quota (one API key, one proxy) the whole deployment gets {b.rps:.2f} req/s, "
-             "whatever the count." if b is not None and b.kind in ("rate limiter", "ceiling") else "")
+             "whatever the count." if b is not None and b.kind in ("rate limiter", "ceiling", "quota window") else "")
     more = f" The capacity may be higher: {bound_text(cap, load_unit)}." if b is not None and b.lower_bound else ""
     return (f"Replica plan for {plan.target:g} {unit} under the {cap.profile.name} SLO: {plan.replicas} {replicas} "
             f"of the tested deployment, each loaded to {how} {plan.per_replica:.1f} {unit}.{quota}{more}")

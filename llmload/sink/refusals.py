@@ -4,9 +4,9 @@ How it works: the live book hands every attempt's row here (local runs; a master
 success's send time goes into one array (8 bytes each), each refusal's (`outcomes.kind` 'shed') send time and
 tier into another, every tier's attempts and refusals are counted (warm-up included), and the longest retry hint
 seen is kept. `ceiling(end_s)` then finds the first refusal sent in a tier that refused materially
-(`ceiling.refusing`) and counts the successes sent from it to `end_s`: the report's computation
-(llmload/analysis/verdicts/ceiling.py) on the same rows. Without rows (--ship histograms) the
-book stays empty and the ceiling is None live; the report computes it from histograms.
+(`ceiling.refusing`) and counts the successes sent from it to `end_s` (and those sent before it, from the first
+send): the report's computation (llmload/analysis/verdicts/ceiling.py) on the same rows. Without rows (--ship
+histograms) the book stays empty and the ceiling is None live; the report computes it from histograms.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ class RefusalBook:
         self.refused: list[tuple[float, int]] = []
         """(send time, tier) of every refused attempt"""
         self.longest_hint_s = math.nan
+        self.first_s = math.inf
+        """the first send time of any attempt"""
         self.counts: dict[int, tuple[int, int]] = {}
         """per tier, (attempts, refused), warm-up included"""
         self._sorted = 0
@@ -36,6 +38,7 @@ class RefusalBook:
         ts = number(row.get("ts_start_s"))
         if ts is None:
             return
+        self.first_s = min(self.first_s, ts)
         attempts, refused = self.counts.get(tier, (0, 0))
         if succeeded(row):
             self.ok_s.append(ts)
@@ -62,5 +65,7 @@ class RefusalBook:
         if self._sorted != len(self.ok_s):
             self.ok_s = array("d", sorted(self.ok_s))
             self._sorted = len(self.ok_s)
-        accepted = bisect.bisect_left(self.ok_s, end_s) - bisect.bisect_left(self.ok_s, start_s)
-        return ceiling_mod.measured(start_s, end_s, accepted, tier, self.longest_hint_s)
+        before = bisect.bisect_left(self.ok_s, start_s)
+        accepted = bisect.bisect_left(self.ok_s, end_s) - before
+        return ceiling_mod.measured(start_s, end_s, accepted, tier, self.longest_hint_s, before,
+                                    start_s - self.first_s)

@@ -72,15 +72,23 @@ def test_a_replica_plan_behind_a_rate_limiter_is_on_its_sustained_rate_and_says_
     assert summary(a)["replicas"]["upper_bound"] is False
 
 
-def test_a_window_that_outlasts_the_tiers_plans_nothing():
-    """LiteLLM rpm 60 (recorded): nothing succeeded after the quota ran out: no rate to plan on."""
+def test_a_window_that_outlasts_the_tiers_proposes_its_first_window_unconfirmed():
+    """LiteLLM rpm 60 (recorded): nothing succeeded after the quota ran out, so no sustained rate was measured; what
+    it let through before (59 in 26 s), over the 60 s its Retry-After named, is the rate to try (0.98 req/s, the
+    quota's 1 req/s within its first window), planned 30 % below and, this run predating confirmation, unconfirmed."""
     a = run_of("litellm-rpm", Target(10.0, "rps"), "recorded")
     assert a.limiter is not None and not a.limiter.measured
+    assert a.ceiling is not None and (a.ceiling.accepted, a.ceiling.before, a.ceiling.longest_hint_s) == (0, 59, 60.0)
     items = dict(answer_items(a))
-    assert items["Plan:"] == ("none: a rate limiter let nothing through once its quota ran out (its window outlasts "
-                              "the tiers), so no sustained rate was measured.")
-    assert items["Replica plan:"].endswith("none: the run has no per-replica rate to plan on (see the plan).")
+    assert items["Plan:"].startswith("0.69 req/s per replica under the chat SLO, 30% below the 59 requests it let "
+                                     "through before its first refusal, over the 60 s its retry hint names (0.98 "
+                                     "req/s; nothing got through after it within the tiers); not confirmed: ")
+    assert "replicas behind it share it" in items["Plan:"]
+    assert items["Replica plan:"] == ("for 10 req/s under the chat SLO: 15 replicas of the tested deployment, each "
+                                      "loaded to the planned (unconfirmed) 0.7 req/s. Behind one shared quota (one "
+                                      "API key, one proxy) the whole deployment gets 0.98 req/s, whatever the count.")
     assert summary(a)["rate_limiter"]["sustained_rps"] is None
+    assert summary(a)["plan"]["basis"]["kind"] == "quota window"
 
 
 def tier(i: int, users: int, ok: int, refused: int, e2e_ms: float, **kw) -> Tier:

@@ -109,6 +109,28 @@ def test_the_ceiling_caps_every_rate_and_a_burst_above_it_is_never_compute_satur
     assert ceiling.measured(100.0, 130.0, 60, 2, 42.0).short
 
 
+def test_a_quota_whose_window_outlasts_the_tiers_proposes_its_first_window_and_nothing_without_a_hint():
+    """A 60-a-minute quota: 1 user got 59 through in its first 26 s, then every request was refused to the end of
+    the tiers (60 s). The ceiling is 0 and says nothing of the rate; the 59 over the 60 s its hint names do."""
+    lid = ceiling.measured(26.0, 60.0, 0, 2, longest_hint_s=60.0, before=59, before_s=26.0)
+    assert lid is not None and lid.rps == 0.0
+    assert ceiling.window_rate(lid) == pytest.approx(59 / 60)
+    short_hint = ceiling.measured(26.0, 60.0, 0, 2, longest_hint_s=5.0, before=59, before_s=26.0)
+    assert ceiling.window_rate(short_hint) == pytest.approx(59 / 26)  # at least the time it took
+    assert math.isnan(ceiling.window_rate(ceiling.measured(26.0, 60.0, 0, 2, math.nan, 59, 26.0)))  # no hint
+    assert math.isnan(ceiling.window_rate(ceiling.measured(26.0, 60.0, 3, 2, 60.0, 59, 26.0)))  # some got through
+    tiers = [tier(1, 1, 60, 70, ok_rps=2.27, ok=59), refusing(2, 2, 0.0), refusing(3, 4, 0.0)]
+    v = judge(tiers, "users", CHAT, ceiling=lid)
+    assert v.basis is not None and v.basis.kind == "quota window" and not v.basis.lower_bound
+    assert v.basis.rps == pytest.approx(59 / 60) and v.basis.planned() == pytest.approx(0.7 * 59 / 60)
+    assert "the 59 requests it let through before its first refusal, over the 60 s" in v.basis.text
+    held = confirm.outcome(v.basis.planned(), [verdict(v.basis.planned(), "held")])
+    text = plan.sentence(v.basis, held, v.capacity, v.limiter)
+    assert text.startswith("0.69 req/s per replica") and "replicas behind it share it" in text
+    unhinted = judge(tiers, "users", CHAT, ceiling=ceiling.measured(26.0, 60.0, 0, 2, math.nan, 59, 26.0))
+    assert unhinted.basis is None or unhinted.basis.kind != "quota window"
+
+
 def test_the_basis_is_the_capacity_or_nothing():
     v = judge([tier(1, 1, 60, 70), tier(2, 2, 80, 90), tier(3, 4, 900, 990)], "users", CHAT)
     assert v.basis is not None and (v.basis.kind, v.basis.rps) == ("capacity", 4.0)

@@ -78,8 +78,8 @@ WINDOW = obj(tier={"type": "integer"}, rate=NUM, status={"enum": ["held", "broke
              seconds=NUM, requests={"type": "integer"}, p95_ms=NUM, p95_upper_ms=NUM, refused_share=NUM)
 PLAN = obj(nullable=True, rps=NUM, confirmed={"type": ["boolean", "null"]},
            source={"enum": ["confirmed", "lowered by confirmation", "not confirmed", "skipped"]}, planned_rps=NUM,
-           basis=obj(nullable=True, kind={"enum": ["capacity", "peak", "rate limiter", "ceiling"]}, rps=NUM,
-                     text={"type": "string"}),
+           basis=obj(nullable=True, kind={"enum": ["capacity", "peak", "rate limiter", "ceiling", "quota window"]},
+                     rps=NUM, text={"type": "string"}),
            confirm_seconds=NUM, confirm_requests=INT, p95_ttft_ms=NUM, p95_ttft_upper_ms=NUM, p95_e2e_ms=NUM,
            p95_e2e_upper_ms=NUM, refused_share=NUM, ceiling_rps=NUM,
            ceiling=obj(nullable=True, start_unix=NUM, span_s=NUM, accepted={"type": "integer"},

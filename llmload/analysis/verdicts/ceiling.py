@@ -7,7 +7,8 @@ confirmation windows come after it); the accepted count is the successful attemp
 tier or phase (a quota counts every request). From histograms (--ship histograms) the span starts at the first
 refusing tier's start, and the accepted count is the successes of attempts.csv in that tier and every later one,
 warm-up included. The longest retry hint is the largest `retry_after_s` of any row (NaN from histograms: they keep
-no hint lengths).
+no hint lengths). What got through before the first refusal (`Ceiling.before`) counts the successes sent from the
+run's first send to it (from histograms: the successes of the tiers that started before it).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def run_ceiling(run: Run) -> Ceiling | None:
     accepted = int((run.samples["ok"].to_numpy() & (every >= start) & (every < end_s)).sum())
     hints = pd.to_numeric(run.samples["retry_after_s"], errors="coerce")
     longest = float(hints.max()) if hints.notna().any() else math.nan
-    return ceiling_mod.measured(start, end_s, accepted, tier, longest)
+    before = int((run.samples["ok"].to_numpy() & (every < start)).sum())
+    return ceiling_mod.measured(start, end_s, accepted, tier, longest, before, start - float(every.min()))
 
 
 def _from_histograms(run: Run, end_s: float) -> Ceiling | None:
@@ -67,4 +69,6 @@ def _from_histograms(run: Run, end_s: float) -> Ceiling | None:
     start_s = float(windows.loc[first, "start_s"])
     later = [int(n) for n in windows.index if float(windows.loc[n, "start_s"]) >= start_s]
     accepted = int(attempts.loc[attempts["tier"].isin(later), "ok"].sum())
-    return ceiling_mod.measured(start_s, end_s, accepted, first, math.nan)
+    before = int(attempts.loc[~attempts["tier"].isin(later), "ok"].sum())
+    before_s = start_s - float(windows["start_s"].min())
+    return ceiling_mod.measured(start_s, end_s, accepted, first, math.nan, before, before_s)
