@@ -56,10 +56,45 @@ def locust_help(command: str) -> int:
     return run_child(["-m", "llmload.cli.locust_main", "-f", str(locust_args.DEFAULT_SCENARIO), "--help"])
 
 
+def option_value(argv: list[str], option: str, default: str) -> str:
+    """The last value of `option` in `argv` (`--opt V` or `--opt=V`), else `default`."""
+    value = default
+    for i, arg in enumerate(argv):
+        if arg == option and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(option + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def web_port_free(locust_argv: list[str]) -> None:
+    """UsageError when the web UI's address is taken: one line naming --web-port, before Locust dies on it with
+    gevent's tracebacks."""
+    import socket
+
+    host = option_value(locust_argv, "--web-host", "")
+    port = option_value(locust_argv, "--web-port", "8089")
+    if not port.isdigit():
+        raise locust_args.UsageError(f"--web-port {port}: give a port number, e.g. --web-port 8090")
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        # as gevent's server binds (SO_REUSEADDR): a closed UI's TIME_WAIT is no obstacle, a listener is
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host if host not in ("", "*") else "0.0.0.0", int(port)))
+    except OSError as exc:
+        raise locust_args.UsageError(
+            f"the web UI's port {port} on {host or 'every interface'} is taken ({exc.strerror}): another Locust UI "
+            f"may be running; pick a free one with --web-port {int(port) + 1}") from None
+    finally:
+        probe.close()
+
+
 def locust_command(command: str, argv: list[str]) -> int:
     plan = locust_args.plan(command, argv)
     if plan.help:
         return locust_help(command)
+    if command == "ui":
+        web_port_free(plan.locust_argv)
     code = run_child(["-m", "llmload.cli.locust_main", *plan.locust_argv])
     if plan.run_dir is None or not plan.report:
         return code

@@ -140,3 +140,25 @@ def test_llmloads_classes_come_on_first_use():
     assert set(llmload.__all__) == set(llmload.PUBLIC) and set(llmload.__all__) <= set(dir(llmload))
     with pytest.raises(AttributeError, match="no attribute 'Chat'"):
         llmload.Chat  # noqa: B018
+
+
+def test_ui_on_a_taken_port_is_one_line_naming_web_port(tmp_path, monkeypatch, capsys):
+    import socket
+
+    monkeypatch.chdir(tmp_path)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        assert main(["ui", "--web-port", str(port)]) == 2
+        assert main(["ui", f"--web-port={port}", "--web-host", "127.0.0.1"]) == 2
+    finally:
+        taken.close()
+    assert main(["ui", "--web-port", "eighty"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3
+    for line in err[:2]:
+        assert line.startswith(f"llmload ui: error: the web UI's port {port} on 127.0.0.1 is taken (")
+        assert line.endswith(f"pick a free one with --web-port {port + 1}")
+    assert err[2] == "llmload ui: error: --web-port eighty: give a port number, e.g. --web-port 8090"
