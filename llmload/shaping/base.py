@@ -214,7 +214,7 @@ class PlanShape(LoadTestShape):
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
                     len(plan), total_s, path)
-        if options.knee_factor is not None:
+        if options.knee_factor not in (None, ""):  # given (the web UI's form sends a blank field as '')
             logger.warning("load shape: --knee-factor is ignored: --stop-at-knee stops on the report's knees")
         if self.progress_every_s:
             run.progress = gevent.spawn(progress_loop, run, self.progress_every_s, self._now, self._snapshot)

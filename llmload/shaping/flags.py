@@ -185,13 +185,13 @@ def add_shape_arguments(parser: Any) -> None:
     add("--stop-at-knee", action="store_true", default=False,
         help="stop once the report's verdicts see the knee passed (compute saturation reached and the highest tier "
              "queues, sheds or fails), or a tier's error rate > --max-error-rate")
+    hidden = {"include_in_web_ui": False} if hasattr(parser, "args_included_in_web_ui") else {}
     add("--knee-factor", type=float, default=None,
-        help="ignored, kept so older command lines run: --stop-at-knee follows the report's knees")
+        help="ignored, kept so older command lines run: --stop-at-knee follows the report's knees", **hidden)
     add("--max-error-rate", type=float, default=0.05,
         help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
     add("--min-tier-requests", type=int, default=100,
         help="warn when a tier measured fewer requests (p99 needs ~100)")
-    hidden = {"include_in_web_ui": False} if hasattr(parser, "args_included_in_web_ui") else {}
     add("--refine", nargs="?", const="on", choices=REFINE_CHOICES, default="auto",
         help="step and rate tiers: after the planned tiers, add tiers that bisect the SLO capacity's bracket and the "
              "queueing onset until each is 1 user (5%% of the rate) wide; auto (default): on when --slo-profile is "

@@ -28,7 +28,7 @@ SLO = ("slo_profile",)
 RUN = ("run_dir", "embedded_server_args")
 SHARED = ("warmup_seconds",)
 """shape flags a run without a shape reads too"""
-SHAPE_COMMON = ("warmup_seconds", "stop_at_knee", "knee_factor", "max_error_rate", "min_tier_requests")
+SHAPE_COMMON = ("warmup_seconds", "stop_at_knee", "max_error_rate", "min_tier_requests")
 REFINE = ("refine", "refine_max_tiers", "hold_at_capacity")
 SHAPE_FLAGS = {
     "step": ("tiers", "start_users", "step_users", "max_users", "tier_seconds", *SHAPE_COMMON, *REFINE),

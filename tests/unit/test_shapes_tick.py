@@ -150,6 +150,13 @@ def test_a_knee_factor_is_accepted_and_said_to_be_ignored(tmp_path, caplog):
     assert "--knee-factor is ignored" in caplog.text
 
 
+def test_a_blank_knee_factor_from_the_web_form_says_nothing(tmp_path, caplog):
+    shape, clock, _env = make(StepShape, tmp_path, tiers="1,2", knee_factor="")
+    with caplog.at_level(logging.WARNING, logger="llmload.shape"):
+        tick_at(shape, clock, 0.0)
+    assert "knee-factor" not in caplog.text
+
+
 def test_without_stop_at_knee_the_run_goes_on(tmp_path):
     shape, clock, env = make(StepShape, tmp_path, tiers="1,2", min_tier_requests=1)
     tick_at(shape, clock, 0.0)
