@@ -54,7 +54,8 @@ def _on_render(tab: LLMTab, secrets: Secrets):
         if context is None or not isinstance(args, dict):
             return
         if isinstance(args.get("extra_options"), dict):
-            args = {**args, "extra_options": form.arrange(args["extra_options"], form.page_shapes(tab.environment))}
+            args = {**args, "extra_options": form.arrange(args["extra_options"], form.page_shapes(tab.environment),
+                                                          tab.slo_profile())}
         if args.get("history"):
             args = {**args, "history": pages_history(tab, args.get("percentiles_to_chart") or [0.5, 0.95])}
         context["template_args"] = args

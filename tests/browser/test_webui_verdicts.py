@@ -142,6 +142,15 @@ def test_start_form_grouped_with_only_the_shapes_flags():
     assert set(form.SHAPE_FLAGS["step"]) <= set(form.all_shape_flags())
 
 
+def test_a_blank_slo_profile_shows_the_profile_the_run_is_judged_for():
+    blank = {"slo_profile": {"help_text": "profile", "default_value": ""}, "model": {"default_value": ""}}
+    shown = form.arrange(blank, [SimpleNamespace(kind="step")], "chat")
+    assert shown["slo_profile"]["default_value"] == "chat" and shown["model"]["default_value"] == ""
+    assert blank["slo_profile"]["default_value"] == ""  # the input is left alone
+    given = {"slo_profile": {"help_text": "profile", "default_value": "voice"}}
+    assert form.arrange(given, [], "chat")["slo_profile"]["default_value"] == "voice"
+
+
 def test_generator_health_from_the_tail_of_health_csv(tmp_path):
     lines = ["ts_s,worker,loop_lag_ms_max,loop_lag_ms_p50,cpu_percent,users,inflight"]
     lines += [f"{100 + i},w1,{80 if i == 3 else 2},1,{95 if i == 9 else 20},4,4" for i in range(10)]
