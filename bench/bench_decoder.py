@@ -86,7 +86,8 @@ def report(result: dict) -> str:
 
 
 def main(results_dir: Path, argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench decoder", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench decoder", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("--streams", type=int, default=STREAMS, help="answers per round")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--only", choices=("compiled", "pure"), help="one decoder, one round, no results file")

@@ -23,7 +23,8 @@ from pathlib import Path
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench generator", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench generator", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("--pinned", action="store_true", help="the pinned mode (one generator on its own core)")
     parser.add_argument("--scaling", action="store_true",
                         help="scaling: 1 process x C streams vs --processes 2 x 2C (C from --streams, 128)")

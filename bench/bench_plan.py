@@ -76,7 +76,7 @@ def markdown(results: list[dict], when: str) -> str:
 
 
 def main(results_dir: Path, argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench plan")
+    parser = argparse.ArgumentParser(prog="python -m bench plan", allow_abbrev=False)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     args = parser.parse_args(argv or [])
     names = [c.strip() for c in args.cases.split(",") if c.strip()]

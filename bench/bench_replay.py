@@ -135,7 +135,8 @@ def to_markdown(rows: list[dict]) -> str:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench replay", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench replay", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("--seconds", type=float, default=SECONDS, help="length of each generated trace (5)")
     parser.add_argument("--rates", default=",".join(map(str, RATES)), help="mean requests/s, comma-separated")
     parser.add_argument("--arrival", choices=("poisson", "constant"), default="poisson",

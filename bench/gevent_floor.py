@@ -105,7 +105,7 @@ def reactor_stream_until(port: int, request: bytes, deadline: float, reads: list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--port", type=int, required=True, help="embedded server port on 127.0.0.1")
     parser.add_argument("--streams", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=22.0, help="then it stops by itself")

@@ -555,7 +555,7 @@ def scrub(run_dir: Path, secret: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--tier-seconds", type=float, default=30.0, help="vLLM variants: seconds per tier")
     parser.add_argument("--litellm-tier-seconds", type=float, default=20.0, help="litellm variant: seconds per tier")

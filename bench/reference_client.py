@@ -223,7 +223,7 @@ def write_lags(path: Path | str, lags: list[tuple[float, float]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--port", type=int, required=True, help="embedded server port on 127.0.0.1")
     parser.add_argument("--streams", type=int, default=16, help="concurrent streams")
     parser.add_argument("--seconds", type=float, default=25.0, help="run length; then it stops by itself")

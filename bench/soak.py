@@ -89,7 +89,8 @@ def soak(seconds: float, run_dir: Path, users: int = 16) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0],
+                                     allow_abbrev=False)
     parser.add_argument("--seconds", type=float, default=600.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "soak.json")
     args = parser.parse_args(argv)

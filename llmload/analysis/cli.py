@@ -228,10 +228,11 @@ def _empty_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse llmload run folders.")
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse llmload run folders.",
+                                     allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("report", "tiers", "knee", "plots"):
-        p = sub.add_parser(name, help=HELP[name])
+        p = sub.add_parser(name, help=HELP[name], allow_abbrev=False)
         p.add_argument("run_dir", help="a run folder, reports/<run>/")
         _slo_options(p)
         if name in ("report", "plots"):
@@ -250,10 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
                            help="share of SLO capacity kept free per replica (default 0.3)")
             resources.add_options(p)
-    p = sub.add_parser("compare", help="same load levels side by side")
+    p = sub.add_parser("compare", help="same load levels side by side", allow_abbrev=False)
     p.add_argument("run_dirs", nargs="+", help="two or more run folders")
     _slo_options(p)
-    p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge")
+    p = sub.add_parser("check", help="SLO gate (--baseline: regression gate): exit 0 pass, 1 fail, 2 cannot judge",
+                       allow_abbrev=False)
     p.add_argument("run_dir")
     p.add_argument("--slo", help="objective: voice, chat, ide, batch, embeddings, rerank or a name from --slo-file "
                    "(default chat; embeddings and rerank runs: theirs)")
@@ -265,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="also write the verdicts as JUnit XML here")
     baseline.add_options(p)
     _empty_option(p)
-    p = sub.add_parser("watch", help="p99 per window against an SLA threshold")
+    p = sub.add_parser("watch", help="p99 per window against an SLA threshold", allow_abbrev=False)
     p.add_argument("run_dir")
     p.add_argument("--slo", choices=sorted(PROFILES), help="take the threshold from this profile")
     p.add_argument("--threshold-ms", type=float, help="p99 threshold (default: the profile's latency limit)")

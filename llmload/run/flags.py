@@ -37,7 +37,9 @@ WARMUP_HELP = ("seconds flagged phase=warmup. With a load shape: the first secon
 
 
 def add_options(parser: Any) -> None:
-    """init_command_line_parser listener: register the llmload options."""
+    """init_command_line_parser listener: register the llmload options, and turn off argparse's completion of
+    abbreviated options in Locust's parser (`--tier-second 5` is an error, never `--tier-seconds 5`)."""
+    parser.allow_abbrev = False
     d, add = DEFAULTS, parser.add_argument
     add("--model", default=d.model, include_in_web_ui=True,
         help="model name sent in every request (compared with the answer's `model`)")

@@ -176,7 +176,7 @@ def _flag(name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m llmload.server",
-        description="Embedded OpenAI-compatible simulated inference server (loopback).",
+        description="Embedded OpenAI-compatible simulated inference server (loopback).", allow_abbrev=False,
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="demo",
                         help="named engine configuration; explicit flags override it (default: demo)")

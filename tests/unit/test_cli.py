@@ -162,3 +162,35 @@ def test_ui_on_a_taken_port_is_one_line_naming_web_port(tmp_path, monkeypatch, c
         assert line.startswith(f"llmload ui: error: the web UI's port {port} on 127.0.0.1 is taken (")
         assert line.endswith(f"pick a free one with --web-port {port + 1}")
     assert err[2] == "llmload ui: error: --web-port eighty: give a port number, e.g. --web-port 8090"
+
+
+@pytest.mark.parametrize("argv, unknown", [
+    (["run", "--tier-second", "5", "--no-report"], "--tier-second"),  # Locust's parser, with llmload's options
+    (["report", "reports/none", "--sl", "voice"], "--sl"),  # the analysis
+    (["server", "--slot", "4"], "--slot"),  # the embedded server
+])
+def test_an_abbreviated_option_is_an_error_never_completed(tmp_path, argv, unknown):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "llmload", *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"unrecognized arguments: {unknown}" in done.stderr or f"unrecognized arguments: {unknown} " in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "reports").exists()
+
+
+def test_every_parser_refuses_abbreviations():
+    """Structure: each argparse parser of the package and the benches says allow_abbrev=False (the behaviour is
+    tested above for the three a user meets)."""
+    import re
+
+    for path in [*ROOT.glob("llmload/**/*.py"), *ROOT.glob("bench/*.py")]:
+        text = path.read_text()
+        for match in re.finditer(r"ArgumentParser\((.*?)\)\n", text, re.S):
+            body = match.group(1)
+            if "add_help=False" in body and "prog=" not in body:  # internal parsers of defaults, never given argv
+                continue
+            assert "allow_abbrev=False" in body, f"{path.relative_to(ROOT)}: ArgumentParser without allow_abbrev=False"
