@@ -55,7 +55,12 @@ from llmload.run.api_option import images_refused
 from llmload.run.flags import add_options, add_warmup_option
 from llmload.run.guard import RunGuard
 from llmload.run.health import HealthMonitor
-from llmload.run.locust_compat import kill_csv_writer_greenlet, use_cached_default_args, use_precise_buckets
+from llmload.run.locust_compat import (
+    honest_console_totals,
+    kill_csv_writer_greenlet,
+    use_cached_default_args,
+    use_precise_buckets,
+)
 from llmload.run.once import first_time
 from llmload.run.options import OptionError, check_values, read_options, settings_of
 from llmload.run.outage import OutageWatch
@@ -70,6 +75,7 @@ logger = logging.getLogger("llmload")
 
 def _on_init(environment: Any, **_kw: Any) -> None:
     use_precise_buckets()
+    honest_console_totals()  # Locust's console tables count each request once
     use_cached_default_args()  # a worker's spawn messages: see locust_compat
     state = run_state(environment)
     state.drain.listen()

@@ -32,6 +32,60 @@ def use_precise_buckets() -> None:
     locust.stats.bucket_response_time = precise_bucket_response_time
 
 
+# --- console totals: every request once ---------------------------------------------------------
+CONSOLE_TOTAL_NAME = "Aggregated LLM (e2e)"
+
+
+def llm_total(stats: Any) -> Any:
+    """A StatsEntry of the requests themselves (every entry but the derived metrics TTFT, ITL, ... that each
+    llmload request adds: contract.METRIC_TYPES), None when the run has no derived metric (nothing counted twice)."""
+    from locust.stats import StatsEntry
+
+    from llmload.contract import METRIC_TYPES
+
+    entries = list(stats.entries.values())
+    if not any(e.method in METRIC_TYPES for e in entries):
+        return None
+    total = StatsEntry(stats, CONSOLE_TOTAL_NAME, "")
+    for entry in entries:
+        if entry.method not in METRIC_TYPES:
+            total.extend(entry)
+    return total
+
+
+def honest_console_totals() -> None:
+    """Locust's console tables (`print_stats` and `print_percentile_stats` look `get_stats_summary` and
+    `get_percentile_stats_summary` up at call time) end with `stats.total`, which counts each llmload request three
+    times (LLM, TTFT, ITL) and blends their latencies: their last line becomes the LLM requests' own total, as the
+    web UI's header (webui/honest.py). Locust's CSVs and its internal totals are untouched."""
+    import locust.stats
+
+    if getattr(locust.stats.get_stats_summary, "llmload", False):
+        return
+    stats_summary, percentile_summary = locust.stats.get_stats_summary, locust.stats.get_percentile_stats_summary
+
+    def get_stats_summary(stats: Any, current: bool = True) -> list[str]:
+        lines = stats_summary(stats, current)
+        total = llm_total(stats)
+        if total is not None:
+            lines[-1] = total.to_string(current=current)
+        return lines
+
+    def get_percentile_stats_summary(stats: Any) -> list[str]:
+        lines = percentile_summary(stats)
+        total = llm_total(stats)
+        if total is not None and stats.total.response_times:  # Locust's last line is then its total
+            if total.response_times:
+                lines[-1] = total.percentile()
+            else:
+                del lines[-1]
+        return lines
+
+    get_stats_summary.llmload = get_percentile_stats_summary.llmload = True  # type: ignore[attr-defined]
+    locust.stats.get_stats_summary = get_stats_summary
+    locust.stats.get_percentile_stats_summary = get_percentile_stats_summary
+
+
 # --- a worker's spawn of user classes it does not have ------------------------------------------
 def guard_worker_spawns(refuse: Any) -> None:
     """Make `WorkerRunner.start_worker` call `refuse(runner, missing)` instead of failing with a KeyError

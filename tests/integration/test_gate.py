@@ -46,6 +46,10 @@ def test_eight_users_miss_the_chat_ttft_and_the_run_exits_1(tmp_path):
     ttft = next(line for line in out.splitlines() if "TTFT p95" in line)
     assert ttft.startswith("FAIL") and "<= 500 ms" in ttft
     assert out.index("Aggregated") < out.index("SLO gate (--check-slo):")  # after Locust's summary
+    lines = out.splitlines()
+    llm = next(line for line in lines if line.split()[:2] == ["LLM", "chat"])  # the requests' own row
+    total = next(line for line in lines if line.lstrip().startswith("Aggregated LLM (e2e)"))
+    assert total.split()[3] == llm.split()[2] and int(llm.split()[2]) > 0  # each request counted once
 
 
 def test_two_users_meet_it_and_the_run_exits_0(tmp_path):

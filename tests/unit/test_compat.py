@@ -44,6 +44,33 @@ def test_precise_buckets_are_what_locust_stores():
         locust.stats.bucket_response_time = saved
 
 
+def test_the_console_tables_total_counts_each_request_once():
+    saved = locust.stats.get_stats_summary, locust.stats.get_percentile_stats_summary
+    try:
+        locust_compat.honest_console_totals()
+        locust_compat.honest_console_totals()  # twice: wrapped once
+        stats = locust.stats.RequestStats()
+        for ms in (1000, 2000, 3000):  # three requests: each an LLM row (e2e), a TTFT row and ITL rows
+            stats.log_request("LLM", "chat", ms, 10)
+            stats.log_request("TTFT", "chat", 50, 0)
+            for _ in range(4):
+                stats.log_request("ITL", "chat", 20, 0)
+        stats.log_error("LLM", "chat", "HTTP 429")
+        stats.log_request("LLM", "chat", 5, 0)  # a failed fourth request
+        assert stats.total.num_requests == 19  # Locust's own total: 4 + 3 + 12
+        last = locust.stats.get_stats_summary(stats, current=False)[-1]
+        assert last.split()[:5] == ["Aggregated", "LLM", "(e2e)", "4", "1(25.00%)"], last
+        assert int(last.split("|")[1].split()[0]) == (1000 + 2000 + 3000 + 5) // 4  # mean e2e, no TTFT or ITL
+        percentiles = locust.stats.get_percentile_stats_summary(stats)[-1]
+        assert percentiles.startswith(" ") and "Aggregated LLM (e2e)" in percentiles
+        assert percentiles.split()[-1] == "4"  # its request count
+        plain = locust.stats.RequestStats()  # a locustfile without llmload's metrics: Locust's own line
+        plain.log_request("GET", "/", 10, 0)
+        assert locust.stats.get_stats_summary(plain, current=False)[-1] == plain.total.to_string(current=False)
+    finally:
+        locust.stats.get_stats_summary, locust.stats.get_percentile_stats_summary = saved
+
+
 def test_the_csv_writer_greenlet_is_found_and_killed():
     # Locust spawns the bound method of its StatsCSVFileWriter and keeps no reference to the greenlet
     assert "gevent.spawn(stats_csv_writer.stats_writer)" in inspect.getsource(locust.main)
