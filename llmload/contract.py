@@ -95,10 +95,11 @@ EMPTY_ANSWER = "empty_answer"
 character of text (no answer, reasoning or tool-call delta): answered, but no token to time. Not a failure unless
 the run counts it as one (--empty-answer-is-error, run.json `empty_answer_is_error`)"""
 ERROR_KINDS = ("rate_limited", "http_4xx", "http_5xx", "timeout", "connect", "stream_broken", "protocol",
-               "stream_error", "retry_after_too_long", "server_gone", EMPTY_ANSWER)
+               "stream_error", "retry_after_too_long", "server_gone", "redirect", EMPTY_ANSWER)
 """samples.csv `error` values ('' for an answer with text); `retry_after_too_long`: a 429 whose retry hint
 exceeded --max-retry-wait-s (status 429, the hint in retry_after_s), not slept through; `server_gone`: a
 connect refused (reset, unreachable) after the server had answered the run: it went away, not overload;
+`redirect`: a 3xx answer, never followed (error_detail names the target's origin, never its path or query);
 `empty_answer` (EMPTY_ANSWER): an outcome of its own, not an error by default. Files written before it have none"""
 
 REQUEST_TYPE = "LLM"

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urljoin
 
 from llmload.client.cabundle import CERT_HINT
+from llmload.client.outbound import origin_text, same_origin
 from llmload.client.retry_hints import parse_retry_hint
 
 
@@ -67,6 +69,42 @@ class HTTP5xx(LLMError):
         super().__init__(f"HTTP {status}")
         self.status = status
         self.detail = detail
+
+
+class Redirect(LLMError):
+    """A 3xx answer: the load never follows one (client/outbound.py). `target` is the redirect's origin (never its
+    path, query or userinfo); the message names it, so each target is one row of Locust's failures table."""
+
+    kind = "redirect"
+
+    def __init__(self, status: int, target: str) -> None:
+        self.target = target
+        """`https://other.example` ('' without a Location header; `same origin` for a path on the one asked)"""
+        where = f"to {target}" if target else "without a Location"
+        super().__init__(f"HTTP {status} redirect {where}")
+        self.status = status
+        self.detail = redirect_advice(target) if target else f"HTTP {status} without a Location header"
+
+
+def redirect_advice(target: str) -> str:
+    """The one sentence a redirect earns (the report's, the stop line's)."""
+    if target == SAME_ORIGIN:
+        return "the endpoint redirects to another path on the same host: check the path of --host"
+    return f"the endpoint redirects to {target}: point --host at it"
+
+
+SAME_ORIGIN = "the same origin"
+
+
+def redirect_target(location: str, url: str) -> str:
+    """What a Redirect may name of its Location (resolved against the request's `url`): the target's origin, or
+    SAME_ORIGIN when it stays on the request's own."""
+    if not location:
+        return ""
+    target = urljoin(url, location.strip()) if url else location.strip()
+    if url and same_origin(target, url):
+        return SAME_ORIGIN
+    return origin_text(target)
 
 
 class ConnectError(LLMError):
@@ -223,8 +261,11 @@ def error_message(body: str) -> str:
     return redact_secrets(" ".join((message or text).split()))[:200]
 
 
-def error_for_status(status: int, headers: dict[str, str], body: str) -> LLMError:
-    """The failure for a non-200 response (headers lower-cased, body truncated by the caller)."""
+def error_for_status(status: int, headers: dict[str, str], body: str, url: str = "") -> LLMError:
+    """The failure for a non-200 response (headers lower-cased, body truncated by the caller; `url`: the request's,
+    which a relative redirect is resolved against)."""
+    if 300 <= status < 400:
+        return Redirect(status, redirect_target(headers.get("location", ""), url))
     detail = error_message(body)
     if status == 429:
         hint = parse_retry_hint(headers)

@@ -24,7 +24,9 @@ Reads have no per-read timeout: the attempt's two caps (attempt.py) bound every 
 timer would cost ~5 µs per chunk). After `[DONE]` the rest of the HTTP message is drained so the
 connection is reused. A non-streamed answer (`--no-stream`, embeddings) is read whole, timed when in.
 Request knobs: `headers` are sent on every request, `query` is appended to every path, and
-`api_key_header` (e.g. Azure's `api-key`) carries the key instead of `Authorization: Bearer`.
+`api_key_header` (e.g. Azure's `api-key`) carries the key instead of `Authorization: Bearer`. The client is the
+outbound policy's (client/outbound.py `load_client`): one host and port; a 3xx is the answer (failure kind
+`redirect`, naming the target's origin), never followed.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ import json
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import gevent
-from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPParseError
 
 from llmload.client import body_lines, cabundle, ghc_compat, keepalive, reactor, resolve, sse, startgate, tlssock
@@ -52,6 +54,7 @@ from llmload.client.errors import (
     is_event_stream,
     not_sse_error,
 )
+from llmload.client.outbound import load_client
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
 
@@ -110,17 +113,12 @@ class FastTransport:
         """on the kernel's clock: packets stamped at arrival (kstamp), TLS decrypted by tlssock, read by the reactor"""
         self.client = self._new_client()
 
-    def _new_client(self) -> HTTPClient:
+    def _new_client(self) -> Any:
         # HTTPClient directly, not Locust's FastHttpSession: the session fires its own request event
         # timed to the headers only, and hides the connection pool the connection facts need.
         url, tls_context = self.url, self.tls_context
-        client = HTTPClient(
-            url.hostname or "", port=url.port, ssl=tls_context is not None, concurrency=1,
-            insecure=self.insecure, ssl_context_factory=lambda **_kw: tls_context,
-            connection_timeout=self.timeouts.connect_timeout_s,
-            network_timeout=None,  # type: ignore[arg-type]  # None: no per-read timer (the caps bound reads)
-            block_size=BLOCK_SIZE,
-        )
+        client = load_client(url.hostname or "", url.port, tls_context, self.insecure,
+                             self.timeouts.connect_timeout_s, BLOCK_SIZE)
         clock = self.clock
 
         def timed(create_socket):
@@ -219,7 +217,7 @@ class FastTransport:
         attempt.note_headers(lower)
         if status != 200:
             raw = resp.read(65536)
-            attempt.exc = error_for_status(status, lower, raw.decode("utf-8", "replace"))
+            attempt.exc = error_for_status(status, lower, raw.decode("utf-8", "replace"), self.url.geturl())
         elif not req.streamed:
             attempt.answer(resp.read())
         elif not is_event_stream(content_type):

@@ -53,7 +53,7 @@ import gevent
 import httpx2
 import openai
 
-from llmload.client import cabundle, resolve, startgate
+from llmload.client import cabundle, outbound, resolve, startgate
 from llmload.client.attempt import Attempt
 from llmload.client.errors import (
     ConnectError,
@@ -125,7 +125,7 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
            api_key_header, ca_bundle)
     if key not in _clients:
         tracer = ConnectTracer(clock)
-        http_client = traced_http_client(tracer, timeouts, insecure, ca_bundle)
+        http_client = traced_http_client(base_url, tracer, timeouts, insecure, ca_bundle)
         default_headers: dict = dict(headers or {})
         if api_key_header:
             default_headers[api_key_header] = api_key  # and each request omits Authorization (stream())
@@ -140,14 +140,17 @@ def shared_client(base_url: str, api_key: str, timeouts: Timeouts, shard: int = 
     return _clients[key]
 
 
-def traced_http_client(tracer: ConnectTracer, timeouts: Timeouts, insecure: bool, ca_bundle: str = "") -> httpx2.Client:
+def traced_http_client(base_url: str, tracer: ConnectTracer, timeouts: Timeouts, insecure: bool,
+                       ca_bundle: str = "") -> httpx2.Client:
     """An SDK's httpx2 client: no pool caps, the attempt's timeouts, connects traced (module docstring), TLS
-    trusting what the fast transport trusts (client/cabundle.py)."""
+    trusting what the fast transport trusts (client/cabundle.py); bound to `base_url`'s origin, redirects not
+    followed (client/outbound.py)."""
     logging.getLogger("httpx2").setLevel(logging.WARNING)
-    return httpx2.Client(
+    return outbound.sdk_http_client(
+        base_url,
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
         timeout=httpx2.Timeout(timeouts.request_timeout_s, connect=timeouts.connect_timeout_s),
-        event_hooks={"request": [tracer.on_request]},
+        request_hooks=[tracer.on_request],
         verify=cabundle.context(ca_bundle, insecure),
     )
 
@@ -254,7 +257,8 @@ class OpenAITransport:
             attempt.note_headers(headers)
             decoded = getattr(s_exc, "body", None)  # the decoded error body (Anthropic's message holds its repr)
             attempt.exc = error_for_status(s_exc.status_code, headers,
-                                           json.dumps(decoded) if isinstance(decoded, dict) else str(s_exc.message))
+                                           json.dumps(decoded) if isinstance(decoded, dict) else str(s_exc.message),
+                                           str(self.client.base_url))
         except MalformedChunk as m_exc:
             attempt.malformed(m_exc)
         except ProtocolError as p_exc:  # not an event stream

@@ -39,7 +39,7 @@ def shared_anthropic_client(base_url: str, api_key: str, timeouts: Timeouts, sha
     key = (base_url, api_key, timeouts, shard, insecure, tuple(sorted((headers or {}).items())), query, ca_bundle)
     if key not in _clients:
         tracer = ConnectTracer(clock)
-        http_client = traced_http_client(tracer, timeouts, insecure, ca_bundle)
+        http_client = traced_http_client(base_url, tracer, timeouts, insecure, ca_bundle)
         client = anthropic.Anthropic(base_url=anthropic_base_url(base_url), api_key=api_key or "no-key",
                                      max_retries=0, http_client=http_client,
                                      default_headers=dict(headers or {}) or None,

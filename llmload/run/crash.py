@@ -2,7 +2,7 @@
 
 `crashed(user, exc)` is what users.py does with an exception that escapes a request instead of letting
 Locust log it with its traceback every time (run/repeats.py): the message and traceback are redacted
-(the API key and credential headers, as given or escaped), Locust's `user_error` event gets an exception
+(the API key and every header value, as given or escaped), Locust's `user_error` event gets an exception
 carrying the redacted message (its Exceptions tab and exceptions.csv count it), and the user pauses
 CRASH_PAUSE_S so a run whose every request fails this way idles instead of spinning.
 """

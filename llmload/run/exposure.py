@@ -3,7 +3,7 @@
 Locust sends the parsed options with each spawn message, so a process that connects to the master's port
 as a worker (any locustfile) reads the key, and Locust's master binds every interface by default
 (`--master-bind-host *`). `warning(parsed)` is the start-up line that makes that a choice: None when the
-master is bound to one address or the run carries no credential.
+master is bound to one address or the run carries no key and no --header.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def warning(parsed: Any, api_key: str) -> str | None:
     except knobs.KnobError:
         headers = {}
     carried = (["the API key"] if api_key else []) + \
-        [f"the {name} header" for name in headers if knobs.is_secret_header(name)]
+        [f"the {name} header" for name in headers]  # any header may carry a credential (run/knobs.py)
     if not carried:
         return None
     port = getattr(parsed, "master_bind_port", 5557)

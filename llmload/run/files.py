@@ -143,6 +143,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
         "slo_profile": settings.slo_profile,
         "empty_answer_is_error": settings.empty_answer_is_error,
         **(worker_book or {}), **prices(environment.parsed_options),
+        **({"redirects_not_followed": notes} if (notes := run_state(environment).redirects_not_followed) else {}),
         **({"unwritten_rows": unwritten} if (unwritten := run_state(environment).sink.disk.unwritten()) else {}),
     }
 

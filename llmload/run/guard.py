@@ -6,6 +6,8 @@ first time the evidence says the target cannot be load-tested as configured, and
 otherwise. Only runs that have not shown the target working are stopped:
 
 - HTTP 401 before any success: the API key was refused.
+- A redirect (3xx) before any success: the load never follows one (client/outbound.py); the line names the
+  target's origin ("the endpoint redirects to https://other.example: point --host at it").
 - Cannot connect: no attempt has reached the server (no HTTP status ever came back) and
   the first `CONNECT_FAILURES` (20) attempts failed to connect, or connect failures have
   lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure. Once the server
@@ -136,6 +138,8 @@ class RunGuard:
                             "text/event-stream; check --host and that the endpoint supports stream=true")
             else:
                 self.event_stream_seen = True
+        if exc is not None and exc.kind == "redirect" and self.successes == 0:
+            return f"HTTP {result.status} from {self.base_url}: {exc.detail}"
         if result.status == 401 and self.successes == 0:
             return (f"HTTP 401 from {self.base_url}: the API key was refused; "
                     "set --api-key or OPENAI_API_KEY")

@@ -1,9 +1,13 @@
 """Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`
 (registered by run/flags.py), and `--cache` (run/cache.py); parsing, and masking the secrets they may carry.
 
-Each parser raises `OptionError` with one line naming the flag. Headers whose name says they
-carry a credential (`SECRET_HEADER_WORDS`: authorization, api-key, token, secret, cookie, ...)
-are shown masked (`***` + the last 4 characters) in run.json and logs, like `--api-key`.
+Each parser raises `OptionError` with one line naming the flag. No header value is ever written: any header may
+carry a credential (a gateway's `Ocp-Apim-Subscription-Key`, an `X-Custom-Auth`), so run.json keeps the names of
+`--header` only, each value replaced by MASK, and `redact` takes every header value (and the key) out of a log line.
+`--extra-body` fields whose name looks like a secret (`is_secret_field`: api_key, token, password, secret, ...; not
+`max_tokens`) are masked in run.json the same way, at any depth; the body sent is unchanged. Header names that say
+they carry a credential (`is_secret_header`: authorization, api-key, token, secret, cookie, ...) are also never
+quoted in an error about their form.
 A header, or the API key (which goes into one), that cannot be sent as given (a CR or LF, say from a
 `.env` file with Windows line endings, another control character, a space inside a key) is refused
 at start without printing the value (`check_api_key`, `parse_headers`); `redact` takes the secrets out
@@ -13,6 +17,7 @@ of any text that may quote them (an exception's message).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -117,35 +122,74 @@ def is_secret_header(name: str) -> bool:
     return any(word in lower for word in SECRET_HEADER_WORDS)
 
 
-def mask(value: str) -> str:
-    return "***" + value[-4:] if len(value) > 8 else "***"
+MASK = "***"
+"""what a written secret becomes (fixed: no part of the value, not even its length)"""
+SECRET_FIELD_WORDS = ("apikey", "password", "passwd", "secret", "credential", "authorization", "accesskey",
+                      "privatekey", "signature", "cookie")
+"""an --extra-body field whose name (lower-cased, without _ and -) holds one of these is masked in run.json"""
+SECRET_FIELD_TOKENS = ("token", "key", "auth", "pwd", "sig")
+"""... and so is one whose name has one of these as a whole word (`access_token`, `key`; not `max_tokens`)"""
+
+
+def mask(_value: str) -> str:
+    return MASK
 
 
 def masked_headers(value: Any) -> list[str]:
-    """The --header entries as run.json shows them: credentials masked."""
+    """The --header entries as run.json shows them: names only, every value MASK."""
     out = []
     for entry in _entries(value):
-        name, sep, content = entry.partition(":")
-        out.append(f"{name}:{' ' + mask(content.strip()) if is_secret_header(name) else content}" if sep else entry)
+        name, sep, _content = entry.partition(":")
+        out.append(f"{name.strip()}: {MASK}" if sep else MASK)
     return out
 
 
+def is_secret_field(name: str) -> bool:
+    """Whether an --extra-body field's name looks like it holds a secret (module docstring)."""
+    lower = str(name).lower()
+    if any(word in lower.replace("_", "").replace("-", "") for word in SECRET_FIELD_WORDS):
+        return True
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower())
+    return any(word in SECRET_FIELD_TOKENS for word in words)
+
+
+def masked_fields(value: Any) -> Any:
+    """A JSON value with every secret-named field's value (at any depth) replaced by MASK."""
+    if isinstance(value, dict):
+        return {k: MASK if is_secret_field(k) and v not in (None, "") else masked_fields(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked_fields(v) for v in value]
+    return value
+
+
+def masked_extra_body(value: Any) -> Any:
+    """--extra-body as run.json shows it: the JSON text with secret-named fields masked (MASK when unreadable)."""
+    if value is None or value == "" or value == {}:
+        return value
+    try:
+        parsed = value if isinstance(value, dict) else json.loads(str(value))
+    except (json.JSONDecodeError, RecursionError):
+        return MASK
+    return json.dumps(masked_fields(parsed)) if isinstance(value, str) else masked_fields(parsed)
+
+
 def redact(text: str, secrets: list[str]) -> str:
-    """`text` with every secret (as given, stripped, or escaped as repr() shows it) replaced by its mask."""
-    for secret in secrets:
-        for form in {secret, secret.strip(), repr(secret)[1:-1]}:
+    """`text` with every secret (as given, stripped, or escaped as repr() shows it) replaced by MASK."""
+    for secret in sorted(secrets, key=len, reverse=True):  # a value holding another is masked whole
+        for form in sorted({secret, secret.strip(), repr(secret)[1:-1]}, key=len, reverse=True):
             if len(form) >= 4:
-                text = text.replace(form, mask(secret.strip()))
+                text = text.replace(form, MASK)
     return text
 
 
 def secrets_of(api_key: str, headers: dict[str, str]) -> list[str]:
-    """The values a log line must never show: the key and the credential headers' values."""
-    return [v for v in (api_key, *(v for k, v in headers.items() if is_secret_header(k))) if v]
+    """The values a log line must never show: the key and every header's value (any may be a credential)."""
+    return [v for v in (api_key, *headers.values()) if v]
 
 
 def redacted(parsed: Any) -> dict:
-    """All parsed options as a JSON-able dict, secrets replaced by '***'."""
+    """All parsed options as a JSON-able dict, secrets replaced by MASK (header values all, --extra-body's
+    secret-named fields)."""
     out = {}
     for key, value in sorted(vars(parsed).items() if parsed is not None else []):
         if key == "api_key_header":
@@ -154,6 +198,8 @@ def redacted(parsed: Any) -> dict:
             out[key] = "***" if value else ""
         elif key == "header":
             out[key] = masked_headers(value)
+        elif key == "extra_body":
+            out[key] = masked_extra_body(value)
         elif isinstance(value, dict):  # set by the run, e.g. prompt_token_sizing
             out[key] = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
                         for k, v in value.items()}

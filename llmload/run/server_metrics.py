@@ -2,7 +2,8 @@
 
 How it works: on the process that writes the run's files (local runner or master), at test
 start, `start(environment, run_dir)` resolves the setting:
-- `auto` (default): `<origin of --host>/metrics` (the API key sent as on the API, same origin).
+- `auto` (default): `<origin of --host>/metrics` (the API key and the --header values sent as on the API: the same
+  origin).
   The first scrape decides: no answer, an answer that is not Prometheus text, or one without
   any engine family (prometheus.KEPT_PREFIXES) turns scraping off with one info line.
 - a URL: scraped as given (no API key: another origin may not be trusted with it); failures
@@ -11,6 +12,9 @@ start, `start(environment, run_dir)` resolves the setting:
 - several, comma-separated (`auto,http://127.0.0.1:9400/metrics`: the engine and a DCGM exporter beside it):
   one scraper each, as above, writing into the same file (`Scrapers`; greenlets of one process, so rows never
   interleave); the target's queue for the live verdicts comes from the first that reports one.
+Every GET goes through the outbound policy (client/outbound.py `fetch`): a redirect is followed within the origin
+only; one to another origin is not followed (the key stays with --host's origin), said once in the log and in
+run.json `redirects_not_followed` (the URL without userinfo, the target's origin, the status).
 One greenlet sends one GET every `INTERVAL_S` (1 s, on a fixed cadence) with a `TIMEOUT_S`
 timeout; the kept samples go to `server_metrics.csv` (`ts_s` unix time of the answer, `name`
 with labels, `value`), created at the first kept sample. Errors are counted and summed up in
@@ -24,7 +28,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,13 +35,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import gevent
 
-from llmload.client import cabundle
+from llmload.client import cabundle, outbound
 from llmload.client.errors import connect_reason
 from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
 from llmload.run import prometheus
 from llmload.run.files import without_userinfo
-from llmload.run.knobs import redact
+from llmload.run.knobs import redact, secrets_of
 from llmload.run.options import settings_of
+from llmload.run.state import run_state
 from llmload.run.targets import split_hosts
 from llmload.sink.csvlog import CsvLog
 
@@ -51,8 +55,7 @@ MAX_BYTES = 4 * 1024 * 1024
 FILE_NAME = "server_metrics.csv"
 PROMETHEUS_TYPES = ("text/plain", "application/openmetrics-text")
 
-Fetch = Callable[[str], tuple[int, str, str]]
-"""url -> (HTTP status, content-type, body text); raises OSError / urllib errors on failure"""
+Fetch = outbound.Fetch
 
 
 def metrics_urls(setting: str, host: str) -> list[tuple[str, bool]]:
@@ -80,17 +83,10 @@ def metrics_url(setting: str, host: str) -> tuple[str | None, bool]:
 
 def url_fetch(headers: dict[str, str], insecure: bool = False, timeout_s: float = TIMEOUT_S,
               ca_bundle: str = "") -> Fetch:
-    """A Fetch over urllib (cooperative under gevent's patching); https trusts what the run's requests trust
-    (client/cabundle.py: --ca-bundle, SSL_CERT_FILE; nothing checked with --insecure)."""
-    context = cabundle.context(ca_bundle, insecure)
-
-    def fetch(url: str) -> tuple[int, str, str]:
-        request = urllib.request.Request(url, headers=headers)
-        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as resp:
-            body = resp.read(MAX_BYTES)
-            return resp.status, resp.headers.get("content-type", ""), body.decode("utf-8", "replace")
-
-    return fetch
+    """A Fetch under the outbound policy (client/outbound.py; urllib, cooperative under gevent's patching); https
+    trusts what the run's requests trust (client/cabundle.py: --ca-bundle, SSL_CERT_FILE; nothing checked with
+    --insecure)."""
+    return outbound.fetch(headers, cabundle.context(ca_bundle, insecure), timeout_s, MAX_BYTES)
 
 
 class MetricsFile:
@@ -119,7 +115,8 @@ class Scraper:
     """Scrapes one URL into the run folder's server_metrics.csv (module docstring)."""
 
     def __init__(self, url: str, run_dir: Path, fetch: Fetch, auto: bool, clock: Callable[[], float] = time.time,
-                 secrets: tuple[str, ...] = (), file: MetricsFile | None = None):
+                 secrets: tuple[str, ...] = (), file: MetricsFile | None = None,
+                 on_redirect: Callable[[dict], None] | None = None):
         self.url, self.run_dir, self.fetch, self.auto, self.clock = url, Path(run_dir), fetch, auto, clock
         self.file = file or MetricsFile(self.run_dir)
         """where the kept samples go (shared with the run's other scrapers, who then close it)"""
@@ -127,6 +124,10 @@ class Scraper:
         self.secrets = list(secrets)
         """values an error message must not show (the key sent with the scrape)"""
         self.shown_url = without_userinfo(url)
+        self.on_redirect = on_redirect
+        """called once with run.json's note when a redirect to another origin was not followed"""
+        self.redirect: outbound.CrossOriginRedirect | None = None
+        """the first redirect to another origin (not followed)"""
         self.scrapes = 0
         self.errors = 0
         self.last_error = ""
@@ -168,6 +169,8 @@ class Scraper:
                 raise ValueError(f"not Prometheus text (content-type: {content_type[:60]})")
         except (Exception, gevent.Timeout) as exc:  # any failure of the side channel is counted, not raised
             self.errors += 1
+            if isinstance(exc, outbound.CrossOriginRedirect):
+                self._not_followed(exc)
             reason = getattr(exc, "reason", None)
             if isinstance(reason, BaseException) and getattr(reason, "verify_message", None):  # https not trusted
                 self.last_error = connect_reason(reason)
@@ -182,10 +185,25 @@ class Scraper:
             self._note_waiting(now_s, samples)
         return samples
 
+    def _not_followed(self, exc: outbound.CrossOriginRedirect) -> None:
+        """The first redirect to another origin: one line, one run.json note."""
+        if self.redirect is not None:
+            return
+        self.redirect = exc
+        logger.warning("llmload: the server-metrics scrape of %s answered HTTP %d, a redirect to %s (another origin): "
+                       "not followed, the API key stays with %s%s; give --server-metrics %s/... "
+                       "to scrape it there (without them)", self.shown_url, exc.status, exc.target, exc.source,
+                       "; server metrics off" if self.auto else "", exc.target)
+        if self.on_redirect is not None:
+            self.on_redirect({"by": "server metrics", "url": self.shown_url, "status": exc.status, "to": exc.target})
+
     def _run(self) -> None:
         first = self.scrape_once()
         if self.auto and not first:
             why = self.last_error if first is None else "no vllm:/llamacpp:/sglang:/tgi_/llmload: metrics"
+            self.off = True
+            if self.redirect is not None:  # said in its own line
+                return
             logger.info("llmload: server metrics off (%s: %s); give --server-metrics URL to insist",
                         self.shown_url, why)
             self.off = True
@@ -241,6 +259,7 @@ class Scrapers:
 def start(environment: Any, run_dir: Path) -> Scrapers | None:
     """test_start on the process that writes files: start scraping per --server-metrics (or not)."""
     settings = settings_of(environment)
+    notes = run_state(environment).redirects_not_followed = []  # this run's (run.json)
     urls = metrics_urls(settings.server_metrics, split_hosts(environment.host or "")[0])  # auto: the first target
     if not urls:
         return None
@@ -251,5 +270,6 @@ def start(environment: Any, run_dir: Path) -> Scrapers | None:
     for url, auto in urls:
         headers = auth if auto and api_key else {}
         fetch = url_fetch(headers, insecure=settings.insecure, ca_bundle=settings.ca_bundle)
-        scrapers.append(Scraper(url, run_dir, fetch, auto, secrets=(api_key,) if headers else (), file=file))
+        scrapers.append(Scraper(url, run_dir, fetch, auto, secrets=tuple(secrets_of(api_key, headers)), file=file,
+                                on_redirect=notes.append))
     return Scrapers(scrapers, file).start()

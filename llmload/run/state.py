@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,9 @@ logger = logging.getLogger("llmload")
 
 
 class RunState:
+    redirects_not_followed: Sequence[dict] = ()
+    """this run's side requests answered with a redirect to another origin (run.json; client/outbound.py)"""
+
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         """the Locust environment this state belongs to"""

@@ -11,9 +11,10 @@ secret option explicitly, whether the form sent the field empty, left it out (a 
 typed it: a typed value is used as typed, for any host; otherwise the startup value, but only when
 the run's host (the form's, or the current one when the form has none) is the startup host, else
 none, and a log line says so. Locust keeps the form's values in `parsed_options` from run to run,
-so a value is always set, never inherited from an earlier run. `--header` entries that carry a
-credential (run/knobs.py `is_secret_header`) are left out of the form's default like a key, and are
-added back to the form's headers for the startup host only.
+so a value is always set, never inherited from an earlier run. `--header` values are secrets whatever the
+header's name (run/knobs.py): the form's default shows each startup header as `Name: ***` (knobs.MASK), and a
+line the form sends back with that mask is the startup value again for the startup host only (dropped for
+another, with the log line); startup headers the form does not name are added for the startup host only.
 
 `same_origin` (before every request) refuses a state-changing request (POST, PUT, PATCH, DELETE:
 /swarm, /stop, /stats/reset, ...) that a browser says came from another site's page: a `Sec-Fetch-Site`
@@ -29,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmload.run.files import without_userinfo
-from llmload.run.knobs import is_secret_header
+from llmload.run.knobs import MASK
 from llmload.run.locust_compat import replace_form
 
 logger = logging.getLogger("llmload")
@@ -37,7 +38,7 @@ SWARM_ENDPOINT = "locust.swarm"
 """Flask endpoint of the start form's POST /swarm"""
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 HEADER_OPTION = "header"
-"""--header: its credential entries are kept out of the page and bound to the startup host like the key"""
+"""--header: its values are kept out of the page and bound to the startup host like the key"""
 SAFE_SITES = ("same-origin", "none")
 """Sec-Fetch-Site values of a request the UI's own page (or the user typing the URL) made"""
 
@@ -61,9 +62,13 @@ def _header_entries(value: Any) -> list[str]:
     return [line for line in value.splitlines() if line.strip()] if isinstance(value, str) else [str(v) for v in value]
 
 
-def without_secret_headers(value: Any) -> list[str]:
-    """--header entries minus those carrying a credential."""
-    return [e for e in _header_entries(value) if not is_secret_header(e.partition(":")[0].strip())]
+def _name(entry: str) -> str:
+    return entry.partition(":")[0].strip()
+
+
+def masked_headers(value: Any) -> list[str]:
+    """--header entries as the page shows them: `Name: ***` (no value of any header is rendered)."""
+    return [f"{_name(e)}: {MASK}" for e in _header_entries(value)]
 
 
 def cross_site(headers: Any, host: str) -> str:
@@ -94,8 +99,8 @@ class Secrets:
         """cross-site state changes refused"""
 
     def scrub(self, _app: Any, template: Any = None, context: dict | None = None, **_kw: Any) -> None:
-        """before_render_template receiver: blank the default values of secret options, and drop the
-        credential entries from --header's."""
+        """before_render_template receiver: blank the default values of secret options, and mask the values of
+        --header's."""
         args = context.get("template_args") if context is not None else None
         if context is None or not isinstance(args, dict) or not isinstance(args.get("extra_options"), dict):
             return
@@ -107,7 +112,7 @@ class Secrets:
             elif isinstance(option, dict) and name == HEADER_OPTION:
                 if self.startup_headers is None:
                     self.startup_headers = _header_entries(option.get("default_value"))
-                option = {**option, "default_value": "\n".join(without_secret_headers(self.startup_headers))}
+                option = {**option, "default_value": "\n".join(masked_headers(self.startup_headers))}
             options[name] = option
         context["template_args"] = {**args, "extra_options": options}
 
@@ -140,7 +145,7 @@ class Secrets:
         withheld = [name for name, value in self.defaults.items() if value and not form.get(name, "") and not startup]
         if self.startup_headers is not None:
             chosen[HEADER_OPTION], dropped = self._headers(form.get(HEADER_OPTION, None), startup)
-            withheld += ["--header credentials"] if dropped else []
+            withheld += ["the --header values"] if dropped else []
         if withheld:
             logger.warning("llmload: the host was changed in the web UI (%s -> %s): the startup API key is not "
                            "sent there (%s); type a key into the form to use one",
@@ -150,12 +155,20 @@ class Secrets:
             replace_form(request, pairs)
 
     def _headers(self, field: str | None, startup: bool) -> tuple[str, bool]:
-        """The run's --header lines: the form's (the startup ones without credentials when it sent none), plus
-        the startup credential headers it did not name, for the startup host only; and whether any were
-        withheld."""
-        shown = without_secret_headers(self.startup_headers)
-        lines = _header_entries(field) if field is not None else shown
-        named = {e.partition(":")[0].strip().lower() for e in lines}
-        hidden = [e for e in self.startup_headers or [] if e not in shown
-                  and e.partition(":")[0].strip().lower() not in named]
-        return "\n".join(lines + (hidden if startup else [])), bool(hidden) and not startup
+        """The run's --header lines: the form's (the masked startup ones when it sent none), each masked line the
+        startup value again, plus the startup headers it did not name, for the startup host only; and whether any
+        were withheld."""
+        given = {_name(e).lower(): e for e in self.startup_headers or []}
+        lines = _header_entries(field) if field is not None else masked_headers(self.startup_headers)
+        out, withheld = [], False
+        for line in lines:
+            name, _, value = line.partition(":")
+            startup_line = given.get(name.strip().lower())
+            if value.strip() == MASK and startup_line is not None:  # the page's mask: the startup value
+                withheld |= not startup
+                line = startup_line if startup else ""
+            if line:
+                out.append(line)
+        named = {_name(e).lower() for e in lines}
+        hidden = [e for name, e in given.items() if name not in named]
+        return "\n".join(out + (hidden if startup else [])), withheld or (bool(hidden) and not startup)

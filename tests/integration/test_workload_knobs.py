@@ -46,9 +46,9 @@ def test_body_headers_query_and_key_header_arrive(tmp_path, transport):
         assert body["stream"] is True and "min_tokens" not in body
     run_json = (tmp_path / "run" / "run.json").read_text()
     options = json.loads(run_json)["options"]
-    assert options["header"] == ["X-Tenant: blue", "X-Auth-Token: ***0042"]
+    assert options["header"] == ["X-Tenant: ***", "X-Auth-Token: ***"]
     assert options["api_key"] == "***" and options["api_key_header"] == "api-key"
-    assert "supersecret" not in run_json and "abcd9876" not in run_json
+    assert "supersecret" not in run_json and "abcd9876" not in run_json and "blue" not in run_json
     rows = read_csv(tmp_path / "run" / "samples.csv")
     assert rows and all(r["finish_reason"] == "length" and r["streamed"] == "1" for r in rows)
 

@@ -36,9 +36,9 @@ def test_redact_hides_a_secret_as_given_stripped_and_escaped():
     secret = "sk-canary-1234\r"
     text = f"bad value 'Bearer {repr(secret)[1:-1]}' and {secret.strip()}"
     out = knobs.redact(text, knobs.secrets_of(secret, {"Authorization": "Bearer tok-5678", "X-Trace": "abcd"}))
-    assert "canary" not in out and out.count("***1234") == 2
+    assert out == "bad value 'Bearer ***' and ***"  # a fixed mask: no part of the value
     assert knobs.redact("tok-ab-5678 abcd", knobs.secrets_of("", {"Authorization": "tok-ab-5678", "X-Trace": "abcd"})) \
-        == "***5678 abcd"  # not a credential header: not a secret
+        == "*** ***"  # any header's value is a secret, whatever its name
 
 
 def test_repeated_errors_logged_once_then_counted(caplog):
