@@ -165,3 +165,51 @@ def processes_port_args() -> list[str]:
     there: two such runs at once (the two shares of `make test`) would share one master. A free port each."""
     port = str(free_port())
     return ["--master-bind-port", port, "--master-port", port]
+
+
+class Recorder:
+    """A loopback HTTP listener (threads of this process) on `host`: records (method, path, headers) of every
+    request; `answer(handler)` -> (status, headers, body) answers it (default: 200, an empty JSON object)."""
+
+    def __init__(self, host: str = "127.0.0.1", answer: Any = None) -> None:
+        import http.server
+        import threading
+
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        seen, reply = self.seen, answer or (lambda _h: (200, {"Content-Type": "application/json"}, b"{}"))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                seen.append((self.command, self.path, dict(self.headers)))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, headers, body = reply(self)
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://{host}:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Recorder:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def redirecting_to(target_url: str, query: str = "") -> Any:
+    """A Recorder answer: 307 to the same path on `target_url` (with `query` appended)."""
+    return lambda handler: (307, {"Location": f"{target_url}{handler.path}{'?' + query if query else ''}"}, b"")

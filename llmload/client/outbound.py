@@ -102,7 +102,7 @@ def fetch(headers: dict[str, str], context: ssl.SSLContext | None, timeout_s: fl
 
     def get(url: str) -> tuple[int, str, str]:
         bare, auth = split_userinfo(url)
-        request = urllib.request.Request(bare, headers={**headers, **auth})
+        request = urllib.request.Request(bare, headers={**auth, **headers})  # a given Authorization wins
         try:
             resp = opener.open(request, timeout=timeout_s)
         except urllib.error.HTTPError as exc:  # an error status: the caller judges it

@@ -187,9 +187,17 @@ def secrets_of(api_key: str, headers: dict[str, str]) -> list[str]:
     return [v for v in (api_key, *headers.values()) if v]
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+
+
+def without_userinfo(value: Any) -> Any:
+    """A string with the userinfo of every URL in it taken out (`https://u:key@h/v1` -> `https://h/v1`)."""
+    return _USERINFO.sub(r"\1", value) if isinstance(value, str) else value
+
+
 def redacted(parsed: Any) -> dict:
     """All parsed options as a JSON-able dict, secrets replaced by MASK (header values all, --extra-body's
-    secret-named fields)."""
+    secret-named fields), URLs without their userinfo."""
     out = {}
     for key, value in sorted(vars(parsed).items() if parsed is not None else []):
         if key == "api_key_header":
@@ -204,11 +212,11 @@ def redacted(parsed: Any) -> dict:
             out[key] = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
                         for k, v in value.items()}
         elif isinstance(value, (str, int, float, bool, type(None))):
-            out[key] = value
+            out[key] = without_userinfo(value)
         elif isinstance(value, (list, tuple)):
-            out[key] = [v if isinstance(v, (str, int, float, bool)) else str(v) for v in value]
+            out[key] = [without_userinfo(v) if isinstance(v, (str, int, float, bool)) else str(v) for v in value]
         else:
-            out[key] = str(value)
+            out[key] = without_userinfo(str(value))
     return out
 
 
