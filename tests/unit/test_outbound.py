@@ -8,8 +8,6 @@ import json
 import logging
 from types import SimpleNamespace
 
-import flask
-import httpx2
 import pytest
 
 from llmload import contract
@@ -18,7 +16,6 @@ from llmload.client.errors import Redirect, error_for_status
 from llmload.client.request import StreamResult
 from llmload.run import knobs
 from llmload.run.guard import RunGuard
-from llmload.webui.secrets import Secrets
 
 
 def test_origins_compare_scheme_host_and_port_and_show_no_userinfo_path_or_query():
@@ -38,6 +35,8 @@ def test_userinfo_becomes_basic_auth_for_its_own_url_only():
 
 
 def test_the_sdk_client_never_follows_a_redirect_and_refuses_another_origin():
+    import httpx2  # imported here: collecting this module patches and threads nothing
+
     client = outbound.sdk_http_client("http://127.0.0.1:8000/v1", timeout=1.0, verify=False,
                                       limits=httpx2.Limits(), request_hooks=[])
     assert client.follow_redirects is False
@@ -100,7 +99,9 @@ def test_ordinary_body_fields_are_kept(name):
     assert not knobs.is_secret_field(name)
 
 
-def _swarm_app(secrets: Secrets) -> flask.Flask:
+def _swarm_app(secrets):
+    import flask
+
     app = flask.Flask(__name__)
     bp = flask.Blueprint("locust", __name__)
 
@@ -114,6 +115,8 @@ def _swarm_app(secrets: Secrets) -> flask.Flask:
 
 
 def test_the_start_form_shows_header_names_only_and_binds_their_values_to_the_startup_host(caplog):
+    from llmload.webui.secrets import Secrets
+
     secrets = Secrets(SimpleNamespace(host="http://127.0.0.1:8000"), "http://127.0.0.1:8000")
     context = {"template_args": {"extra_options": {"header": {"default_value": [
         "Authorization: Bearer sk-header", "X-Trace: c4n4ry"], "is_secret": False}}}}
