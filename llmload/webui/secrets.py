@@ -14,7 +14,10 @@ none, and a log line says so. Locust keeps the form's values in `parsed_options`
 so a value is always set, never inherited from an earlier run. `--header` values are secrets whatever the
 header's name (run/knobs.py): the form's default shows each startup header as `Name: ***` (knobs.MASK), and a
 line the form sends back with that mask is the startup value again for the startup host only (dropped for
-another, with the log line); startup headers the form does not name are added for the startup host only.
+another, with the log line); startup headers the form does not name are added for the startup host only. The
+same for `--extra-body`'s secret-named fields (knobs.is_secret_field): shown as MASK, the startup value again where
+the form sends the mask back to the startup host, left out for another. The host is shown without its userinfo,
+which the startup host gets back.
 
 `same_origin` (before every request) refuses a state-changing request (POST, PUT, PATCH, DELETE:
 /swarm, /stop, /stats/reset, ...) that a browser says came from another site's page: a `Sec-Fetch-Site`
@@ -25,18 +28,21 @@ forgery needs a browser, and the UI's own pages send same-origin ones.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 from urllib.parse import urlsplit
 
 from llmload.run.files import without_userinfo
-from llmload.run.knobs import MASK
+from llmload.run.knobs import MASK, masked_extra_body
 from llmload.run.locust_compat import replace_form
 
 logger = logging.getLogger("llmload")
 SWARM_ENDPOINT = "locust.swarm"
 """Flask endpoint of the start form's POST /swarm"""
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+BODY_OPTION = "extra_body"
+"""--extra-body: its secret-named fields are masked in the page and bound to the startup host"""
 HEADER_OPTION = "header"
 """--header: its values are kept out of the page and bound to the startup host like the key"""
 SAFE_SITES = ("same-origin", "none")
@@ -86,6 +92,34 @@ def cross_site(headers: Any, host: str) -> str:
     return ""
 
 
+def unmasked_body(sent: str, given: str, startup: bool) -> tuple[str, bool]:
+    """The form's --extra-body with each MASK where the startup body has a value: that value for the startup host,
+    the field left out for another; and whether any was left out. Text that is not JSON is sent back as it is."""
+    try:
+        form, original = json.loads(sent), json.loads(given)
+    except (ValueError, RecursionError):
+        return sent, False
+    dropped = []
+
+    def merge(mine: Any, theirs: Any) -> Any:
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            out = {}
+            for key, value in mine.items():
+                if value == MASK and key in theirs:
+                    if not startup:
+                        dropped.append(key)
+                        continue
+                    out[key] = theirs[key]
+                else:
+                    out[key] = merge(value, theirs.get(key))
+            return out
+        if isinstance(mine, list) and isinstance(theirs, list):
+            return [merge(v, theirs[i] if i < len(theirs) else None) for i, v in enumerate(mine)]
+        return mine
+
+    return json.dumps(merge(form, original)), bool(dropped)
+
+
 class Secrets:
     def __init__(self, environment: Any, startup_host: str | None) -> None:
         self.environment = environment
@@ -95,6 +129,8 @@ class Secrets:
         """startup values of secret options (never rendered), by option dest"""
         self.startup_headers: list[str] | None = None
         """--header as given at startup (None: the form has no header field)"""
+        self.startup_body: str | None = None
+        """--extra-body as given at startup (None: the form has no such field)"""
         self.refused = 0
         """cross-site state changes refused"""
 
@@ -109,12 +145,21 @@ class Secrets:
             if isinstance(option, dict) and option.get("is_secret") and option.get("default_value"):
                 self.defaults[name] = str(option["default_value"])
                 option = {**option, "default_value": ""}
+            elif isinstance(option, dict) and name == BODY_OPTION and option.get("default_value"):
+                if self.startup_body is None:
+                    self.startup_body = str(option["default_value"])
+                option = {**option, "default_value": masked_extra_body(self.startup_body)}
             elif isinstance(option, dict) and name == HEADER_OPTION:
                 if self.startup_headers is None:
                     self.startup_headers = _header_entries(option.get("default_value"))
                 option = {**option, "default_value": "\n".join(masked_headers(self.startup_headers))}
             options[name] = option
-        context["template_args"] = {**args, "extra_options": options}
+        shown = {"host": without_userinfo(args["host"])} if isinstance(args.get("host"), str) else {}
+        if isinstance(args.get("users"), dict):  # the class picker's per-class settings name a host too
+            shown["users"] = {name: {**user, "host": without_userinfo(user["host"])}
+                              if isinstance(user, dict) and isinstance(user.get("host"), str) else user
+                              for name, user in args["users"].items()}
+        context["template_args"] = {**args, "extra_options": options, **shown}
 
     def same_origin(self) -> Any:
         """before_request hook: a 403 for a state change another site's page asked for (module docstring)."""
@@ -146,6 +191,13 @@ class Secrets:
         if self.startup_headers is not None:
             chosen[HEADER_OPTION], dropped = self._headers(form.get(HEADER_OPTION, None), startup)
             withheld += ["the --header values"] if dropped else []
+        if self.startup_body is not None:  # a form without the field: the masked startup body, as the page shows it
+            sent = form.get(BODY_OPTION, None)
+            sent = masked_extra_body(self.startup_body) if sent is None else sent
+            chosen[BODY_OPTION], dropped = unmasked_body(sent, self.startup_body, startup) if sent else ("", False)
+            withheld += ["--extra-body secrets"] if dropped else []
+        if startup and "@" in urlsplit(self.startup_host).netloc and host == without_userinfo(self.startup_host):
+            chosen["host"] = self.startup_host  # the page showed it without its userinfo
         if withheld:
             logger.warning("llmload: the host was changed in the web UI (%s -> %s): the startup API key is not "
                            "sent there (%s); type a key into the form to use one",

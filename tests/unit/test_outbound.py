@@ -136,3 +136,37 @@ def test_the_start_form_shows_header_names_only_and_binds_their_values_to_the_st
     assert "the --header values" in caplog.text and "sk-header" not in caplog.text and "c4n4ry" not in caplog.text
     mine = client.post("/swarm", data={"host": "http://127.0.0.1:9999", "header": "Authorization: Bearer mine"})
     assert mine.get_json()["header"] == "Authorization: Bearer mine"
+
+
+def test_the_start_form_masks_secret_body_fields_and_binds_them_to_the_startup_host(caplog):
+    from llmload.webui.secrets import Secrets
+
+    secrets = Secrets(SimpleNamespace(host="http://127.0.0.1:8000"), "http://127.0.0.1:8000")
+    given = '{"temperature": 0, "api_token": "c4n4ry", "meta": {"password": "c4n4ry-2"}}'
+    context = {"template_args": {"extra_options": {"extra_body": {"default_value": given, "is_secret": False}}}}
+    secrets.scrub(None, context=context)
+    shown = context["template_args"]["extra_options"]["extra_body"]["default_value"]
+    assert json.loads(shown) == {"temperature": 0, "api_token": "***", "meta": {"password": "***"}}
+    client = _swarm_app(secrets).test_client()
+    assert json.loads(client.post("/swarm", data={"extra_body": shown}).get_json()["extra_body"]) == json.loads(given)
+    assert json.loads(client.post("/swarm", data={}).get_json()["extra_body"]) == json.loads(given)
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        other = client.post("/swarm", data={"host": "http://127.0.0.1:9", "extra_body": shown}).get_json()
+    assert json.loads(other["extra_body"]) == {"temperature": 0, "meta": {}}
+    assert "--extra-body secrets" in caplog.text and "c4n4ry" not in caplog.text
+    assert client.post("/swarm", data={"extra_body": ""}).get_json()["extra_body"] == ""
+
+
+def test_the_start_page_shows_the_host_without_its_userinfo_and_the_startup_host_gets_it_back():
+    from llmload.webui.secrets import Secrets
+
+    startup = "http://me:c4n4ry@127.0.0.1:8000/v1"
+    secrets = Secrets(SimpleNamespace(host=startup), startup)
+    context = {"template_args": {"host": startup, "users": {"Chat": {"host": startup, "weight": 1}},
+                                 "extra_options": {}}}
+    secrets.scrub(None, context=context)
+    assert "c4n4ry" not in json.dumps(context)
+    assert context["template_args"]["users"]["Chat"] == {"host": "http://127.0.0.1:8000/v1", "weight": 1}
+    client = _swarm_app(secrets).test_client()
+    assert client.post("/swarm", data={"host": "http://127.0.0.1:8000/v1"}).get_json()["host"] == startup
+    assert client.post("/swarm", data={"host": "http://127.0.0.1:9/v1"}).get_json()["host"] == "http://127.0.0.1:9/v1"
