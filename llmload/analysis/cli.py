@@ -63,11 +63,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path, html_path = write_report(a, build_figures(a), out_dir)
-    print(f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)"))
-    print(f"        {md_path}")
-    print(f"        {out_dir / 'summary.json'}")
     for lead, sentence in answer_items(a):
         print(f"{lead} {sentence}")
+    # the files last: the report's path is the line a terminal leaves in view
+    print(f"files:  {out_dir / 'summary.json'}")
+    print(f"        {md_path}")
+    print(f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)"))
     return 0
 
 

@@ -14,6 +14,7 @@ A bad command or option is one line on stderr and exit code 2; otherwise the exi
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import llmload
@@ -31,20 +32,33 @@ ANALYSIS = {
 """the analysis commands (llmload/analysis/cli.py), passed through as they are"""
 
 
-def run_child(argv: list[str]) -> int:
+INTERRUPTED = {130: "Ctrl-C (SIGINT)", 143: "SIGTERM"}
+"""exit codes of a run that was interrupted (run/ending.py): its report is still written"""
+
+
+@dataclasses.dataclass
+class Child:
+    code: int
+    interrupts: int = 0
+    """Ctrl-Cs this process saw while it waited (the child saw them too, from the terminal)"""
+
+
+def run_child(argv: list[str]) -> Child:
     """`python ARGV...` in a child; its exit code. Ctrl-C reaches the child from the terminal: the child ends
-    its run (files, summary) while this process waits; a SIGTERM sent here is passed on."""
+    its run (files, summary) while this process waits and counts them; a SIGTERM sent here is passed on."""
     import signal
     import subprocess
 
     proc = subprocess.Popen([sys.executable, *argv])
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
+    interrupts = 0
     try:
         while True:
             try:
                 code = proc.wait()
-                return code if code >= 0 else 128 - code
+                return Child(code if code >= 0 else 128 - code, interrupts)
             except KeyboardInterrupt:
+                interrupts += 1
                 continue
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -53,7 +67,7 @@ def run_child(argv: list[str]) -> int:
 def locust_help(command: str) -> int:
     print(locust_args.build_parser(command).format_help())
     print("Locust's and llmload's options, all passed through:\n", flush=True)
-    return run_child(["-m", "llmload.cli.locust_main", "-f", str(locust_args.DEFAULT_SCENARIO), "--help"])
+    return run_child(["-m", "llmload.cli.locust_main", "-f", str(locust_args.DEFAULT_SCENARIO), "--help"]).code
 
 
 def option_value(argv: list[str], option: str, default: str) -> str:
@@ -95,20 +109,31 @@ def locust_command(command: str, argv: list[str]) -> int:
         return locust_help(command)
     if command == "ui":
         web_port_free(plan.locust_argv)
-    code = run_child(["-m", "llmload.cli.locust_main", *plan.locust_argv])
+    load = run_child(["-m", "llmload.cli.locust_main", *plan.locust_argv])
+    code = load.code
     if plan.run_dir is None or not plan.report:
         return code
-    if code not in (0, 1):  # 1: some requests failed (or the SLO gate did), still a run worth reporting
+    later = f"make it with: llmload report {plan.run_dir}"
+    if load.interrupts > 1:  # a second Ctrl-C: stop at once
+        print(f"llmload {command}: interrupted twice: no report; {later}", file=sys.stderr)
+        return code
+    # 1: some requests failed (or the SLO gate did); 130 / 143: interrupted, its report says what that means
+    if code not in (0, 1, *INTERRUPTED):
         print(f"llmload {command}: the load run ended with exit code {code}; no report", file=sys.stderr)
         return code
+    if code in INTERRUPTED:
+        print(f"llmload {command}: the run was interrupted ({INTERRUPTED[code]}); writing the report of what it "
+              "measured (Ctrl-C again to skip it)", file=sys.stderr, flush=True)
     report = run_child(["-m", "llmload.analysis", "report", str(plan.run_dir)])
-    return report or code
+    if report.interrupts:
+        print(f"llmload {command}: report interrupted; {later}", file=sys.stderr)
+    return report.code or code
 
 
 def analysis_command(command: str, argv: list[str]) -> int:
     if not argv:
         raise locust_args.UsageError(f"give a run folder: llmload {command} reports/<run> (--help for the options)")
-    return run_child(["-m", "llmload.analysis", command, *argv])
+    return run_child(["-m", "llmload.analysis", command, *argv]).code
 
 
 def server_command(_command: str, argv: list[str]) -> int:

@@ -53,6 +53,8 @@ def watch_signals(environment: Any) -> None:
     previous = signal.getsignal(signal.SIGINT)
     if callable(previous):
         def on_sigint(signum: int, frame: Any) -> Any:
+            if state.signal == "SIGINT":  # a second Ctrl-C while the users finish their requests
+                return stop_at_once(environment)
             note_signal(environment, "SIGINT")
             if previous is not signal.default_int_handler:
                 return previous(signum, frame)
@@ -70,6 +72,18 @@ def watch_signals(environment: Any) -> None:
 
     # a second libev watcher beside Locust's: both run when the signal arrives
     state.sigterm_watcher = gevent.signal_handler(signal.SIGTERM, note_signal, environment, "SIGTERM")
+
+
+def stop_at_once(environment: Any) -> None:
+    """A second Ctrl-C: the users' greenlets are killed now (requests in flight are cut and not recorded) and the
+    run ends as after the first (files closed, run.json's end SIGINT), without waiting for --stop-timeout."""
+    runner = environment.runner
+    users = getattr(runner, "user_greenlets", None)
+    logger.warning("llmload: second Ctrl-C: stopping at once; requests still in flight are cut and not recorded")
+    if users is not None:
+        import gevent
+
+        gevent.get_hub().loop.run_callback(lambda: users.kill(block=False))  # not inside the signal handler
 
 
 def reset(environment: Any) -> None:

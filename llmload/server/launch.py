@@ -5,7 +5,9 @@
 
 The child runs in its own process (its own core, its own event loop: it never competes
 with a gevent-patched load generator for the GIL) with `--exit-with-parent`, so it
-cannot outlive the process that started it.
+cannot outlive the process that started it. It runs in a session of its own: a terminal's
+Ctrl-C (SIGINT to the foreground process group) reaches the load generator, which stops its
+users first and the server last (`stop`), never the server under requests still in flight.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class EmbeddedServer:
         # stderr to a file, not a pipe: a chatty child must never block on a full pipe
         self._stderr = tempfile.TemporaryFile()
         # the caller's working folder: relative --truth-log / --request-log paths land where the user ran from
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                                     start_new_session=True)
         line = self._read_ready_line()
         self.url = line[len(READY_PREFIX):].strip()
         self.port = int(self.url.rsplit(":", 1)[1])

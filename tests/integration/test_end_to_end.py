@@ -49,4 +49,4 @@ def test_step_load_report_finds_the_knee_at_the_slot_count(tmp_path, slots, tier
     summary = json.loads((run_dir / "summary.json").read_text())
     plan, top = summary["plan"], max(t["ok_rps"] for t in summary["tiers"])
     assert plan["source"] in ("confirmed", "lowered by confirmation"), plan
-    assert 0 < plan["rps"] < top and f"\nPlan: {plan['rps']:.2f} req/s per replica" in answer, answer
+    assert 0 < plan["rps"] < top and answer.startswith(f"Plan: {plan['rps']:.2f} req/s per replica"), answer

@@ -65,7 +65,7 @@ def test_a_run_that_finished_has_no_stopped_line_and_a_signalled_one_does(tmp_pa
     info["end"] = {"reason": "SIGTERM", "planned": False}
     (run_dir / "run.json").write_text(json.dumps(info))
     stopped = answers(run_of(run_dir))["Stopped early:"]
-    assert stopped.startswith("the run stopped (SIGTERM) during tier 6 (32 users).")
+    assert stopped.startswith("the run was interrupted (SIGTERM) during tier 6 (32 users).")
     assert "compute saturation" not in stopped  # reached inside the tested range: still safe
 
 
@@ -227,3 +227,22 @@ def test_an_open_loop_top_tier_that_dropped_arrivals_is_not_told_to_test_higher_
     assert "Test rates between 5 and 40 req/s, or raise --max-inflight" in compute
     grew = answers(run_of(FIXTURES / "noknee"))["Compute saturation:"]  # closed loop, nothing dropped
     assert grew.startswith("not reached: throughput still grew") and grew.endswith("Test higher loads.")
+
+
+def test_a_last_tier_the_shape_closed_at_an_interrupt_is_cut_not_complete(tmp_path):
+    """Ctrl-C: the shape writes the last tier's end_s at the stop; 4 of its 8 planned seconds were measured."""
+    run_dir = Path(shutil.copytree(FIXTURES / "knee16", tmp_path / "knee16"))
+    info = json.loads((run_dir / "run.json").read_text())
+    info["end"] = {"reason": "SIGINT", "planned": False}
+    (run_dir / "run.json").write_text(json.dumps(info))
+    tiers = pd.read_csv(run_dir / "tiers.csv", keep_default_na=False)
+    tiers.loc[tiers.index[-1], "end_s"] = T0 + 56.0  # tier 6: started at +50, 2 s warm-up, 4 s measured
+    tiers.to_csv(run_dir / "tiers.csv", index=False, float_format="%.3f")
+    samples = pd.read_csv(run_dir / "samples.csv", keep_default_na=False)
+    samples[samples["ts_start_s"] < T0 + 56.0].to_csv(run_dir / "samples.csv", index=False)
+    stopped = answers(run_of(run_dir))["Stopped early:"]
+    assert stopped.startswith("the run was interrupted (Ctrl-C, SIGINT) during tier 6 (32 users), 4.0 s into its "
+                              "measure window of 8 s."), stopped
+    info["end"] = {"reason": "shape finished", "planned": True}  # a planned end keeps the tier as it was written
+    (run_dir / "run.json").write_text(json.dumps(info))
+    assert "Stopped early:" not in answers(run_of(run_dir))

@@ -1,7 +1,9 @@
 """Each tier's measure window, bounded by tiers.csv or by what was really measured.
 
 How it works:
-- A tier with `end_s` in tiers.csv is complete; its window is [start_s + warmup_s, end_s).
+- A tier with `end_s` in tiers.csv is complete; its window is [start_s + warmup_s, end_s). Except the last tier
+  of a run that stopped unplanned (run.json's end: an interrupt, a fatal stop) when it measured less than
+  CUT_SHARE of its planned window: the shape closed it at the stop, and it was cut.
 - A tier without `end_s` (the run stopped during it) ends where the next tier starts, else at
   the last *completion* of a request sent in it (ts_start_s + e2e, or + headers for a fast
   refusal), never at the last request's start: a killed run's last tier is as long as it
@@ -20,6 +22,9 @@ import pandas as pd
 
 from llmload.analysis.read.files import section
 from llmload.rules.limits import MIN_PLANNED_SHARE, SHORT_TIER_S
+
+CUT_SHARE = 0.95
+"""a last tier closed by an unplanned stop before this share of its planned measure window was cut, not complete"""
 
 
 def completions(samples: pd.DataFrame) -> np.ndarray:
@@ -70,6 +75,11 @@ def mark_short(tiers: pd.DataFrame, info: dict, notes: list[str]) -> None:
     """Add `planned_s` and `short` (an incomplete tier measured too briefly to judge)."""
     tiers["planned_s"] = planned_seconds(tiers, info)
     planned_measure = (tiers["planned_s"] - tiers["warmup_s"]).clip(lower=0.0)
+    end = section(info, "end")
+    if len(tiers) and end.get("planned") is False:  # an interrupt, a stop: the shape closed its last tier early
+        last = tiers.index[-1]
+        if tiers.loc[last, "measure_s"] < CUT_SHARE * planned_measure.loc[last]:
+            tiers.loc[last, "complete"] = False
     too_brief = (tiers["measure_s"] < SHORT_TIER_S) | (tiers["measure_s"] < MIN_PLANNED_SHARE * planned_measure)
     tiers["short"] = ~tiers["complete"] & too_brief
     for row in tiers[tiers["short"]].itertuples():

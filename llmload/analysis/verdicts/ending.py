@@ -71,7 +71,9 @@ def sentence(a) -> str:
     unit = a.run.load_unit
     row = a.table[a.table["tier"] == e.tier].iloc[0]
     tier = a.run.tiers[a.run.tiers["tier"] == e.tier].iloc[0]
-    how = {"killed": "the run was killed (run.json records no end)"}.get(e.how, f"the run {e.how}")
+    how = {"killed": "the run was killed (run.json records no end)",
+           "stopped (SIGINT)": "the run was interrupted (Ctrl-C, SIGINT)",
+           "stopped (SIGTERM)": "the run was interrupted (SIGTERM)"}.get(e.how, f"the run {e.how}")
     if e.planned is True:
         how += ", a planned stop"
     text = f"{how} during tier {e.tier} ({load_with_unit(row['load_target'], unit)})"
