@@ -137,6 +137,9 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
         raise UsageError(f"{stray[0]}: name the scenario first (llmload {command} {stray[0]} [options])")
     if scenario and args.locustfile:
         raise UsageError(f"two locustfiles ({scenario} and -f {args.locustfile}): give one")
+    if args.locustfile and "," not in args.locustfile and "://" not in args.locustfile \
+            and not (cwd / args.locustfile).exists():  # one file; a list or a URL is Locust's to read
+        raise UsageError(f"-f {args.locustfile}: no such locustfile (a path to a .py file or a folder of them)")
     locustfile = args.locustfile or str(resolve_scenario(scenario, cwd) if scenario else DEFAULT_SCENARIO)
     out = ["-f", locustfile]
     for name in COMMANDS[command][1]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 
 import llmload
 from llmload.cli import locust_args
@@ -103,6 +104,18 @@ def web_port_free(locust_argv: list[str]) -> None:
         probe.close()
 
 
+def fatal_line(run_dir: Path) -> str:
+    """The line a run was stopped with (run.json's end reason `fatal: <line>`, run/ending.py), '' when none."""
+    import json
+
+    try:
+        end = json.loads((run_dir / "run.json").read_text()).get("end") or {}
+    except (OSError, ValueError, AttributeError):
+        return ""
+    reason = str(end.get("reason") or "") if isinstance(end, dict) else ""
+    return reason.removeprefix("fatal: ") if reason.startswith("fatal: ") else ""
+
+
 def locust_command(command: str, argv: list[str]) -> int:
     plan = locust_args.plan(command, argv)
     if plan.help:
@@ -119,7 +132,11 @@ def locust_command(command: str, argv: list[str]) -> int:
         return code
     # 1: some requests failed (or the SLO gate did); 130 / 143: interrupted, its report says what that means
     if code not in (0, 1, *INTERRUPTED):
-        print(f"llmload {command}: the load run ended with exit code {code}; no report", file=sys.stderr)
+        fatal = fatal_line(Path.cwd() / plan.run_dir)
+        said = f"stopped: {fatal} (no report)" if fatal else f"the load run ended with exit code {code}; no report"
+        print(f"llmload {command}: {said}", file=sys.stderr)
+        return code
+    if code and not locust_args.holds_a_run(Path.cwd() / plan.run_dir):  # Locust said why (a bad -f, ...)
         return code
     if code in INTERRUPTED:
         print(f"llmload {command}: the run was interrupted ({INTERRUPTED[code]}); writing the report of what it "

@@ -9,9 +9,10 @@ otherwise. Only runs that have not shown the target working are stopped:
 - A redirect (3xx) before any success: the load never follows one (client/outbound.py); the line names the
   target's origin ("the endpoint redirects to https://other.example: point --host at it").
 - Cannot connect: no attempt has reached the server (no HTTP status ever came back) and
-  the first `CONNECT_FAILURES` (20) attempts failed to connect, or connect failures have
-  lasted `CONNECT_WINDOW_S` (10 s). A connect timeout counts as a connect failure. Once the server
-  has answered, refused connects are an outage, not this rule's: run/outage.py.
+  the first `CONNECT_FAILURES` (5) attempts failed to connect, or connect failures have
+  lasted `CONNECT_WINDOW_S` (3 s): a wrong --host stops in about two seconds. A connect timeout
+  counts as a connect failure. Once the server has answered, refused connects are an outage,
+  not this rule's: run/outage.py.
 - Not streaming: the first `NOT_SSE_LIMIT` (5) answers with status 200 were all not
   `text/event-stream` (a non-streaming endpoint, an HTML page, a wrong path behind a proxy).
 - The same 4xx every time: the first `SAME_4XX_LIMIT` (20) attempts of the process all failed
@@ -38,8 +39,8 @@ from dataclasses import dataclass
 
 from llmload.client.request import StreamResult
 
-CONNECT_FAILURES = 20
-CONNECT_WINDOW_S = 10.0
+CONNECT_FAILURES = 5
+CONNECT_WINDOW_S = 3.0
 NOT_SSE_LIMIT = 5
 CONNECT_BACKOFF_FIRST_S = 0.1
 CONNECT_BACKOFF_MAX_S = 2.0

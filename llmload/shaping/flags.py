@@ -237,4 +237,5 @@ def options_with_defaults(parsed: Any) -> argparse.Namespace:
     except ValueError as exc:
         raise ShapeOptionError(str(exc)) from None
     options.warmup_seconds = SHAPE_WARMUP_S if given is None else given
+    options.warmup_given = given is not None
     return options

@@ -33,8 +33,14 @@ def _need_positive(options: Any, *names: str) -> None:
             raise ShapeOptionError(f"--{name.replace('_', '-')} must be > 0, got {value}")
 
 
+DEFAULT_WARMUP_SHARE = 0.25
+"""a tier no longer than the default warm-up (10 s) warms up for this share of it unless --warmup-seconds is given"""
+
+
 def _warmup(options: Any, seconds: float) -> float:
     warmup = float(options.warmup_seconds)
+    if not getattr(options, "warmup_given", True) and warmup >= seconds > 0:  # the default, never the user's
+        return round(seconds * DEFAULT_WARMUP_SHARE, 3)
     if warmup < 0 or warmup >= seconds:
         raise ShapeOptionError(f"--warmup-seconds must be >= 0 and < the tier length ({seconds:g}s), got {warmup:g}")
     return warmup

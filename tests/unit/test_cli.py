@@ -86,6 +86,7 @@ def test_a_run_folder_is_never_mixed_into(tmp_path):
     (["--host", "embedded", "mine.py"], "mine.py: name the scenario first (llmload run mine.py [options])"),
     (["step_load", "-f", "other.py"], "two locustfiles (step_load and -f other.py): give one"),
     (["--tiers"], "argument --tiers: expected one argument"),
+    (["-f", "nope.py"], "-f nope.py: no such locustfile (a path to a .py file or a folder of them)"),
 ])
 def test_bad_input_is_one_line(tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.chdir(tmp_path)

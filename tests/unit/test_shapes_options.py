@@ -54,12 +54,22 @@ def test_step_plan_from_list_and_range():
     assert [t.target_users for t in step_plan(opts())] == [1, 2, 4, 8, 16, 32]
 
 
+def test_a_tier_no_longer_than_the_default_warm_up_warms_up_for_a_quarter_of_it():
+    options = options_with_defaults(argparse.Namespace(tiers="1,2", tier_seconds=8.0))  # no --warmup-seconds
+    assert [(t.seconds, t.warmup_s) for t in step_plan(options)] == [(8.0, 2.0), (8.0, 2.0)]
+    longer = options_with_defaults(argparse.Namespace(tiers="1", tier_seconds=30.0))
+    assert [t.warmup_s for t in step_plan(longer)] == [10.0]  # the default itself
+    given = options_with_defaults(argparse.Namespace(tiers="1", tier_seconds=8.0, warmup_seconds="9"))
+    with pytest.raises(ShapeOptionError, match="--warmup-seconds must be >= 0 and < the tier length"):
+        step_plan(given)  # a warm-up the user gave is never changed
+
+
 @pytest.mark.parametrize(
     "kw, words",
     [
         ({"tiers": "1,2", "max_users": 4, "start_users": 1, "step_users": 1}, "either --tiers"),
         ({"start_users": 1, "step_users": 0, "max_users": 4}, "--step-users"),
-        ({"tiers": "1,2", "tier_seconds": 10, "warmup_seconds": 10}, "--warmup-seconds"),
+        ({"tiers": "1,2", "tier_seconds": 10, "warmup_seconds": 10, "warmup_given": True}, "--warmup-seconds"),
         ({"tier_seconds": 0}, "--tier-seconds"),
     ],
 )
