@@ -62,6 +62,17 @@ def test_the_capacity_line_says_when_the_model_expects_the_other_verdict():
     assert "so expects 32 users to meet it; the measured tiers stand" in check.capacity_clause
 
 
+def test_a_band_across_the_limit_at_a_tier_that_met_it_cannot_tell_and_never_agrees():
+    a = run_of("overload")  # 16 users met the chat SLO at 347 ms; the model's band there spans 500 ms
+    clause = a.model_check.capacity_clause
+    assert clause.startswith("The queueing model cannot tell: it predicts p95 TTFT 261-710 ms at 16 users")
+    assert "a band across the limit (500 ms) at 16 users; the measured tiers stand." in clause
+    assert "agrees" not in clause
+    from llmload.analysis.report.summary import queueing_model
+
+    assert queueing_model(a)["capacity_agrees"] is None
+
+
 def test_a_tier_that_missed_by_refusing_is_not_the_models_to_judge():
     a = run_of("shed429")  # 8 users miss the SLO by their 429s
     assert "at 8 users" not in a.model_check.capacity_clause and "at 4 users" in a.model_check.capacity_clause

@@ -148,7 +148,7 @@ def queueing_model(a: Analysis) -> dict | None:
     return {"slots": a.fit.slots, "x_max_rps": a.fit.x_max_rps, "service_ms": a.fit.service_s * 1000.0,
             "check": check.sentence if check is not None else None,
             "capacity_agrees": None if check is None or not check.capacity_clause
-            else "model agrees" in check.capacity_clause,
+            or "model cannot tell" in check.capacity_clause else "model agrees" in check.capacity_clause,
             "tolerance_ms": check.tolerance_ms if check is not None else None, "tiers": bands}
 
 

@@ -134,22 +134,28 @@ def _capacity_clause(frame: pd.DataFrame, cap: Capacity, tol: float, unit: str) 
     points = [(name, int(t.tier)) for name, t in tiers if int(t.tier) in by_tier.index]
     if not points:
         return ""
-    said, against = [], []
+    said, against, across = [], [], []
     for name, tier in points:
         row = by_tier.loc[tier]
         if row["model_lo"] != row["model_lo"]:
             continue
-        said.append(f"{_band_text(row['model_lo'], row['model_hi'])} at {load_with_unit(row['load'], unit)}")
+        load = load_with_unit(row["load"], unit)
+        said.append(f"{_band_text(row['model_lo'], row['model_hi'])} at {load}")
         if name == "met" and row["model_lo"] - tol > limit:
-            against.append(f"{load_with_unit(row['load'], unit)} to miss it")
-        if name == "missed" and row["model_hi"] + tol < limit:
-            against.append(f"{load_with_unit(row['load'], unit)} to meet it")
+            against.append(f"{load} to miss it")
+        elif name == "missed" and row["model_hi"] + tol < limit:
+            against.append(f"{load} to meet it")
+        elif (name == "met" and row["model_hi"] - tol > limit) or (name == "missed" and row["model_lo"] + tol < limit):
+            across.append(load)  # the band spans the limit: the model says neither
     if not said:
         return ""
     if against:
         return (f"The queueing model disagrees: it predicts p95 TTFT {' and '.join(said)}, so expects "
                 f"{' and '.join(against)}; the measured tiers stand (the model is a mean-value fit of slots and a "
                 "FIFO queue: see Model check).")
+    if across:
+        return (f"The queueing model cannot tell: it predicts p95 TTFT {' and '.join(said)}, a band across the "
+                f"limit ({limit:g} ms) at {' and '.join(across)}; the measured tiers stand.")
     return f"The queueing model agrees: it predicts p95 TTFT {' and '.join(said)} (limit {limit:g} ms)."
 
 
