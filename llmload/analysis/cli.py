@@ -9,9 +9,8 @@ Commands (each a `cmd_*` function behind the COMMANDS dict):
   watch RUN_DIR      p99 per window against an SLA threshold, breaches with timestamps
   check RUN_DIR      the SLO gate: one line per criterion, exit 0 pass / 1 fail / 2 cannot judge;
                      with --baseline OLD the regression gate against another run (report/baseline.py)
-A folder that is not a run, or a bad option, gets one line on stderr and exit code 2.
-A run recorded with --ship histograms (no samples.csv) gets every command from its histograms, through the
-same analysis (read/hist_run.py); watch needs per-request rows and says so.
+A folder that is not a run, or a bad option: one line on stderr, exit code 2. A run recorded with --ship histograms
+(no samples.csv) gets every command from its histograms (read/hist_run.py); watch needs rows and says so.
 """
 
 from __future__ import annotations
@@ -66,9 +65,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for lead, sentence in answer_items(a):
         print(f"{lead} {sentence}")
     # the files last: the report's path is the line a terminal leaves in view
-    print(f"files:  {out_dir / 'summary.json'}")
-    print(f"        {md_path}")
-    print(f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)"))
+    print(f"files:  {out_dir / 'summary.json'}\n        {md_path}\nreport: {html_path}"
+          + ("" if a.run.per_request else " (from histograms)"))
     return 0
 
 
@@ -229,8 +227,7 @@ def _empty_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse llmload run folders.",
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse run folders.", allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("report", "tiers", "knee", "plots"):
         p = sub.add_parser(name, help=HELP[name], allow_abbrev=False)

@@ -32,7 +32,7 @@ ACTIVE_STATES = ("spawning", "running")
 ERROR_KINDS = {"RateLimited": "429", "RetryAfterTooLong": "429", "HTTP4xx": "http_4xx", "HTTP5xx": "http_5xx",
                "ConnectError": "connect", "ServerGone": "server_gone", "Timeout": "timeout",
                "StreamBroken": "stream_broken", "ProtocolError": "protocol", "StreamError": "stream_error",
-               "EmptyAnswer": "empty_answer"}
+               "EmptyAnswer": "empty_answer", "Redirect": "redirect"}
 """exception class name (llmload/client/errors.py) -> kind shown on the errors chart"""
 
 

@@ -11,7 +11,7 @@ import flask
 
 from llmload.run.state import run_state
 from llmload.sink.timeline import Tier
-from llmload.webui import base_path, form, health, honest
+from llmload.webui import base_path, form, health, honest, series
 from llmload.webui.secrets import Secrets, same_host
 from llmload.webui.series import Sampler
 
@@ -98,13 +98,14 @@ def test_credential_headers_are_kept_out_of_the_page_and_bound_to_the_startup_ho
     context = {"template_args": {"extra_options": {"header": {"default_value": [
         "Authorization: Bearer sk-header", "X-Trace: 1"], "is_secret": False}}}}
     secrets.scrub(None, context=context)
-    assert context["template_args"]["extra_options"]["header"]["default_value"] == "X-Trace: 1"
+    # no header value is rendered, whatever its name (issue 37): names only, a fixed mask
+    assert context["template_args"]["extra_options"]["header"]["default_value"] == "Authorization: ***\nX-Trace: ***"
     client = swarm_app(secrets).test_client()
-    startup = client.post("/swarm", data={"header": "X-Trace: 1"}).get_json()["header"]
-    assert startup.splitlines() == ["X-Trace: 1", "Authorization: Bearer sk-header"]
+    startup = client.post("/swarm", data={"header": "Authorization: ***\nX-Trace: ***"}).get_json()["header"]
+    assert sorted(startup.splitlines()) == ["Authorization: Bearer sk-header", "X-Trace: 1"]  # the startup host
     with caplog.at_level(logging.WARNING, logger="llmload"):
         other = client.post("/swarm", data={"host": "http://127.0.0.1:9999"}).get_json()["header"]
-    assert other == "X-Trace: 1" and "--header credentials" in caplog.text and "sk-header" not in caplog.text
+    assert other == "" and "the --header values" in caplog.text and "sk-header" not in caplog.text
     typed = client.post("/swarm", data={"host": "http://127.0.0.1:9999", "header": "Authorization: Bearer mine"})
     assert typed.get_json()["header"] == "Authorization: Bearer mine"
 
@@ -223,3 +224,15 @@ def test_sampler_itl_mean_percentiles_over_the_window():
     assert (point["itl_mean_p50"], point["itl_mean_p99"]) == (40.0, 40.0)
     empty = Sampler(SimpleNamespace(stats=SimpleNamespace(entries={}, errors={}), runner=None))
     assert empty.sample(now_s=1.0)["itl_mean_p50"] is None
+
+
+def test_every_failure_class_has_its_own_kind_on_the_errors_chart():
+    import inspect
+
+    from llmload.client import errors
+
+    classes = [name for name, c in inspect.getmembers(errors, inspect.isclass)
+               if issubclass(c, errors.LLMError) and c is not errors.LLMError]
+    assert "Redirect" in classes
+    assert {name: series.ERROR_KINDS.get(name) for name in classes if name not in series.ERROR_KINDS} == {}
+    assert series.error_kind("Redirect('HTTP 307: the endpoint redirects to http://127.0.0.2:9')") == "redirect"

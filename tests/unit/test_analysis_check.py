@@ -28,8 +28,29 @@ def test_pass_at_a_load_that_meets_the_objective():
                                            "(16", "users)"]
 
 
+def test_without_a_load_a_step_run_is_judged_where_the_slo_holds():
+    code, out = check("runs/knee16", "--slo", "voice")  # the report: voice capacity 16 users, 32 miss it
+    assert code == 0
+    assert out.splitlines()[0] == "SLO voice holds up to 16 users (tier 5); 32 users (tier 6) misses it: PASS"
+    criteria = [line for line in out.splitlines()[1:] if not line.startswith("objective ")]
+    assert len(criteria) == 4 and all(line.startswith("PASS ") and "tier 5 (16 users)" in line for line in criteria)
+    code, out = check("runs/shed429", "--slo", "chat")
+    assert code == 0
+    assert out.splitlines()[0] == "SLO chat holds up to 4 users (tier 3); 8 users (tier 4) misses it: PASS"
+
+
+def test_a_run_that_misses_the_slo_at_its_lowest_load_fails(tmp_path):
+    file = tmp_path / "slo.toml"
+    file.write_text("[profiles.tight]\nttft = { p = 95, max_ms = 10 }\nmax_error_rate = 0.01\n")
+    code, out = check("runs/knee16", "--slo", "tight", "--slo-file", str(file))
+    assert code == 1
+    assert out.splitlines()[0] == "SLO tight: not met at the lowest load, 1 user (tier 1): FAIL"
+    failed = [line for line in out.splitlines() if line.startswith("FAIL ")]
+    assert len(failed) == 1 and "TTFT p95" in failed[0] and "tier 1 (1 user)" in failed[0]
+
+
 def test_fail_on_ttft():
-    code, out = check("runs/knee16", "--slo", "voice")
+    code, out = check("runs/knee16", "--slo", "voice", "--at-load", "32")
     assert code == 1
     assert out.splitlines()[0] == "SLO voice at tier 6 (32 users): FAIL"
     failed = [line for line in out.splitlines() if line.startswith("FAIL ")]
@@ -62,7 +83,7 @@ def test_no_tier_at_that_load_and_a_bad_folder_exit_2(tmp_path):
 
 def test_junit_file_parses_with_one_case_per_criterion(tmp_path):
     junit = tmp_path / "slo.xml"
-    code, _ = check("runs/knee16", "--slo", "voice", "--junit", str(junit))
+    code, _ = check("runs/knee16", "--slo", "voice", "--at-load", "32", "--junit", str(junit))
     suite = ET.parse(junit).getroot()
     assert code == 1 and suite.tag == "testsuite" and suite.get("name") == "llmload SLO voice"
     cases = suite.findall("testcase")

@@ -225,7 +225,7 @@ def source(kind: str, pooled: bool, cannot_show: tuple[str, ...] = ()) -> dict:
 
 
 def gate(a: Analysis) -> dict:
-    """`analysis check` with the run's profile at the highest load (same verdicts, same exit status)."""
+    """`analysis check` with the run's profile and no load given (same verdicts, same exit status)."""
     measured = samples.verdict_rows(a.run) if a.run.per_request else None
     result = check.judge(a.run.name, a.run.load_unit, a.table, measured, a.objective, hists=a.run.histograms)
     return gate_record(a.objective, result)

@@ -8,7 +8,11 @@ generator itself was overloaded (`tiers.py`) cannot be judged: its criteria say 
   every tier meets every criterion; pass when it is >= N; the criteria are shown at the first
   tier that broke one (or at the capacity tier when none broke);
 - `--plan-at-least RPS`: the plan the run proved (report/plan_gate.py: it needs the whole analysis);
-- neither: the highest-load tier that has requests.
+- neither, on a run of one tier: that tier; on a run of several: its capacity under the objective (as
+  `--capacity-at-least` the lowest load): PASS when the lowest load met every criterion, the headline naming
+  the highest load up to which every tier did and the first that did not, the criteria shown at the capacity
+  tier (at the lowest tier when even that broke one). A step run that found its knee passes: the question
+  is where the SLO holds, not whether the load past the knee meets it (`--at-load` asks that).
 Each criterion is PASS, FAIL or CANNOT JUDGE (too few successes for its percentile:
 `llmload.rules.gate`, which decides every criterion: a tier with no success at all fails its latency
 criteria once 20 attempts were sent). Exit code: 0 every criterion passed, 1 one failed, 2 nothing failed but
@@ -123,6 +127,8 @@ def judge(name: str, unit: str, table: pd.DataFrame, measured: pd.DataFrame | No
         return Check(obj, (), CANNOT, f"cannot judge {name}: no tier with measured requests")
     if capacity_at_least is not None:
         return _capacity(rows, measured, obj, unit, capacity_at_least, hists)
+    if at_load is None and rows["load"].nunique() > 1:
+        return _where_it_holds(rows, measured, obj, unit, hists)
     if at_load is not None:
         hit = rows[(rows["load_target"] == at_load) | (rows["load"] == at_load)]
         if hit.empty:
@@ -151,6 +157,29 @@ def _capacity(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective,
     have = load_with_unit(capacity, unit) if capacity is not None else "below the lowest tested load"
     return Check(obj, tuple(shown), status, f"SLO {obj.name} capacity: {have} (required: at least "
                  f"{load_with_unit(need, unit)}): {status}")
+
+
+def _where_it_holds(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective, unit: str,
+                    hists: Histograms | None) -> Check:
+    """The default of a run of several tiers (module docstring)."""
+    held, broke = None, None
+    for _, row in rows.iterrows():
+        verdicts = judge_tier(row, measured, obj, unit, hists)
+        if status_of(verdicts) != PASS:
+            broke = (row, verdicts)
+            break
+        held = (row, verdicts)
+    if held is None:
+        row, verdicts = broke  # the lowest load: it broke a criterion, or could not be judged
+        status = status_of(verdicts)
+        return Check(obj, tuple(verdicts), status, f"SLO {obj.name}: not met at the lowest load, "
+                     f"{load_with_unit(row['load'], unit)} (tier {int(row['tier'])}): {status}")
+    row, verdicts = held
+    past = (f"; {load_with_unit(broke[0]['load'], unit)} (tier {int(broke[0]['tier'])}) "
+            f"{'misses it' if status_of(broke[1]) == FAIL else 'cannot be judged'}" if broke is not None
+            else "; every tested load meets it")
+    return Check(obj, tuple(verdicts), PASS, f"SLO {obj.name} holds up to {load_with_unit(row['load'], unit)} "
+                 f"(tier {int(row['tier'])}){past}: {PASS}")
 
 
 def render(check: Check) -> str:
