@@ -55,17 +55,17 @@ def _target(args: argparse.Namespace) -> Target | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from llmload.analysis.report.figures import build_figures
-    from llmload.analysis.report.layout import answer_items, write_report
+    from llmload.analysis.report.layout import answer_items, report_suffix, write_report
 
     prices = resources.prices_of(args, {})  # checked before the analysis; None: run.json's, if any
     a = dataclasses.replace(_analysis(args, target=_target(args)), prices=prices)
     out_dir = Path(args.out) if args.out else a.run.path
     out_dir.mkdir(parents=True, exist_ok=True)
-    md_path, html_path = write_report(a, build_figures(a), out_dir)
+    suffix = report_suffix(a, args.slo)
+    md_path, html_path = write_report(a, build_figures(a), out_dir, suffix)
     for lead, sentence in answer_items(a):
         print(f"{lead} {sentence}")
-    # the files last: the report's path is the line a terminal leaves in view
-    print(f"files:  {out_dir / 'summary.json'}\n        {md_path}\nreport: {html_path}"
+    print(f"files:  {out_dir / f'summary{suffix}.json'}\n        {md_path}\nreport: {html_path}"
           + ("" if a.run.per_request else " (from histograms)"))
     return 0
 

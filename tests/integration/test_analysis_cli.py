@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -67,3 +68,23 @@ def test_watch_fail_on_breach_sets_exit_code():
     assert breached.returncode == 1 and "BREACH" in breached.stdout
     clean = cli("watch", run, "--window-s", "10", "--threshold-ms", "5000", "--fail-on-breach")
     assert clean.returncode == 0 and "No breach" in clean.stdout
+
+
+def test_a_report_for_another_slo_goes_beside_the_runs_own(tmp_path):
+    run_dir = Path(shutil.copytree(ROOT / "tests" / "fixtures" / "runs" / "knee16", tmp_path / "knee16"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    own = subprocess.run([sys.executable, "-m", "analysis", "report", str(run_dir)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert own.returncode == 0, own.stderr
+    own_md = (run_dir / "report.md").read_text()
+    voice = subprocess.run([sys.executable, "-m", "analysis", "report", str(run_dir), "--slo", "voice"], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert voice.returncode == 0, voice.stderr
+    assert (run_dir / "report.md").read_text() == own_md  # the run's own (ide, from run.json) is untouched
+    assert "under the voice SLO" in (run_dir / "report-voice.md").read_text()
+    assert (run_dir / "summary-voice.json").exists() and list((run_dir / "plots-voice").glob("*.png"))
+    assert "](plots-voice/" in (run_dir / "report-voice.md").read_text()
+    assert voice.stdout.strip().splitlines()[-1] == f"report: {run_dir / 'report-voice.html'}"
+    again = subprocess.run([sys.executable, "-m", "analysis", "report", str(run_dir), "--slo", "ide"], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert again.stdout.strip().splitlines()[-1] == f"report: {run_dir / 'report.html'}"  # its own SLO: report.md

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmload.analysis import text
-from llmload.analysis.analyze import Analysis
+from llmload.analysis.analyze import Analysis, choose_profile
 from llmload.analysis.read import traffic
 from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
@@ -273,16 +273,25 @@ def _tuple(pair: text.Rows) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...
     return headers, tuple(rows)
 
 
-def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path) -> tuple[Path, Path]:
-    """Write report.md, report.html, summary.json and plots/*.png into out_dir; return the two report paths."""
-    plot_dir = out_dir / "plots"
+def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path,
+                 suffix: str = "") -> tuple[Path, Path]:
+    """Write report.md, report.html, summary.json and plots/*.png into out_dir; return the two report paths.
+    `suffix` ('-voice': a report for another SLO than the run's) names them report-voice.md, summary-voice.json,
+    plots-voice/, beside the run's own report."""
+    plot_dir = out_dir / f"plots{suffix}"
     write_pngs(figures, plot_dir)
     doc = blocks(a, figures)
-    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    md_path.write_text(to_markdown(doc))
+    md_path, html_path = out_dir / f"report{suffix}.md", out_dir / f"report{suffix}.html"
+    md_path.write_text(to_markdown(doc, plot_dir.name))
     html_path.write_text(to_html(doc, f"Load test report: {a.run.name}"))
-    (out_dir / "summary.json").write_text(summary.dumps(a))
+    (out_dir / f"summary{suffix}.json").write_text(summary.dumps(a))
     return md_path, html_path
+
+
+def report_suffix(a: Analysis, slo: str | None) -> str:
+    """'-voice' when --slo names another profile than the run's own (run.json's, else its API's default): that
+    report goes beside the run's own, never over it; '' otherwise."""
+    return f"-{a.profile.name}" if slo and a.profile.name != choose_profile(a.run, None).name else ""
 
 
 def write_pngs(figures: list[tuple[str, str, bytes]], plot_dir: Path) -> list[Path]:
