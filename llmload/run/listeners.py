@@ -203,6 +203,8 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     ending.reset(environment)
     state.end = None
     state.warnings.clear()  # a new run: its own warnings
+    if environment.shape_class is None and not isinstance(environment.runner, WorkerRunner):
+        state.begin_run()  # no shape: no earlier shape run's tiers (a shape resets them at its first tick)
     if state.sink.writes_files and environment.events is locust.events:  # a `locust` process, not a test
         ending.watch_signals(environment)
     if state.sink.writes_files:

@@ -134,6 +134,14 @@ class RunState:
         """the --images of this process's chat, responses and messages requests (workload/images.py; generated at
         test start)"""
 
+    def begin_run(self) -> None:
+        """A new run on this process (a run without a shape after a shape's, a start from the web UI): nothing of
+        an earlier run's tiers, shape record, end or warnings stays (a shape's first tick then writes its own)."""
+        self.shape_info = {}
+        self.timeline.reset()
+        self.end = None
+        self.warnings.clear()
+
     def _feed_workers(self, _environment: Any) -> None:
         """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
         if self.workers is not None:

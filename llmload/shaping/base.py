@@ -45,6 +45,7 @@ from llmload.run.options import RunSettings, settings_of
 from llmload.run.state import run_state
 from llmload.run.verdicts import live_tiers, live_verdicts
 from llmload.shaping import confirm, refine, sigterm
+from llmload.shaping.checks import check_flags
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, done_line, format_line
@@ -117,10 +118,7 @@ class PlanShape(LoadTestShape):
     def _check_flags_early(self, runner: Any, options: Any) -> None:
         """Validate the flags before anything starts (see the module docstring)."""
         try:
-            options = options_with_defaults(options)
-            self.build_plan(options)
-            refine.refine_settings(options, "", self.refinable)
-            confirm.confirm_settings(options, confirm.confirms(self))
+            check_flags(self, options)
         except ShapeOptionError as e:
             self._report_bad_flags(e)
             if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):

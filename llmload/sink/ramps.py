@@ -136,6 +136,7 @@ class RampWatch:
         elif is_master(self.runner):
             why = f"each of the {window.counted} workers reported its users' first requests done"
         else:
-            why = f"each of the {window.counted} users the ramp added has completed a request after the last spawn"
+            why = (f"each of the {window.counted} users the ramp added has finished a request (answered or failed) "
+                   "after the last spawn")
         logger.info("llmload: warm-up over at +%.1f s (%s); requests sent from now on are phase=measure",
                     after_s, why)

@@ -21,7 +21,7 @@ from typing import Any
 from llmload.run.once import first_time
 from llmload.run.options import settings_of
 from llmload.run.state import run_state
-from llmload.webui import form, pages
+from llmload.webui import form, pages, start
 from llmload.webui.rows import COLUMNS, run_rows, window_row
 from llmload.webui.secrets import Secrets
 from llmload.webui.tab import TAB_KEY, TAB_TITLE, LLMTab, add_tab
@@ -88,6 +88,8 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
     pages.register(web_ui, tab, prefix)
     environment.events.test_start.add_listener(tab.on_test_start)
     environment.events.test_stop.add_listener(tab.on_test_stop)
+    environment.events.reset_stats.add_listener(tab.on_reset_stats)
+    web_ui.app.before_request(start.StartCheck(environment, tab).before_swarm)  # after secrets.restore
     tab.sampler.start()
 
 

@@ -89,11 +89,13 @@ def current_health(rows: list[dict], now_s: float, runner: Any, started_s: float
 
 def live_warnings(environment: Any) -> list[str]:
     """The board of live warnings (RunState.warnings) as the banner shows it: a generator's overload only
-    while a run is going (spawning, running); after it, an idle process has nothing to be overloaded by."""
+    while a run is going (spawning, running); after it, an idle process has nothing to be overloaded by. First,
+    the line llmload stopped the run with (an unreachable host, a refused key), until the next start."""
     runner = environment.runner
     active = runner is not None and runner.state in ACTIVE_STATES
-    return [text for key, text in sorted(run_state(environment).warnings.items())
-            if active or not key.startswith("overload ")]
+    state = run_state(environment)
+    stopped = [f"llmload stopped the run: {state.stop_reason}"] if state.stop_reason else []  # run/stop.py's line
+    return stopped + [text for key, text in sorted(state.warnings.items()) if active or not key.startswith("overload ")]
 
 
 def warmup_text(tab: Any) -> str:

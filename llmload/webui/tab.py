@@ -5,7 +5,8 @@ and the response passes unchanged; a response that is not JSON, e.g. --web-login
 when no auth is configured, is left alone):
   * on /stats/requests: the LLM tab's rows as `extended_stats` (the only table hook Locust's
     React UI offers; it polls that JSON every ~2 s), the header / Charts keys made honest
-    (honest.py), and the runner's live state when Locust's 2 s memo is stale;
+    (honest.py), and the state the page is told (`page_state`: it keeps Locust's page polling through
+    the stop, whose freeze at CLEANUP is Locust's; docs/webui.md);
   * on the index page: one <script> tag, which adds the LLM bar (links to the charts page,
     the CSVs and the report, the run folder and the verdicts) to Locust's page.
 Locust serves one memoized response object for 2 s: rows and totals are computed once per
@@ -22,7 +23,7 @@ from typing import Any
 
 from llmload.run.state import run_state
 from llmload.sink.warmup import RampWarmup
-from llmload.sink.window import snapshot
+from llmload.sink.window import StatsSnapshot, snapshot
 from llmload.webui import honest, verdicts
 from llmload.webui.rows import TierFigures, figures_row, measured_rows, run_rows, tier_figures
 from llmload.webui.series import ACTIVE_STATES, Sampler
@@ -33,6 +34,7 @@ TAB_TITLE = "LLM"
 STATS_ENDPOINT = "locust.request_stats"
 """Flask endpoint of /stats/requests (blueprint "locust"), whatever --web-base-path is"""
 INDEX_ENDPOINT = "locust.index"
+STOPPING_STATES = ("cleanup", "stopping")
 
 
 class LLMTab:
@@ -92,6 +94,18 @@ class LLMTab:
 
     def on_test_stop(self, **_kw: Any) -> None:
         self.run_end_s = time.time()
+        web_ui = getattr(self.environment, "web_ui", None)
+        view = web_ui.app.view_functions.get(STATS_ENDPOINT) if web_ui is not None else None
+        if view is not None and hasattr(view, "clear_cache"):  # Locust's 2 s memo: the next poll is final
+            view.clear_cache()
+
+    def on_reset_stats(self, **_kw: Any) -> None:
+        """Locust's Reset: the LLM tab counts from now too (its tiers' snapshots start at zero, as the stats)."""
+        self.sampler.reset()
+        for record in run_state(self.environment).timeline.records:
+            record.at_start = StatsSnapshot()
+            record.at_warm = StatsSnapshot() if record.at_warm is not None else None
+            record.at_end = StatsSnapshot() if record.at_end is not None else None
 
     # --- Flask hook --------------------------------------------------------------------------
     def after_request(self, response: Any) -> Any:
@@ -127,8 +141,11 @@ class LLMTab:
         # while the runner is active its live state wins (only then: a stale "running" after the
         # stop costs one more poll, a live "stopped" beside 2 s old figures would freeze those).
         out = dict(payload)
-        if runner is not None and runner.state in ACTIVE_STATES and out.get("state") != runner.state:
-            out["state"], out["user_count"] = runner.state, runner.user_count
+        if runner is not None:
+            shown = page_state(str(out.get("state")), runner.state)
+            if shown != out.get("state"):
+                out["state"], out["user_count"] = shown, runner.user_count
+            out["llmload_state"] = runner.state  # the LLM bar says 'stopping' while requests drain
         response.set_data(json.dumps(out))
 
     def _index_html(self, response: Any) -> None:
@@ -138,6 +155,18 @@ class LLMTab:
         tag = f'<script src="{escape(self.script_url)}" defer></script>'
         if tag not in html and "</body>" in html:
             response.set_data(html.replace("</body>", tag + "\n</body>", 1))
+
+
+def page_state(memo: str, live: str) -> str:
+    """The state Locust's page is told. Its React page polls only while spawning or running: one `cleanup` or
+    `stopping` answer ends its polling until a reload (the stop drains requests for up to --stop-timeout; Locust
+    issues #2400, #2430), and the Stop button waits for `stopped`. So while requests drain, and while the 2 s memo
+    predates the stop, it is told `running`; then the live state with the final figures."""
+    if live in ACTIVE_STATES:
+        return live
+    if live in STOPPING_STATES or (memo != live and memo in (*ACTIVE_STATES, *STOPPING_STATES)):
+        return "running"
+    return memo
 
 
 def add_tab(template_args: dict, columns: tuple) -> None:

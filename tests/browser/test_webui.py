@@ -224,7 +224,8 @@ def test_class_picker_step_shape_and_per_tier_llm_tab(page, locust_ui, tmp_path)
     """--class-picker on the step-load scenario: pick StepTiers, run it from the UI under a
     --web-base-path; tiers.csv gets the tiers and the LLM tab shows one row per tier."""
     run_dir = tmp_path / "run-c"
-    ui = locust_ui(STEP_FILE, "--host", "embedded", "--class-picker", "--no-confirm", "--tiers", "1,2,3",
+    ui = locust_ui(STEP_FILE, "--host", "embedded", "--class-picker", "--no-confirm", "--no-refine",
+                   "--tiers", "1,2,3",
                    "--tier-seconds", "4",
                    "--warmup-seconds", "1", "--min-tier-requests", "1", base_path="/llmload")
     page.goto(ui.url)

@@ -8,6 +8,7 @@ import logging
 from types import SimpleNamespace
 
 import flask
+import pytest
 
 from llmload.run.state import run_state
 from llmload.sink.timeline import Tier
@@ -236,3 +237,34 @@ def test_every_failure_class_has_its_own_kind_on_the_errors_chart():
     assert "Redirect" in classes
     assert {name: series.ERROR_KINDS.get(name) for name in classes if name not in series.ERROR_KINDS} == {}
     assert series.error_kind("Redirect('HTTP 307: the endpoint redirects to http://127.0.0.2:9')") == "redirect"
+
+
+def test_the_page_is_told_running_through_the_stop_so_it_keeps_polling():
+    from llmload.webui.tab import page_state
+
+    assert page_state("running", "running") == "running"
+    assert page_state("running", "cleanup") == "running"  # requests drain: Locust's page would stop polling
+    assert page_state("cleanup", "stopping") == "running"
+    assert page_state("running", "stopped") == "running"  # the 2 s memo predates the stop: one more poll
+    assert page_state("stopped", "stopped") == "stopped"
+    assert page_state("ready", "ready") == "ready"
+    assert page_state("stopped", "spawning") == "spawning"
+
+
+def test_a_start_forms_fields_convert_as_locust_converts_them_or_say_what_to_give():
+    from werkzeug.datastructures import MultiDict
+
+    from llmload.webui.start import form_options
+
+    parsed = SimpleNamespace(tier_seconds=60.0, max_tokens=64, stop_at_knee=False, tiers="1,2", header=[],
+                             model=None)
+    options = form_options(parsed, MultiDict({"tier_seconds": "30", "max_tokens": "12", "stop_at_knee": "true",
+                                              "tiers": "1,2,4", "header": "A: 1,B: 2", "model": "m",
+                                              "user_count": "4", "unknown": "x"}))
+    assert (options.tier_seconds, options.max_tokens, options.stop_at_knee, options.tiers) == (30.0, 12, True, "1,2,4")
+    assert options.header == ["A: 1", "B: 2"] and options.model == "m" and not hasattr(options, "unknown")
+    assert parsed.tier_seconds == 60.0  # Locust's own options are left alone
+    with pytest.raises(ValueError, match=r"--tier-seconds must be a number here, got '2m'"):
+        form_options(parsed, MultiDict({"tier_seconds": "2m"}))
+    with pytest.raises(ValueError, match=r"Number of users must be a whole number >= 0, got '-5'"):
+        form_options(parsed, MultiDict({"user_count": "-5"}))
