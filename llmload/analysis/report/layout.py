@@ -273,11 +273,8 @@ def _tuple(pair: text.Rows) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...
     return headers, tuple(rows)
 
 
-def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path,
-                 suffix: str = "") -> tuple[Path, Path]:
-    """Write report.md, report.html, summary.json and plots/*.png into out_dir; return the two report paths.
-    `suffix` ('-voice': a report for another SLO than the run's) names them report-voice.md, summary-voice.json,
-    plots-voice/, beside the run's own report."""
+def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Path, suffix: str = "") -> tuple:
+    """report.md, report.html, summary.json and plots/*.png (with `suffix`: report-voice.md, ...) into out_dir."""
     plot_dir = out_dir / f"plots{suffix}"
     write_pngs(figures, plot_dir)
     doc = blocks(a, figures)
@@ -289,8 +286,7 @@ def write_report(a: Analysis, figures: list[tuple[str, str, bytes]], out_dir: Pa
 
 
 def report_suffix(a: Analysis, slo: str | None) -> str:
-    """'-voice' when --slo names another profile than the run's own (run.json's, else its API's default): that
-    report goes beside the run's own, never over it; '' otherwise."""
+    """'-voice' when --slo names another profile than the run's own: that report goes beside it, not over it."""
     return f"-{a.profile.name}" if slo and a.profile.name != choose_profile(a.run, None).name else ""
 
 
