@@ -121,9 +121,10 @@ def progress_loop(run: ShapeRun, every_s: float, now: Callable[[], float],
 
 
 def spawn_rate_for(options: Any, cli_rate_given: bool, users_before: int, users: int, workers: int) -> float:
-    """Users/s for a tier change: Locust's --spawn-rate when given (on the command line, or the web
-    UI form), else the whole change in about one second (at most 100 users/s per worker)."""
-    given = options.spawn_rate if (cli_rate_given or not options.headless) else None
+    """Users/s for a tier change: Locust's --spawn-rate when given on the command line, else the whole change in
+    about one second (at most 100 users/s per worker). The web UI's form always sends its ramp field (1 by
+    default; Locust greys it out under a shape): a shape's tiers ramp at once unless -r was asked for."""
+    given = options.spawn_rate if cli_rate_given else None
     if given:
         return float(given)
     return min(max(1.0, float(abs(users - users_before))), MAX_AUTO_SPAWN_PER_WORKER * workers)

@@ -37,12 +37,15 @@ def llm_requests(ui) -> int:
     return sum(s["num_requests"] for s in stats_json(ui)["stats"] if s["method"] == "LLM")
 
 
-def start(page, shape: str, fields: dict[str, str], host: str | None = None, users: int = 1) -> None:
-    """The start form (first start, or New after a run): the shape, the host, the fields; then submit."""
+def start(page, shape: str | None, fields: dict[str, str], host: str | None = None, users: int = 1) -> None:
+    """The start form (first start, or New after a run): the shape (None: as the form opens), the host, the
+    fields; then submit."""
     header_button(page, "New")
-    page.select_option("select[name=shapeClass]", shape)
+    if shape is not None:
+        page.select_option("select[name=shapeClass]", shape)
     for name, value in (("userCount", str(users)), ("spawnRate", "10")):
-        if page.locator(f"input[name={name}]").is_enabled():  # Locust disables them under a shape
+        field = page.locator(f"input[name={name}]")
+        if field.is_visible() and field.is_enabled():  # Locust hides or disables them under a shape
             page.fill(f"input[name={name}]", value)
     if host is not None:
         page.fill("input[name=host]", host)
@@ -93,10 +96,12 @@ def test_a_session_of_five_runs_each_told_truly(page, locust_ui, tmp_path, width
     ui = locust_ui(STEP_FILE, "--host", "embedded", "--class-picker", "--no-confirm", "--no-refine",
                    "--warmup-seconds", "1", "--min-tier-requests", "1", "--max-tokens", "12")
     page.goto(ui.url)
+    shape = page.locator("select[name=shapeClass]")
+    wait_for(lambda: shape.input_value() == "StepTiers", 10, "the form opening on the locustfile's shape", ui)
     step = {"tierSeconds": "4", "tiers": "1,2"}
 
     # 1. a step run to its end: the header says stopped without a reload, every count final
-    start(page, "StepTiers", {**step, "runDir": str(tmp_path / "a")})
+    start(page, None, {**step, "runDir": str(tmp_path / "a")})  # the form's own choice: StepTiers
     wait_header(page, ui, "stopped", 40)
     samples = read_rows(tmp_path / "a" / "samples.csv")
     embedded = json.loads((tmp_path / "a" / "run.json").read_text())["host"]

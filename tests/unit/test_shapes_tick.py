@@ -502,3 +502,10 @@ def test_a_run_stopped_while_the_load_holds_before_its_window_leaves_no_hold_beh
     shape.end("test stopped")
     assert openloop_user.CONTROL.target is None
     assert run_state(env).shape_info["confirm"]["windows"][0]["rate"] == 9.19
+
+
+def test_the_web_forms_ramp_field_does_not_slow_a_shapes_tiers(tmp_path):
+    shape, clock, _env = make(StepShape, tmp_path, tiers="1,16", headless=False, spawn_rate=1.0)  # the form's 1/s
+    shape._cli_spawn_rate = None  # no -r on the command line: the 1.0 came from the start form
+    tick_at(shape, clock, 0.0)
+    assert tick_at(shape, clock, 10.0) == (16, 15.0)  # the 15 added users in about a second, not 15 s

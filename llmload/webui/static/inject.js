@@ -1,7 +1,7 @@
 // Added to Locust's page by llmload: a bar with the run folder, the verdicts so far and links to
 // the LLM charts, the run's CSVs (those it wrote: histograms.csv instead of samples.csv with --ship histograms)
 // and the report so far, and a red banner with the live warnings (a generator overloaded, the SDK's ceiling)
-// while there are any. Polls data.json (without the series).
+// while there are any. Polls data.json (without the series). The start form opens on the locustfile's shape.
 // z-index 1200: above Locust's app bar (MUI 1100), below its dialogs (MUI modal 1300), so the
 // "New" / "Edit" forms are never covered.
 "use strict";
@@ -54,4 +54,17 @@
     setTimeout(poll, 2000);
   }
   poll();
+  // The class picker's shape select opens on "Default" (no shape: one user, no tiers): pick the locustfile's
+  // shape instead, once per form, as a user would (the native setter and a change event, which React reads).
+  function defaultShape() {
+    document.querySelectorAll("select[name=shapeClass]:not([data-llmload])").forEach(select => {
+      select.dataset.llmload = "1";
+      const shapes = [...select.options].map(o => o.value).filter(v => v !== "Default");
+      if (select.value !== "Default" || !shapes.length) return;
+      Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, "value").set.call(select, shapes[0]);
+      select.dispatchEvent(new Event("change", {bubbles: true}));
+    });
+  }
+  new MutationObserver(defaultShape).observe(document.body, {childList: true, subtree: true});
+  defaultShape();
 })();
