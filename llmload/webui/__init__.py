@@ -86,6 +86,9 @@ def _on_init(environment: Any, web_ui: Any = None, **_kw: Any) -> None:
     before_render_template.connect(_on_render(tab, secrets), web_ui.app, weak=False)
     secrets.scrub(web_ui.app, context={"template_args": web_ui.template_args})
     pages.register(web_ui, tab, prefix)
+    tab.final_report = pages.write_final_report
+    web_ui.template_args["extended_csv_files"] = [*(web_ui.template_args.get("extended_csv_files") or []),
+                                                  *pages.downloads(prefix)]
     environment.events.test_start.add_listener(tab.on_test_start)
     environment.events.test_stop.add_listener(tab.on_test_stop)
     environment.events.reset_stats.add_listener(tab.on_reset_stats)

@@ -10,7 +10,9 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
                                  plain run's warm-up, the run's files and `ship` / `note` (--ship
                                  histograms: no samples.csv); `?since=T` sends only newer points
   <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json, histograms.csv,
-                                 attempts.csv of the current/last run (a missing one: 404, one line)
+                                 attempts.csv, and report.html / report.md / summary.json (written when a
+                                 run from the UI ends: `write_final_report`) of the current/last run (a
+                                 missing one: 404, one line); Locust's Download Data tab links them
   <base>/llmload/report          `python -m analysis report RUN --out <tmp>` in a subprocess (the
                                  analysis never runs inside the Locust process), its report.html; a
                                  run recorded with --ship histograms gets the report from histograms
@@ -42,7 +44,13 @@ from llmload.webui.series import ACTIVE_STATES
 
 STATIC = Path(__file__).with_name("static")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUN_FILES = ("samples.csv", "tiers.csv", "health.csv", "run.json", "histograms.csv", "attempts.csv")
+RUN_FILES = ("samples.csv", "tiers.csv", "health.csv", "run.json", "histograms.csv", "attempts.csv", "report.html",
+             "report.md", "summary.json")
+DOWNLOADS = (("samples.csv", "LLM: samples.csv, one row per request"), ("tiers.csv", "LLM: tiers.csv"),
+             ("report.html", "LLM: the capacity report (report.html, written when the run ends)"),
+             ("report.md", "LLM: report.md"), ("summary.json", "LLM: summary.json"))
+"""the Download Data tab's links to the current (else the last) run's files"""
+MIMETYPES = {".html": "text/html", ".json": "application/json"}
 HISTOGRAMS_ONLY = ("--ship histograms: this run keeps no per-request rows (no samples.csv); its figures are in "
                    "histograms.csv and attempts.csv, and the report so far comes from them (no per-request splits).")
 REPORT_TIMEOUT_S = 120.0
@@ -161,6 +169,22 @@ def run_report(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> tuple[bool
         return False, (proc.stderr or proc.stdout or "no output").strip()[-2000:]
 
 
+def write_final_report(run_dir: Path) -> subprocess.Popen | None:
+    """The report a headless run writes (`llmload run`), into the run folder of a web UI run that ended: report.md,
+    report.html, summary.json and plots/, by `python -m llmload.analysis report` in a child (the analysis never
+    runs in the Locust process); its output goes to report.log there. Not waited for."""
+    if not reportable(run_dir):
+        return None
+    with open(run_dir / "report.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", "llmload.analysis", "report", str(run_dir.resolve())],
+                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def downloads(prefix: str) -> list[dict]:
+    """Locust's Download Data tab entries (template_args `extended_csv_files`)."""
+    return [{"href": f"{prefix}/llmload/files/{name}", "title": title} for name, title in DOWNLOADS]
+
+
 def register(web_ui: Any, tab: Any, prefix: str) -> None:
     from flask import Response, abort, request, send_from_directory
     from markupsafe import escape
@@ -193,7 +217,8 @@ def register(web_ui: Any, tab: Any, prefix: str) -> None:
             why = HISTOGRAMS_ONLY if name == "samples.csv" and histograms_only(tab, run_dir) else \
                 f"No run has written {name} yet."
             return Response(why + "\n", mimetype="text/plain", status=404)
-        return send_from_directory(run_dir.resolve(), name, mimetype="text/plain", max_age=0)
+        return send_from_directory(run_dir.resolve(), name, mimetype=MIMETYPES.get(Path(name).suffix, "text/plain"),
+                                   max_age=0)
 
     def metrics() -> Any:
         return Response(render(tab.environment), content_type=CONTENT_TYPE)

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent
+
 from llmload.run.state import run_state
 from llmload.sink.warmup import RampWarmup
 from llmload.sink.window import StatsSnapshot, snapshot
@@ -35,6 +37,8 @@ STATS_ENDPOINT = "locust.request_stats"
 """Flask endpoint of /stats/requests (blueprint "locust"), whatever --web-base-path is"""
 INDEX_ENDPOINT = "locust.index"
 STOPPING_STATES = ("cleanup", "stopping")
+FINAL_REPORT_DELAY_S = 1.0
+"""the report of an ended run starts this long after test_stop (its files are closed by then)"""
 
 
 class LLMTab:
@@ -45,6 +49,8 @@ class LLMTab:
         self.run_end_s: float | None = None
         """when the last run stopped (whole-run rows stop growing then)"""
         self.sampler = Sampler(environment)
+        self.final_report: Any = None
+        """writes the ended run's report into its folder (pages.write_final_report; None: not in a web UI)"""
         """the folder the current (or last) run writes to; kept after the run releases it"""
         self._failed = False
 
@@ -94,6 +100,10 @@ class LLMTab:
 
     def on_test_stop(self, **_kw: Any) -> None:
         self.run_end_s = time.time()
+        state = run_state(self.environment)
+        run_dir = state.run_dir or state.last_run_dir  # the run's own test_stop may have released it already
+        if run_dir is not None and self.final_report is not None:  # after the run's own test_stop closed its files
+            gevent.spawn_later(FINAL_REPORT_DELAY_S, self.final_report, Path(run_dir))
         web_ui = getattr(self.environment, "web_ui", None)
         view = web_ui.app.view_functions.get(STATS_ENDPOINT) if web_ui is not None else None
         if view is not None and hasattr(view, "clear_cache"):  # Locust's 2 s memo: the next poll is final

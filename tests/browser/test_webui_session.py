@@ -96,6 +96,12 @@ def test_a_session_of_five_runs_each_told_truly(page, locust_ui, tmp_path, width
     ui = locust_ui(STEP_FILE, "--host", "embedded", "--class-picker", "--no-confirm", "--no-refine",
                    "--warmup-seconds", "1", "--min-tier-requests", "1", "--max-tokens", "12")
     page.goto(ui.url)
+    bar = page.locator("#llmload-bar")
+    tall = bar.bounding_box()["height"]
+    page.locator("#llmload-toggle").click()  # the bar folds to one line, and the page's end stays above it
+    assert bar.bounding_box()["height"] <= tall and not page.locator("#llmload-status").is_visible()
+    page.locator("#llmload-toggle").click()
+    assert page.locator("#llmload-status").is_visible()
     shape = page.locator("select[name=shapeClass]")
     wait_for(lambda: shape.input_value() == "StepTiers", 10, "the form opening on the locustfile's shape", ui)
     step = {"tierSeconds": "4", "tiers": "1,2"}
@@ -110,6 +116,14 @@ def test_a_session_of_five_runs_each_told_truly(page, locust_ui, tmp_path, width
              lambda: f"both tiers done in the LLM tab: {tier_rows(page)}", ui)
     requests = sum(int(r["Requests"]) for r in table_rows(page))
     assert 0 < requests <= len(samples)  # the measure windows' requests (warm-ups are not in them)
+    # the report a headless run writes, in the run folder, and in Locust's Download Data tab
+    wait_for(lambda: (tmp_path / "a" / "summary.json").exists(), 60, "the run's report written when it ended", ui)
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["run"]["shape_class"] == "StepTiers"
+    open_tab(page, "Download Data")
+    link = page.get_by_role("link", name="LLM: the capacity report (report.html, written when the run ends)")
+    with urllib.request.urlopen(ui.url + link.get_attribute("href").lstrip("/"), timeout=10) as resp:
+        assert resp.headers.get_content_type() == "text/html" and b"Load test report" in resp.read()
+    assert page.get_by_role("link", name="LLM: samples.csv, one row per request").is_visible()
     screenshot(page, tmp_path, f"{width}-1-step-done.png")
 
     # 2. no shape, an unreachable host: no earlier tiers, and the page says why it stopped

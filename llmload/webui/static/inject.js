@@ -19,6 +19,21 @@
     link("files/histograms.csv", "histograms.csv", "llmload-histograms") + link("files/tiers.csv", "tiers.csv", "llmload-tiers") +
     link("report", "report so far &#8599;", "llmload-report") + '<span id="llmload-status"></span>';
   bar.querySelector("#llmload-histograms").style.display = "none";  // shown instead of samples.csv when histograms only
+  // collapsible: on a narrow window the status line wraps to several lines; the toggle keeps it to one (remembered)
+  const toggle = document.createElement("button");
+  toggle.id = "llmload-toggle";
+  toggle.type = "button";
+  toggle.style.cssText = "margin-left:auto;background:none;border:1px solid #8ab4ff;color:#8ab4ff;border-radius:3px;" +
+    "font:12px system-ui,sans-serif;cursor:pointer;padding:1px 6px";
+  const status = bar.querySelector("#llmload-status");
+  const fold = folded => {
+    status.style.display = folded ? "none" : "";
+    toggle.textContent = folded ? "show status ▴" : "hide ▾";
+    try { localStorage.setItem("llmload-bar-folded", folded ? "1" : ""); } catch (e) { /* private mode */ }
+    document.body.style.paddingBottom = (bar.offsetHeight + 8) + "px";
+  };
+  toggle.onclick = () => fold(status.style.display !== "none");
+  bar.appendChild(toggle);
   const banner = document.createElement("div");  // live warnings (overload, the SDK's ceiling): hidden when none
   banner.id = "llmload-banner";
   banner.setAttribute("role", "alert");
@@ -27,6 +42,9 @@
   bar.prepend(banner);
   document.body.appendChild(bar);
   document.body.style.paddingBottom = "36px";
+  let folded = false;
+  try { folded = !!localStorage.getItem("llmload-bar-folded"); } catch (e) { /* private mode */ }
+  fold(folded);
   async function poll() {
     try {
       const resp = await fetch(base + "data.json?since=1e12", {credentials: "same-origin"});
