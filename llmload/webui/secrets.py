@@ -154,7 +154,7 @@ class Secrets:
                     self.startup_headers = _header_entries(option.get("default_value"))
                 option = {**option, "default_value": "\n".join(masked_headers(self.startup_headers))}
             options[name] = option
-        shown = {"host": without_userinfo(args["host"])} if isinstance(args.get("host"), str) else {}
+        shown: dict[str, Any] = {"host": without_userinfo(args["host"])} if isinstance(args.get("host"), str) else {}
         if isinstance(args.get("users"), dict):  # the class picker's per-class settings name a host too
             shown["users"] = {name: {**user, "host": without_userinfo(user["host"])}
                               if isinstance(user, dict) and isinstance(user.get("host"), str) else user

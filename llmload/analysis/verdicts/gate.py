@@ -162,7 +162,8 @@ def _capacity(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective,
 def _where_it_holds(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Objective, unit: str,
                     hists: Histograms | None) -> Check:
     """The default of a run of several tiers (module docstring)."""
-    held, broke = None, None
+    held: tuple[pd.Series, list[Verdict]] | None = None
+    broke: tuple[pd.Series, list[Verdict]] | None = None
     for _, row in rows.iterrows():
         verdicts = judge_tier(row, measured, obj, unit, hists)
         if status_of(verdicts) != PASS:
@@ -170,6 +171,7 @@ def _where_it_holds(rows: pd.DataFrame, measured: pd.DataFrame | None, obj: Obje
             break
         held = (row, verdicts)
     if held is None:
+        assert broke is not None  # rows is not empty (judge)
         row, verdicts = broke  # the lowest load: it broke a criterion, or could not be judged
         status = status_of(verdicts)
         return Check(obj, tuple(verdicts), status, f"SLO {obj.name}: not met at the lowest load, "
