@@ -4,7 +4,7 @@ How it works: run.json's `shape` (written by llmload's shapes) has `class` (the 
 shape class name, e.g. StepTiers, RateTiers, Spike, Soak, Day), `open_loop` and `tiers`.
 The kind is decided in this order:
 - `open_loop` true, or tiers in req/s            -> 'rate'     (open-loop rate tiers)
-- a `kind` field naming one of the kinds          -> that kind (not written by llmload yet)
+- a `kind` field naming one of the kinds          -> that kind (llmload's shapes write it)
 - the class name contains spike / soak / schedule -> that kind
 - else from the tier loads: three tiers a, b > a, a -> 'spike'; two or more equal
   loads -> 'soak'; loads that go down somewhere -> 'schedule'; otherwise 'step'.

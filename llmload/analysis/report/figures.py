@@ -36,8 +36,11 @@ def error_rates(a: Analysis) -> pd.DataFrame:
     sent = a.table.set_index("tier")["sent"].reindex(kinds.index)
     rates = kinds.div(sent.where(sent > 0), axis=0).fillna(0.0)
     loads = a.table.set_index("tier")["load"].reindex(kinds.index)
-    rates.index = loads.to_numpy() if a.climbs else [f"tier {t}: {v:g}" for t, v in loads.items()]
-    return rates
+    if not a.climbs:
+        rates.index = [f"tier {t}: {v:g}" for t, v in loads.items()]
+        return rates
+    rates.index = loads.to_numpy()
+    return rates.sort_index(kind="stable")  # load order, as every figure by load
 
 
 def ttft_cdf(a: Analysis, metric: str = "ttft_ms") -> pd.DataFrame:
@@ -59,16 +62,38 @@ def ttft_cdf(a: Analysis, metric: str = "ttft_ms") -> pd.DataFrame:
 
 
 def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
-    unit = a.run.load_unit
+    return [(name, caption, _png(fig)) for name, caption, fig in figures(a)]
+
+
+def by_load(a: Analysis) -> pd.DataFrame:
+    """The tiers with requests in load order (refinement appends tiers after the planned ones: a line drawn in run
+    order would join 16 users back to 6), each marked `refined` when --refine added it."""
     table = a.table[a.table["sent"] > 0]
+    tiers = a.run.tiers
+    refined = set(tiers.loc[tiers["refined"].astype(bool), "tier"]) if "refined" in tiers else set()
+    table = table.assign(refined=table["tier"].isin(refined))
+    return table.sort_values(["load", "tier"], kind="stable") if a.climbs else table
+
+
+def capacity_mark(a: Analysis) -> float | None:
+    """The load the capacity sentence names (summary.json's), None when it names none."""
+    cap = a.capacity
+    return float(cap.load) if cap.status in ("within", "beyond") and cap.load == cap.load else None
+
+
+def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
+    """(name, caption, Figure) in report order (module docstring)."""
+    unit = a.run.load_unit
+    table = by_load(a)
     knees = (a.compute, a.onset)
     e2e = a.no_first_token  # answers with no first token: the same figures, of e2e latency (unstreamed.py)
     table = unstreamed.as_e2e(table) if e2e else table
     latency, slo_ms = ("e2e_ms", a.profile.e2e_p95_ms) if e2e else ("ttft_ms", a.profile.ttft_p95_ms)
     specs = [
-        ("knee", "p50/p95/p99 TTFT per tier. Vertical lines: compute saturation (dash-dot: throughput stops "
-         "growing) and queueing onset (dashed: requests start to wait); horizontal dash-dot: the SLO.",
-         lambda ax: plots.plot_knee(ax, table, slo_ms, unit, knees)),
+        ("knee", "p50/p95/p99 TTFT per tier, in load order. Vertical lines: compute saturation (dash-dot: "
+         "throughput stops growing), queueing onset (dashed: requests start to wait) and the capacity the answer "
+         "names (dotted green); horizontal dash-dot: the SLO; hollow rings: tiers --refine added.",
+         lambda ax: plots.plot_knee(ax, table, slo_ms, unit, knees, capacity_mark(a))),
         ("throughput", "Successful requests/s and output tokens/s per tier, both axes from zero; " + (
             "the grey dashed line is the fitted queueing model (c slots: min(load / one user's low-load cycle, "
             "plateau)). " if a.fit is not None else "") + "A flat line means added load no longer adds throughput.",
@@ -110,7 +135,7 @@ def build_figures(a: Analysis) -> list[tuple[str, str, bytes]]:
         draw(fig.add_subplot())
         if e2e:
             unstreamed.relabel(fig)
-        out.append((name, unstreamed.words(caption) if e2e else caption, _png(fig)))
+        out.append((name, unstreamed.words(caption) if e2e else caption, fig))
     return out
 
 

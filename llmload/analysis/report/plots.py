@@ -37,9 +37,10 @@ def _mark_knee(ax: Axes, knees: tuple[KneePoint | None, KneePoint | None] | None
 
 
 def plot_knee(ax: Axes, table: pd.DataFrame, slo_ms: float | None = None, load_unit: str = "users",
-              marks: tuple[KneePoint | None, KneePoint | None] | None = None) -> None:
-    """p50/p95/p99 TTFT against load; p99 with its bootstrap CI; the SLO and `marks` (compute saturation,
-    queueing onset) marked."""
+              marks: tuple[KneePoint | None, KneePoint | None] | None = None, capacity: float | None = None) -> None:
+    """p50/p95/p99 TTFT against load (`table` in load order); p99 with its bootstrap CI; the SLO, `marks` (compute
+    saturation, queueing onset) and the `capacity` the answer names marked; tiers --refine added (`refined`)
+    ringed."""
     for name in ("p50", "p95"):
         ax.plot(table["load"], table[f"ttft_{name}_ms"], marker="o", color=COLORS[name], label=f"TTFT {name}")
     lo = (table["ttft_p99_ms"] - table["ttft_p99_ci_lo_ms"]).clip(lower=0).fillna(0)
@@ -48,6 +49,13 @@ def plot_knee(ax: Axes, table: pd.DataFrame, slo_ms: float | None = None, load_u
                 capsize=3, label="TTFT p99 (95% CI)")
     if slo_ms is not None:
         ax.axhline(slo_ms, color=COLORS["slo"], linestyle="-.", label=f"SLO p95 {slo_ms:g} ms")
+    if "refined" in table and table["refined"].any():
+        added = table[table["refined"]]
+        ax.scatter(added["load"], added["ttft_p95_ms"], s=110, facecolors="none", edgecolors=COLORS["knee"],
+                   linewidths=1.4, zorder=3, label="tier added by --refine")
+    if capacity is not None:
+        ax.axvline(capacity, color=COLORS["slo"], linestyle=":", linewidth=1.6,
+                   label=f"capacity under the SLO ({capacity:g} {load_unit})")
     _mark_knee(ax, marks)
     _load_axis(ax, table, load_unit)
     ax.set_ylabel("TTFT (ms)")
