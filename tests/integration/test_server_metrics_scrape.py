@@ -3,6 +3,7 @@ second into server_metrics.csv during a short LocalRunner run; off and non-Prome
 leave no file."""
 
 import itertools
+import logging
 from collections import defaultdict
 
 import pytest
@@ -38,11 +39,20 @@ def test_auto_scrapes_the_embedded_servers_metrics_every_second(tmp_path, embedd
 
 @pytest.mark.parametrize("setting", ["off", "auto"])
 def test_no_file_when_off_or_the_host_has_no_prometheus_metrics(tmp_path, caplog, setting):
+    caplog.set_level(logging.INFO, logger="llmload")
     server = canned_server("application/json", JSON_BODY)  # answers every path with JSON
     try:
         run_locally(Chat, f"http://127.0.0.1:{server.server_port}", tmp_path / "run",
                     ["--server-metrics", setting], users=1, seconds=1.5)
     finally:
         server.stop()
+    assert read_csv(tmp_path / "run" / "samples.csv")  # the run ran (an absence below is not a run that never did)
     assert not (tmp_path / "run" / "server_metrics.csv").exists()
     assert not [r for r in caplog.records if "server-metrics scrapes" in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if "server metrics" in r.getMessage()]
+    if setting == "auto":  # it looked, found no Prometheus text, and said so once
+        assert len(lines) == 1 and lines[0].startswith(
+            f"llmload: server metrics off (http://127.0.0.1:{server.server_port}/metrics: "), lines
+        assert lines[0].endswith("give --server-metrics URL to insist")
+    else:  # off: it never looked
+        assert lines == []

@@ -249,8 +249,15 @@ def test_a_throughput_drop_within_noise_or_under_15_percent_is_not_one():
 
 
 def test_503_and_stream_errors_are_counted_once():
-    for name in ("shed503", "shedstream"):
-        sentence = run_of(name).saturation.sentence
+    for name, column, words in (("shed503", "n_503", "x 503"), ("shedstream", "n_stream_error", "in-stream error")):
+        a = run_of(name)
+        top = a.table.iloc[-1]
+        refused, sent = int(top[column]), int(top["sent"])
+        assert refused > 0 and int(top["ok"]) + refused == sent  # every attempt is a success or one refusal
+        sentence = a.saturation.sentence
+        # the refusals named once, with the table's count and share; nothing counted again as another failure
+        assert f"{refused / sent:.1%} of requests refused ({refused} {words}" in sentence, sentence
+        assert sentence.count(str(refused)) == 1
         assert "failed otherwise" not in sentence and "besides" not in sentence
 
 

@@ -57,9 +57,11 @@ def test_impossible_numbers_name_the_flag_and_the_value(name, value, line):
 
 
 def test_possible_numbers_and_unset_options_pass():
-    check_values(parsed(max_tokens=1, retries=0, max_retry_wait_s=0.0))
-    check_values(argparse.Namespace())
-    check_values(None)
+    """The boundary values pass (each raises one step beyond it: the test above)."""
+    assert check_values(parsed(max_tokens=1, retries=0, max_retry_wait_s=0.0)) is None
+    assert check_values(argparse.Namespace()) is None and check_values(None) is None
+    with pytest.raises(OptionError):
+        check_values(parsed(max_tokens=0))
 
 
 # --- failure backoff ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmload.server.config import PRESETS, ServerConfig
+from llmload.server.config import PRESETS, ConfigError, ServerConfig
 from llmload.server.engine import QUEUED, RUNNING, Engine, QueueFull, Sequence
 
 
@@ -70,4 +70,6 @@ def test_presets_are_valid_configurations():
     from llmload.server.config import validate
 
     for name, values in PRESETS.items():
-        validate(ServerConfig(**values)), name
+        assert validate(ServerConfig(**values)) is None, name  # validate raises ConfigError on a bad one
+    with pytest.raises(ConfigError, match="--slots must be >= 1, got 0"):  # and it does judge
+        validate(ServerConfig(**{**PRESETS["demo"], "slots": 0}))
