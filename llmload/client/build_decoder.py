@@ -5,7 +5,8 @@ How it works: compiles `_ssedecode.c` with the C compiler and flags Python itsel
 `llmload/client/_ssedecode<suffix>.so`, through a temporary file renamed over the old build (a
 running process keeps the one it loaded), then imports it to check it. Nothing to do when the
 build is newer than the source. Any failure (no compiler, no Python headers, a refused import)
-prints one line and exits 0: llmload then runs the pure-Python decoder (client/decoder.py).
+prints one line and exits 0: llmload then runs the pure-Python decoder (client/decoder.py); with
+$LLMLOAD_REQUIRE_DECODER set (CI) it exits 1 instead, so the compiled decoder's tests never skip there.
 `--force` rebuilds. The module is plain C through the Python C API, one file: packaging can
 build it the same way as an optional setuptools `Extension("llmload.client._ssedecode", ...)`.
 """
@@ -62,10 +63,19 @@ def build(force: bool = False, out: Path | None = None, compiler: str | None = N
     return None
 
 
+REQUIRE_ENV = "LLMLOAD_REQUIRE_DECODER"
+"""set (CI sets it, .ci/run): a failed build is an error (exit 1), not a fallback, so its tests never skip"""
+
+
 def main(argv: list[str]) -> int:
     why = build(force="--force" in argv)
-    if why is not None:
-        print(f"llmload: compiled SSE decoder not built ({why}); the pure-Python decoder will be used")
+    if why is None:
+        return 0
+    if os.environ.get(REQUIRE_ENV, "") not in ("", "0"):
+        print(f"llmload: compiled SSE decoder not built ({why}); {REQUIRE_ENV} is set, so the build must succeed "
+              "(gcc and the Python headers)", file=sys.stderr)
+        return 1
+    print(f"llmload: compiled SSE decoder not built ({why}); the pure-Python decoder will be used")
     return 0
 
 

@@ -206,3 +206,21 @@ def test_the_compiled_read_step_does_what_the_pure_one_does():
     assert results["one read"]["said"] == [True] and results["one read"]["done"]
     assert [r["said"][-1][0] for r in (results["a bad frame"], results["the peer closed"])] == ["HTTPParseError"] * 2
     assert [t for t, _ in results["a bad frame"]["pending"]] == [1.0]
+
+
+def test_a_failed_build_is_an_error_where_the_decoder_is_required(monkeypatch, capsys):
+    """.ci/run sets LLMLOAD_REQUIRE_DECODER: `make decoder` (build_decoder.main) then fails in one line instead of
+    falling back, so the compiled decoder's tests cannot skip in CI. The installed build is left as it was."""
+    before = build_decoder.target().stat().st_mtime if build_decoder.target().exists() else None
+    monkeypatch.setenv("CC", "false")  # a compiler that always fails
+    monkeypatch.setenv(build_decoder.REQUIRE_ENV, "1")
+    assert build_decoder.main(["--force"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("llmload: compiled SSE decoder not built (the C compiler failed") and \
+        "LLMLOAD_REQUIRE_DECODER is set" in err
+    monkeypatch.delenv(build_decoder.REQUIRE_ENV)
+    assert build_decoder.main(["--force"]) == 0  # a developer's machine: one line, the pure decoder
+    assert capsys.readouterr().out.endswith("the pure-Python decoder will be used\n")
+    after = build_decoder.target().stat().st_mtime if build_decoder.target().exists() else None
+    assert after == before
