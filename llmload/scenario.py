@@ -14,7 +14,7 @@ run). Each part is marked on the Events object, so calling it twice is harmless.
 
 from __future__ import annotations
 
-from llmload import webui
+from llmload import implied_shape, webui
 from llmload.run import embedded, gate, listeners
 from llmload.run.once import first_time
 from llmload.shaping.flags import add_shape_arguments
@@ -30,3 +30,5 @@ def install(events, *, shape_flags: bool = True) -> None:
     webui.install(events)
     if shape_flags and first_time(events, "shape_flags"):
         events.init_command_line_parser.add_listener(add_shape_arguments)
+    if first_time(events, "implied_shape"):  # shape flags given to a locustfile with no shape
+        events.init.add_listener(implied_shape.on_init)

@@ -47,10 +47,11 @@ class Child:
 def run_child(argv: list[str]) -> Child:
     """`python ARGV...` in a child; its exit code. Ctrl-C reaches the child from the terminal: the child ends
     its run (files, summary) while this process waits and counts them; a SIGTERM sent here is passed on."""
+    import os
     import signal
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, *argv])
+    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "LLMLOAD_CLI": "1"})  # run/implied_shape.py
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     interrupts = 0
     try:

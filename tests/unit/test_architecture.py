@@ -12,7 +12,8 @@ Layers, lowest first; a module may import its own package and lower layers only:
                   server.launch)
   openloop        arrivals and the open-loop user (run, sink, client)
   shaping         load shapes (openloop, run, client)
-  public          scenario, users, api_users, agent, prompts, shapes, webui, demo, cli, locustfiles (anything above)
+  public          scenario, users, api_users, agent, prompts, shapes, implied_shape, webui, demo, cli, locustfiles
+                  (anything above)
 The analysis (llmload/analysis/, fronted by analysis/) imports no locust or gevent, and of llmload only the
 contract, the rule book and itself; its packages are the pipeline and import downward only:
   text < read/ < tables/ < verdicts/ < analyze < report/ < cli   (synthetic: a leaf)
@@ -31,8 +32,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "sink", "run", "openloop", "shaping",
           "public"]
-PUBLIC = {"scenario", "users", "api_users", "agent", "prompts", "shapes", "webui", "demo", "cli", "locustfiles",
-          "__init__", "__main__"}
+PUBLIC = {"scenario", "users", "api_users", "agent", "prompts", "shapes", "implied_shape", "webui", "demo", "cli",
+          "locustfiles", "__init__", "__main__"}
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 
@@ -186,7 +187,7 @@ def test_the_run_state_and_the_web_ui_import_no_locust():
     assert result.stdout.strip() == "", f"imported: {result.stdout.strip()}"
 
 
-LOCUST_ENVIRONMENT = {"host", "process_exit_code"}
+LOCUST_ENVIRONMENT = {"host", "process_exit_code", "shape_class"}
 """Locust's own Environment attributes llmload sets (--host embedded, exit codes); anything else is run state"""
 
 
