@@ -125,7 +125,11 @@ def recognise(tiers: list[Tier], unit: str, ceiling: Ceiling | None = None) -> R
     later = [t for t in rows if t.target > first.target and (t.rate_window_s > 0 or t.ok_rps == t.ok_rps)]
     over = tuple(later) if later else (first,)
     rate = _pooled_rps(over)
-    if not rate > 0 and ceiling is not None and ceiling.accepted > 0:  # every user parked: the ceiling measured it
+    if ceiling is not None and ceiling.accepted > 0 and (
+            not rate > 0  # every user parked: the ceiling measured it
+            or ceiling_mod.above(rate, sum(t.rate_window_s for t in over), ceiling)):
+        # the tiers after the first refusal got measurably more than was accepted from it on: they sat inside one
+        # quota window (20 s tiers under a per-minute quota), so what it sustains is the ceiling, not those tiers
         return RateLimiter(first, (), ceiling.rps, evidence)
     return RateLimiter(first, over, rate, evidence)
 

@@ -114,3 +114,23 @@ def test_a_concurrency_cap_keeps_its_requests_in_service_and_is_no_rate_limiter(
     left = [*capped[:2], tier(3, 8, 150, 300, 270.0, remaining_requests_min=15.0, remaining_requests_max=60.0),
             capped[3]]
     assert limiter.recognise(left, "users") is None
+
+
+def test_tiers_inside_one_quota_window_sustain_the_ceiling_not_their_own_rate():
+    """LiteLLM's rpm 60 behind 20 s tiers (realtest 2026-12-05): tier 3 got 44 in 15 s (2.9 req/s) inside one minute's
+    window, but from the first refusal on 44 were accepted in 36 s (1.22 req/s): the limiter sustains the ceiling,
+    and every sentence names that rate."""
+    from llmload.rules import ceiling as ceiling_mod
+
+    rows = [tier(1, 1, 33, 0, 450.0, retry_after_sources="llm_provider-retry-after"),
+            tier(2, 2, 0, 1180, 5.0, retry_after_sources="llm_provider-retry-after", remaining_requests_min=0.0,
+                 remaining_requests_max=60.0),
+            Tier(tier=3, load=4.0, sent=822, ok=44, ok_rps=44 / 15.0, n_429=778, n_shed=778, e2e_mean_ms=450.0,
+                 rate_window_s=15.0, retry_after_sources="llm_provider-retry-after")]
+    ceiling = ceiling_mod.measured(100.0, 136.1, 44, 2, 60.0, 33, 20.0)
+    lim = limiter.recognise(rows, "users", ceiling)
+    assert lim is not None and lim.sustained_rps == ceiling.rps == pytest.approx(44 / 36.1)
+    assert limiter.what(lim, "users").startswith(
+        "it sustains 1.2 req/s (73 requests a minute, from its first refusal, in tier 2, to the end of the tiers)")
+    inside = limiter.recognise(rows, "users", ceiling_mod.measured(100.0, 115.0, 44, 2, 60.0, 33, 20.0))
+    assert inside is not None and inside.over and inside.sustained_rps == pytest.approx(44 / 15.0)  # no gap: its own
