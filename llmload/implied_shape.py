@@ -49,8 +49,10 @@ def imply_shape(environment: Any, argv: list[str] | None = None) -> None:
         return
     if other:
         shape = OTHER_FLAGS[other[0]]
+        fix = f"`from llmload import {shape}`" if shape.endswith("Tiers") else \
+            f"`from llmload import {shape}` and `class {shape[:-5]}({shape}): pass` (the library class is abstract)"
         _refuse(environment, f"{other[0]} is a flag of llmload's {shape}, and the locustfile has no load shape: "
-                             f"add `from llmload import {shape}` to it")
+                             f"add {fix} to it")
     if not os.environ.get(CLI_ENV):
         _refuse(environment, f"{step[0]} is a load shape flag, and the locustfile has no load shape (Locust would "
                              "run one user until stopped): add `from llmload import StepTiers` to it, or run it "

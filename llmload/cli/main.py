@@ -51,7 +51,7 @@ def run_child(argv: list[str]) -> Child:
     import signal
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "LLMLOAD_CLI": "1"})  # run/implied_shape.py
+    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "LLMLOAD_CLI": "1"})  # implied_shape.py
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     interrupts = 0
     try:
