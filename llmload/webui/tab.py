@@ -146,16 +146,14 @@ class LLMTab:
             honest.make_honest(payload, self.environment.stats, self.sampler.current_e2e_ms)
             response.llmload_payload = payload
         runner = self.environment.runner
-        # Locust memoizes this JSON for 2 s, so right after Start it can still say "ready": the UI
-        # believes it, falls back to the start form and stops polling while the run goes on. So
-        # while the runner is active its live state wins (only then: a stale "running" after the
-        # stop costs one more poll, a live "stopped" beside 2 s old figures would freeze those).
+        # Locust memoizes this JSON for 2 s (right after Start it can still say "ready") and its page stops
+        # polling on any state but spawning or running: the state it is told is `page_state`'s
         out = dict(payload)
         if runner is not None:
             shown = page_state(str(out.get("state")), runner.state)
             if shown != out.get("state"):
                 out["state"], out["user_count"] = shown, runner.user_count
-            out["llmload_state"] = runner.state  # the LLM bar says 'stopping' while requests drain
+            out["llmload_state"] = runner.state  # the runner's own state (scripts; the bar reads data.json's)
         response.set_data(json.dumps(out))
 
     def _index_html(self, response: Any) -> None:

@@ -60,7 +60,9 @@
         const histOnly = !!d.note;  // --ship histograms: no samples.csv, the histograms instead
         document.getElementById("llmload-samples").style.display = histOnly ? "none" : "";
         document.getElementById("llmload-histograms").style.display = histOnly ? "" : "none";
+        const stopping = d.state === "cleanup" || d.state === "stopping";  // the page is told "running" meanwhile
         document.getElementById("llmload-status").innerHTML =
+          (stopping ? `<b id="llmload-stopping">stopping: requests in flight finish (at most --stop-timeout)</b> · ` : "") +
           (d.run_dir ? `writes to <code>${esc(d.run_dir)}</code> · ` : "") +
           (d.warmup ? `<span id="llmload-warmup">${esc(d.warmup)}</span> · ` : "") +
           (histOnly ? `<span id="llmload-note" title="${esc(d.note)}">histograms only (--ship histograms)</span> · ` : "") +
