@@ -40,15 +40,18 @@ test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what C
 	$(BIN)/mypy
 	@# the browser tests first, alone (they judge live tiers in a real browser: CPU contention moves their verdicts);
 	@# then the unit tests (CPU-bound, no sockets) at the lowest priority, so they only take idle CPU, beside the
-	@# integration tests in two shares of whole modules (mostly waiting on servers and tiers: tests/conftest.py);
-	@# the second share's and the unit tests' output after the first share's
+	@# integration tests in three shares of whole modules (mostly waiting on servers and tiers: a whole run uses
+	@# ~30 % of two cores; tests/conftest.py); the other shares' and the unit tests' output after the first share's
 	$(BIN)/python -m pytest -q tests/browser
 	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit > $(VENV)/unit-tests.log 2>&1 & unit=$$!; \
-	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 2/2 \
-	  > $(VENV)/shard-tests.log 2>&1 & shard=$$!; \
-	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser --shard 1/2; rest=$$?; \
-	wait $$shard; shards=$$?; echo "--- integration, second share:"; cat $(VENV)/shard-tests.log; \
-	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || shards || units ))
+	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 2/3 \
+	  > $(VENV)/shard2-tests.log 2>&1 & shard2=$$!; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 3/3 \
+	  > $(VENV)/shard3-tests.log 2>&1 & shard3=$$!; \
+	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser --shard 1/3; rest=$$?; \
+	wait $$shard2; s2=$$?; echo "--- integration, second share:"; cat $(VENV)/shard2-tests.log; \
+	wait $$shard3; s3=$$?; echo "--- integration, third share:"; cat $(VENV)/shard3-tests.log; \
+	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || s2 || s3 || units ))
 
 test-fast: $(STAMP) decoder ## unit tests only (no sockets)
 	$(BIN)/python -m pytest -q tests/unit

@@ -83,7 +83,8 @@ def test_sigterm_ends_a_shape_run_cleanly(tmp_path, embedded_server):
 def test_bad_shape_flag_exits_2_with_one_line_before_anything_starts(tmp_path):
     run_dir = tmp_path / "run"
     load = subprocess.run([sys.executable, "-m", "locust", "-f", "scenarios/step_load.py", "--headless",
-                           "--no-confirm", "--tiers", "4", "--tier-seconds", "10", "--run-dir", str(run_dir)],
+                           "--no-confirm", "--tiers", "4", "--tier-seconds", "10", "--warmup-seconds", "10",
+                           "--run-dir", str(run_dir)],  # a warm-up the user gave (the default adapts: plans.py)
                           cwd=ROOT, capture_output=True, text=True, timeout=60, env=ENV)
     assert load.returncode == 2
     errors = [line for line in load.stderr.splitlines() if "ERROR" in line or "Traceback" in line]
