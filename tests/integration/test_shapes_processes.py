@@ -61,8 +61,13 @@ def test_open_loop_rate_is_split_over_worker_processes(tmp_path, embedded_server
     arrivals = [float(r["arrival_unix"]) for r in read_csv(server.truth_path)]
     for tier in tiers:
         start, end = float(tier["start_s"]), float(tier["end_s"])
-        n = sum(start <= t < end for t in arrivals)
-        assert n / (end - start) == pytest.approx(float(tier["target_rps"]), rel=0.05), tier
+        seen = sorted(t for t in arrivals if start <= t < end)
+        rate = float(tier["target_rps"])
+        # the two processes' constant arrivals together keep the tier's rate: measured between its first and last
+        # arrival (a process that joins the tier late starts its schedule then, by design: its missed arrivals are
+        # not sent in a burst, so a busy machine's join lag shortens the span, not the rate)
+        assert (len(seen) - 1) / (seen[-1] - seen[0]) == pytest.approx(rate, rel=0.05), tier
+        assert len(seen) >= 0.8 * rate * (end - start), (len(seen), tier)
     workers = [r["worker"] for r in read_csv(run_dir / "samples.csv")]
     assert sorted(set(workers)) == ["w0", "w1"]
     assert abs(workers.count("w0") - workers.count("w1")) <= 2
