@@ -44,14 +44,17 @@ class Child:
     """Ctrl-Cs this process saw while it waited (the child saw them too, from the terminal)"""
 
 
-def run_child(argv: list[str]) -> Child:
+def run_child(argv: list[str], stop_on_interrupt: bool = False) -> Child:
     """`python ARGV...` in a child; its exit code. Ctrl-C reaches the child from the terminal: the child ends
-    its run (files, summary) while this process waits and counts them; a SIGTERM sent here is passed on."""
+    its run (files, summary) while this process waits and counts them; a SIGTERM sent here is passed on.
+    `stop_on_interrupt` (the report after a run): the child runs in a session of its own, out of the terminal's
+    reach, and a Ctrl-C here ends it with SIGTERM (quietly: no traceback of an interrupted import)."""
     import os
     import signal
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "LLMLOAD_CLI": "1"})  # implied_shape.py
+    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "LLMLOAD_CLI": "1"},  # implied_shape.py
+                            start_new_session=stop_on_interrupt)
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     interrupts = 0
     try:
@@ -61,6 +64,8 @@ def run_child(argv: list[str]) -> Child:
                 return Child(code if code >= 0 else 128 - code, interrupts)
             except KeyboardInterrupt:
                 interrupts += 1
+                if stop_on_interrupt:
+                    proc.terminate()
                 continue
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -142,9 +147,10 @@ def locust_command(command: str, argv: list[str]) -> int:
     if code in INTERRUPTED:
         print(f"llmload {command}: the run was interrupted ({INTERRUPTED[code]}); writing the report of what it "
               "measured (Ctrl-C again to skip it)", file=sys.stderr, flush=True)
-    report = run_child(["-m", "llmload.analysis", "report", str(plan.run_dir)])
+    report = run_child(["-m", "llmload.analysis", "report", str(plan.run_dir)], stop_on_interrupt=True)
     if report.interrupts:
         print(f"llmload {command}: report interrupted; {later}", file=sys.stderr)
+        return code  # the run's own (130 after a Ctrl-C), not the stopped report's
     return report.code or code
 
 
