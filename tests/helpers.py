@@ -213,3 +213,20 @@ class Recorder:
 def redirecting_to(target_url: str, query: str = "") -> Any:
     """A Recorder answer: 307 to the same path on `target_url` (with `query` appended)."""
     return lambda handler: (307, {"Location": f"{target_url}{handler.path}{'?' + query if query else ''}"}, b"")
+
+
+def swarm_app(secrets: Any) -> Any:
+    """A Flask app with Locust's POST /swarm endpoint (blueprint "locust") echoing the form it got, behind the web
+    UI's `secrets.restore` hook: what a start from the page hands Locust (flask imported here, on use)."""
+    import flask
+
+    app = flask.Flask(__name__)
+    bp = flask.Blueprint("locust", __name__)
+
+    @bp.route("/swarm", methods=["POST"])
+    def swarm():
+        return flask.jsonify(dict(flask.request.form))
+
+    app.register_blueprint(bp)
+    app.before_request(secrets.restore)
+    return app

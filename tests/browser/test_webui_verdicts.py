@@ -15,6 +15,7 @@ from llmload.sink.timeline import Tier
 from llmload.webui import base_path, form, health, honest, series
 from llmload.webui.secrets import Secrets, same_host
 from llmload.webui.series import Sampler
+from tests.helpers import swarm_app
 
 
 def entry(method, requests, failures=0, times=None, per_s=None):
@@ -43,19 +44,6 @@ def test_header_and_charts_count_llm_requests_only():
                                                             "response_time_percentile_0.95": 900.0}
     history = honest.chart_history([{"t": 100.0, "rps": 2.0, "users": 3, "e2e_p50": 800.0}], [0.5, 0.95])
     assert history[0]["current_rps"][1] == 2.0 and history[0]["response_time_percentile_0.5"][1] == 800.0
-
-
-def swarm_app(secrets: Secrets) -> flask.Flask:
-    app = flask.Flask(__name__)
-    bp = flask.Blueprint("locust", __name__)
-
-    @bp.route("/swarm", methods=["POST"])
-    def swarm():
-        return flask.jsonify(dict(flask.request.form))
-
-    app.register_blueprint(bp)
-    app.before_request(secrets.restore)
-    return app
 
 
 def startup_secrets() -> Secrets:

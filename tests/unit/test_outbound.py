@@ -16,6 +16,7 @@ from llmload.client.errors import Redirect, error_for_status
 from llmload.client.request import StreamResult
 from llmload.run import knobs
 from llmload.run.guard import RunGuard
+from tests.helpers import swarm_app
 
 
 def test_origins_compare_scheme_host_and_port_and_show_no_userinfo_path_or_query():
@@ -99,21 +100,6 @@ def test_ordinary_body_fields_are_kept(name):
     assert not knobs.is_secret_field(name)
 
 
-def _swarm_app(secrets):
-    import flask
-
-    app = flask.Flask(__name__)
-    bp = flask.Blueprint("locust", __name__)
-
-    @bp.route("/swarm", methods=["POST"])
-    def swarm():
-        return flask.jsonify(dict(flask.request.form))
-
-    app.register_blueprint(bp)
-    app.before_request(secrets.restore)
-    return app
-
-
 def test_the_start_form_shows_header_names_only_and_binds_their_values_to_the_startup_host(caplog):
     from llmload.webui.secrets import Secrets
 
@@ -123,7 +109,7 @@ def test_the_start_form_shows_header_names_only_and_binds_their_values_to_the_st
     secrets.scrub(None, context=context)
     assert context["template_args"]["extra_options"]["header"]["default_value"] == \
         "Authorization: ***\nX-Trace: ***"
-    client = _swarm_app(secrets).test_client()
+    client = swarm_app(secrets).test_client()
     sent_back = client.post("/swarm", data={"header": "Authorization: ***\nX-Trace: ***"}).get_json()["header"]
     assert sent_back.splitlines() == ["Authorization: Bearer sk-header", "X-Trace: c4n4ry"]
     typed = client.post("/swarm", data={"header": "X-Trace: mine"}).get_json()["header"]
@@ -147,7 +133,7 @@ def test_the_start_form_masks_secret_body_fields_and_binds_them_to_the_startup_h
     secrets.scrub(None, context=context)
     shown = context["template_args"]["extra_options"]["extra_body"]["default_value"]
     assert json.loads(shown) == {"temperature": 0, "api_token": "***", "meta": {"password": "***"}}
-    client = _swarm_app(secrets).test_client()
+    client = swarm_app(secrets).test_client()
     assert json.loads(client.post("/swarm", data={"extra_body": shown}).get_json()["extra_body"]) == json.loads(given)
     assert json.loads(client.post("/swarm", data={}).get_json()["extra_body"]) == json.loads(given)
     with caplog.at_level(logging.WARNING, logger="llmload"):
@@ -167,6 +153,6 @@ def test_the_start_page_shows_the_host_without_its_userinfo_and_the_startup_host
     secrets.scrub(None, context=context)
     assert "c4n4ry" not in json.dumps(context)
     assert context["template_args"]["users"]["Chat"] == {"host": "http://127.0.0.1:8000/v1", "weight": 1}
-    client = _swarm_app(secrets).test_client()
+    client = swarm_app(secrets).test_client()
     assert client.post("/swarm", data={"host": "http://127.0.0.1:8000/v1"}).get_json()["host"] == startup
     assert client.post("/swarm", data={"host": "http://127.0.0.1:9/v1"}).get_json()["host"] == "http://127.0.0.1:9/v1"
