@@ -35,7 +35,7 @@ chunk has an e2e_ms of a few ms, to that chunk, and an elapsed_ms of 60,000: the
 written before it have no such column); `session` the agent session of the row (scenarios/agent.py: its turn in
 `turn`; '' otherwise), `parent_session` the session a sub-agent session was fanned out of ('' for a root session
 and without agent sessions); `images` the images the request carried (--images; 0 without), `target` the
-target it went to, as host:port[/path] (run/targets.py: no user info, no query; files written before these
+target it went to, as host:port[/path] (run/options/targets.py: no user info, no query; files written before these
 columns have neither); `documents` the documents a rerank request sent ('' for other APIs: documents/s is
 documents / e2e_ms). `endpoint` names the API (chat, completions, embeddings, responses, messages, rerank); rerank
 rows are like embeddings rows: not streamed, no ttft_ms, output_tokens 0"""
@@ -49,12 +49,12 @@ SAMPLE_TEXT_COLUMNS = ("request_id", "worker", "user", "scenario", "endpoint", "
 HEALTH_COLUMNS = ("ts_s", "worker", "loop_lag_ms_max", "loop_lag_ms_p50", "cpu_percent", "users", "inflight",
                   "lag_cpu_ms", "machine_cpu_percent", "host", "pid", "loop_lag_ms_p99",
                   "cpu_pressure_percent", "cpu_pressure_avg10", "steal_percent", "procs_running", "cpu_count")
-"""health.csv: one row per generator process per second. Why the loop was late (run/health.py):
+"""health.csv: one row per generator process per second. Why the loop was late (run/watch/health.py):
 `lag_cpu_ms` CPU ms the process used during the window's latest wake-up (about loop_lag_ms_max:
 busy, its own code held the loop; near 0: starved or blocked), `machine_cpu_percent` the whole
 machine's CPU over the window (0-100, all cores: high = starved by other processes), `host`, `pid`;
 `loop_lag_ms_p99` the p99 of the second's ~100 lateness samples (the max is one sample: a few late wake-ups
-a second set it while most are on time); the machine's load (run/machine.py, '' where Linux does not offer it):
+a second set it while most are on time); the machine's load (run/watch/machine.py, '' where Linux does not offer it):
 `cpu_pressure_percent` the share of the second runnable tasks waited for a CPU (/proc/pressure/cpu 'some' total),
 `cpu_pressure_avg10` the kernel's 10 s average of it, `steal_percent` the share of all CPUs' time a hypervisor gave
 to other guests, `procs_running` the runnable tasks, `cpu_count` the CPUs. Files written before these columns

@@ -15,7 +15,7 @@ run). Each part is marked on the Events object, so calling it twice is harmless.
 from __future__ import annotations
 
 from llmload import implied_shape, webui
-from llmload.run import embedded, gate, listeners
+from llmload.run.lifecycle import embedded, gate, listeners
 from llmload.run.once import first_time
 from llmload.shaping.flags import add_shape_arguments
 

@@ -25,12 +25,12 @@ events and hands one sample row to the sink. With `--retries N`, a 429 or 503 is
 is its own row and event, the retry's `retry_of` naming the previous attempt. A broken target is not hammered: after a
 failed connect the user pauses (0.1 s doubling to 2 s), after a 429 it waits the server's hint (`--on-429 wait`, the
 default; a hint above `--max-retry-wait-s` is a `retry_after_too_long` failure instead), and after 3 consecutive other
-failures it backs off (`--failure-backoff`, 0.1 s doubling to 5 s with jitter); see run/retry.py and run/guard.py.
+failures it backs off (`--failure-backoff`, 0.1 s doubling to 5 s with jitter: run/retry.py, run/failures/guard.py).
 
 Stopping: the run's RunGuard names the first fatal condition (401 before any success, cannot connect, no stream,
-the first 20 requests all one 4xx, a server gone: run/outage.py) and stops the run once, with one line (exit code 2);
-users idle in Locust's WAITING state (as in retry and backoff pauses) until the runner stops them. A confirmation
-window (shaping/confirm.py) turns a closed loop into arrivals on a clock: one user per process sends them.
+the first 20 requests all one 4xx, a server gone: run/failures/outage.py) and stops the run once, with one line
+(exit code 2); users idle in Locust's WAITING state (as in retry and backoff pauses) until the runner stops them. A
+confirmation window (shaping/confirm.py) turns a closed loop into arrivals on a clock: one user per process sends them.
 """
 
 from __future__ import annotations
@@ -50,15 +50,15 @@ from llmload.client.request import StreamRequest, StreamResult
 from llmload.openloop import user as openloop_user
 from llmload.prompts import Prompt, make_prompt
 from llmload.run.cache import controlled
-from llmload.run.crash import crashed
 from llmload.run.events import fire_events
-from llmload.run.files import without_userinfo
-from llmload.run.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
+from llmload.run.export.files import without_userinfo
+from llmload.run.failures.crash import crashed
+from llmload.run.failures.guard import FailureBackoff, failed_to_connect, next_connect_backoff_s
+from llmload.run.lifecycle.stop import stop_run
 from llmload.run.locust_compat import pause_user, user_is_stopping
-from llmload.run.options import OptionError, RunOptions, read_options
+from llmload.run.options.settings import OptionError, RunOptions, read_options
 from llmload.run.retry import NextStep, mark_too_long, next_step
 from llmload.run.state import run_state
-from llmload.run.stop import stop_run
 from llmload.run.transport import make_transport
 from llmload.sink.samples import sample_row
 from llmload.workload.dataset import DatasetError
@@ -202,7 +202,7 @@ class LLMUser(User):
         """Stream one completion (with up to --retries retries); returns the last attempt.
 
         Before it returns, a closed-loop user pauses as run/retry.py (--on-429) and the failure
-        backoff (run/guard.py) say; an open-loop arrival (`schedule_lag_ms` given) pauses only after
+        backoff (run/failures/guard.py) say; an open-loop arrival (`schedule_lag_ms` given) pauses only after
         a failed connect, so arrivals keep their schedule."""
         self.idle_while_halted()
         prompt, messages = controlled(self, prompt or self.prompt(), messages)  # --cache warm|cold
@@ -261,7 +261,7 @@ class LLMUser(User):
         """Fire the events of one attempt, write its sample row, stop the run on a fatal condition."""
         ctx = self.ctx
         label = label or self.label
-        ctx.outage.mark(result)  # a refused connect after the server answered: server_gone (run/outage.py)
+        ctx.outage.mark(result)  # a refused connect after the server answered: server_gone (run/failures/outage.py)
         fire_events(self.environment.events.request, label, result, self.options.empty_answer_is_error)
         ctx.sink.add_sample(sample_row(
             result, worker=ctx.worker, user=self.user_id, scenario=label, users_now=ctx.users_now(),

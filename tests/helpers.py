@@ -66,10 +66,10 @@ def _cryptography_cert(cert: Path, key: Path) -> tuple[Path, Path]:
 
 
 def llmload_options(args: list[str]) -> Any:
-    """Locust's and llmload's options parsed from `args` (llmload.run.flags; the shape flags too)."""
+    """Locust's and llmload's options parsed from `args` (llmload.run.options.flags; the shape flags too)."""
     from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 
-    from llmload.run.flags import add_options
+    from llmload.run.options.flags import add_options
     from llmload.shaping.flags import add_shape_arguments
 
     parser = get_empty_argument_parser()
@@ -87,8 +87,8 @@ def run_locally(user_class: Any, server_url: str, run_dir: Path, args: list[str]
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.flags import add_options
-    from llmload.run.listeners import install
+    from llmload.run.lifecycle.listeners import install
+    from llmload.run.options.flags import add_options
 
     parser = get_empty_argument_parser()
     setup_parser_arguments(parser)

@@ -15,7 +15,7 @@ import time
 from locust import events
 
 from bench.reference_client import write_lags
-from llmload.run import health
+from llmload.run.watch import health
 from locustfile import StreamingChat  # noqa: F401  (the default user: Locust collects it from here)
 
 _lags: list[tuple[float, float]] = []

@@ -90,8 +90,8 @@ def _environment(transport: str, server_url: str, window: dict):
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.flags import add_options
-    from llmload.run.listeners import install
+    from llmload.run.lifecycle.listeners import install
+    from llmload.run.options.flags import add_options
     from llmload.users import ChatUser
 
     gc.callbacks.append(_gc_recorder(window))

@@ -22,7 +22,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "locustfiles"
 """locustfiles that ship inside the package (installed copies have no scenarios/ folder)"""
 DEFAULT_SCENARIO = SHIPPED / "step_load.py"
 RUN_FILES = ("samples.csv", "tiers.csv", "run.json")
-"""a folder holding one of these holds a run (run/files.py never mixes two runs in a folder)"""
+"""a folder holding one of these holds a run (run/export/files.py never mixes two runs in a folder)"""
 
 
 class UsageError(ValueError):
@@ -84,7 +84,7 @@ def build_parser(command: str) -> Parser:
         flags, metavar, text = OPTIONS[name]
         if metavar is None:
             parser.add_argument(*flags, dest=name, action="store_true", help=text)
-        elif name == "host":  # repeated for several targets (run/targets.py)
+        elif name == "host":  # repeated for several targets (run/options/targets.py)
             parser.add_argument(*flags, dest=name, metavar=metavar, action="append", help=text)
         else:
             parser.add_argument(*flags, dest=name, metavar=metavar, help=text)

@@ -34,7 +34,7 @@ ANALYSIS = {
 
 
 INTERRUPTED = {130: "Ctrl-C (SIGINT)", 143: "SIGTERM"}
-"""exit codes of a run that was interrupted (run/ending.py): its report is still written"""
+"""exit codes of a run that was interrupted (run/lifecycle/ending.py): its report is still written"""
 
 
 @dataclasses.dataclass
@@ -111,7 +111,7 @@ def web_port_free(locust_argv: list[str]) -> None:
 
 
 def fatal_line(run_dir: Path) -> str:
-    """The line a run was stopped with (run.json's end reason `fatal: <line>`, run/ending.py), '' when none."""
+    """The line a run was stopped with (run.json's end `fatal: <line>`, run/lifecycle/ending.py), '' when none."""
     import json
 
     try:

@@ -49,12 +49,12 @@ _finished = [0]
 
 
 def chunks_decoded() -> int:
-    """Text chunks of every attempt this process finished, both transports (run/capacity.py's CPU per chunk)."""
+    """Text chunks of every attempt this process finished, both transports (run/watch/capacity.py's CPU per chunk)."""
     return _decoded[0]
 
 
 def attempts_finished() -> int:
-    """Attempts this process finished, both transports (run/capacity.py's CPU per request, for answers with no
+    """Attempts this process finished, both transports (run/watch/capacity.py's CPU per request, for answers with no
     chunks: embeddings, rerank, --no-stream)."""
     return _finished[0]
 

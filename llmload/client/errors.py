@@ -120,7 +120,7 @@ class ConnectError(LLMError):
 
 
 class ServerGone(ConnectError):
-    """A connect that failed after the server had answered this run (it went away: run/outage.py)."""
+    """A connect that failed after the server had answered this run (it went away: run/failures/outage.py)."""
 
     kind = "server_gone"
 

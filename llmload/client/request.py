@@ -144,7 +144,7 @@ class StreamResult:
     images: int = 0
     """images the request carried (StreamRequest.images)"""
     target: str = ""
-    """the target's label (run/targets.py) when the run's transport named it"""
+    """the target's label (run/options/targets.py) when the run's transport named it"""
     documents: int | None = None
     """rerank: the documents sent to be ranked (None for other APIs)"""
 

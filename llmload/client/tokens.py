@@ -1,7 +1,7 @@
 """Client-side output token count of a response, and what was counted.
 
 The run's `--tokenizer` (the model's own tokenizer.json) when given: `use_tokenizer(count)` sets it for
-the process (run/listeners.py at test start), and the count is the tokens of the text received
+the process (run/lifecycle/listeners.py at test start), and the count is the tokens of the text received
 (content and reasoning), re-encoded without special tokens. Without it, the number of text chunks:
 one chunk carries one token or more (a server may send several tokens a step, a gateway may merge
 chunks), and a token that decodes to no text yet (part of a UTF-8 character) or at all (a special

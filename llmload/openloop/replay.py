@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from llmload.run.stop import stop_run
+from llmload.run.lifecycle.stop import stop_run
 from llmload.workload.sizing import SizingError
 from llmload.workload.trace import Replay, load_trace, parse_window, replay_of, worker_records
 from llmload.workload.trace_formats import TraceRecord

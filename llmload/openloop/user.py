@@ -46,7 +46,7 @@ from llmload.run.transport import make_transport
 if TYPE_CHECKING:
     from locust import User as _UserBase
 
-    from llmload.run.options import RunOptions
+    from llmload.run.options.settings import RunOptions
     from llmload.run.state import RunState
 else:
     _UserBase = object  # a mixin: the Locust user class comes after it in the MRO

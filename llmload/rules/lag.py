@@ -2,7 +2,7 @@
 
 How it works: two pieces of evidence.
 - The process's own CPU, judged by the caller from what it has ('busy': its own code held the loop;
-  'idle': it hardly ran while late; 'unclear': between). Live (run/overload.py) that is the mean CPU of the
+  'idle': it hardly ran while late; 'unclear': between). Live (run/watch/overload.py) that is the mean CPU of the
   last 5 s against 60 % of a core; the report (analysis/tables/workers.py) has, per second, the CPU used
   during the worst wake-up against the lag (limits.BUSY_SHARE, IDLE_SHARE).
 - The machine's load (`MachineLoad`, health.csv): its CPU pressure (/proc/pressure/cpu: the share of the

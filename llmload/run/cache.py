@@ -30,7 +30,7 @@ from gevent.pool import Pool
 from llmload.client.apis import CHAT_APIS
 from llmload.client.request import StreamRequest
 from llmload.rules.traffic import cache_mode
-from llmload.run.targets import RoundRobin
+from llmload.run.options.targets import RoundRobin
 from llmload.run.transport import make_transport
 from llmload.sink.timeline import Tier
 from llmload.workload.cache import distinct_prompts, salted

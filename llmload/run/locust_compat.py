@@ -268,7 +268,8 @@ class _JoinedHosts(argparse._StoreAction):
 
 
 def join_repeated_hosts(parser: Any) -> None:
-    """`--host A --host B` -> parsed `host` 'A,B' (run/targets.py splits it). Locust 2.47 registers `--host` as a
+    """`--host A --host B` -> parsed `host` 'A,B' (run/options/targets.py splits it). Locust 2.47 registers `--host` as
+    a
     plain store action (the last one given wins) with dest `host` and env var LOCUST_HOST (configargparse adds a
     config-file or environment value only when the command line has no --host): its action's class is swapped for
     one that joins. The option stays one string, so Locust's environment.host and the web UI's host field take the

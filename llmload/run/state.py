@@ -5,11 +5,15 @@ the `init` listener, or a test) and kept under one attribute of the environment 
 nothing else is hung on Locust's environment. Every field is declared in `__init__` with its
 docstring on the line under it, as Locust's own `Environment` declares its attributes. Creating
 the state starts nothing: the message handlers and listeners of its parts are registered by the
-`init` listener (run/listeners.py).
+`init` listener (run/lifecycle/listeners.py).
+
+The state imports none of the parts that read it (watch/, export/, distributed/, lifecycle/ import the state):
+the parts a process builds for its run are declared by what the state's readers call on them (`HealthPart`,
+`ScraperPart`, `WorkerBookPart`) and put in by their owners (the init and test_start listeners, the worker book).
 
 A field that a higher layer fills is declared here all the same, so the data contract lives with
-the readers: the load shape (shaping/) writes `shape_info`, which run.json (run/files.py), the end
-reason (run/ending.py) and the SDK's ceiling (run/overload.py) read; the web UI (webui/) puts its
+the readers: the load shape (shaping/) writes `shape_info`, which run.json (run/export/files.py), the end
+reason (run/lifecycle/ending.py) and the SDK's ceiling (run/watch/overload.py) read; the web UI (webui/) puts its
 tab in `webui`.
 
 The state also builds, once per process, what the process's users share: the dataset
@@ -26,18 +30,17 @@ import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gevent.event
 
 from llmload.client.apis import IMAGE_APIS, NOT_GENERATING
 from llmload.client.request import StreamRequest
-from llmload.run.drain import Drain
-from llmload.run.guard import RunGuard
-from llmload.run.options import RunOptions
-from llmload.run.outage import OutageWatch
-from llmload.run.repeats import RepeatedErrors
-from llmload.run.targets import RoundRobin
+from llmload.run.failures.guard import RunGuard
+from llmload.run.failures.outage import OutageWatch
+from llmload.run.failures.repeats import RepeatedErrors
+from llmload.run.options.settings import RunOptions
+from llmload.run.options.targets import RoundRobin
 from llmload.sink.ramps import RampWatch
 from llmload.sink.roles import is_worker
 from llmload.sink.rows import RowSink
@@ -47,14 +50,35 @@ from llmload.workload.images import ImagePool
 from llmload.workload.sizing import PROBE_WORDS, CalibratedSizer, TokenizerSizer, probe_text
 
 if TYPE_CHECKING:
-    from llmload.run.health import HealthMonitor
-    from llmload.run.server_metrics import Scraper, Scrapers
-    from llmload.run.workers import WorkerBook
     from llmload.server.launch import EmbeddedServer
 
 ATTRIBUTE = "llmload_state"
 """the one attribute of Locust's environment that llmload sets: its RunState"""
 logger = logging.getLogger("llmload")
+
+
+class HealthPart(Protocol):
+    """run/watch/health.py's HealthMonitor of a generating process, as the state's readers use it"""
+    capacity: Any
+
+    @property
+    def loop_lag_ms(self) -> float: ...
+    def start(self) -> None: ...
+    def pause(self) -> bool: ...
+    def stop(self) -> None: ...
+
+
+class ScraperPart(Protocol):
+    """run/export/server_metrics.py's scrapers of the target's /metrics, as the state's readers use them"""
+    def waiting_mean(self, start_s: float, end_s: float) -> float: ...
+    def stop(self) -> None: ...
+
+
+class WorkerBookPart(Protocol):
+    """run/distributed/workers.py's WorkerBook (local runner or master), as the state's readers use it"""
+    applied: Any
+
+    def send_tiers(self) -> None: ...
 
 
 class RunState:
@@ -71,23 +95,23 @@ class RunState:
         self.guard = RunGuard()
         """fatal-condition detector of this run (reset at test start)"""
         self.outage = OutageWatch()
-        """the server went away after answering: live lines, server_gone rows, the stop (run/outage.py)"""
+        """the server went away after answering: live lines, server_gone rows, the stop (run/failures/outage.py)"""
         self.scenario = ""
         """the run's user classes, comma-joined (run.json `scenario`)"""
         self.run_dir: Path | None = None
-        """the folder the current run writes to (run/files.py claims it; None between runs)"""
+        """the folder the current run writes to (run/export/files.py claims it; None between runs)"""
         self.last_run_dir: Path | None = None
         """the folder the last ended run wrote to (the web UI's files and report after the run)"""
         self.started_unix: float | None = None
         """when the run's files were opened (run.json `started_unix`; None before the first run)"""
         self.end: dict | None = None
-        """how the run ended (run.json `end`, run/ending.py); None while it runs"""
+        """how the run ended (run.json `end`, run/lifecycle/ending.py); None while it runs"""
         self.stop_reason: str | None = None
-        """the line a fatal stop logged (run/stop.py; run.json `end`: `fatal: ...`)"""
+        """the line a fatal stop logged (run/lifecycle/stop.py; run.json `end`: `fatal: ...`)"""
         self.signal: str | None = None
-        """SIGINT or SIGTERM when one interrupted the run (run/ending.py)"""
+        """SIGINT or SIGTERM when one interrupted the run (run/lifecycle/ending.py)"""
         self.signals_watched = False
-        """run/ending.py's signal watchers are installed (once per process)"""
+        """run/lifecycle/ending.py's signal watchers are installed (once per process)"""
         self.sigterm_watcher: Any = None
         """the gevent SIGTERM watcher beside Locust's (kept so it is not collected)"""
         self.shape_info: dict[str, Any] = {}
@@ -96,28 +120,26 @@ class RunState:
         """the tier timeline: written by the shape, rows stamped from it, the web UI's per-tier snapshots"""
         self.ramps = RampWatch(environment)
         """the warm-up windows of a run without a shape (sink/ramps.py)"""
-        self.drain = Drain(environment, lambda: self.sink.ship(final=True), before=self._feed_workers)
-        """the end of a distributed run: workers finish and ship first (run/drain.py)"""
         self.sink: RowSink = RowSink(environment, self.timeline, self.ramps)
         """where sample, health and histogram rows go (sink/rows.py)"""
-        self.workers: WorkerBook | None = None
-        """the local runner's or master's worker book (run/workers.py; None on a worker)"""
-        self.health: HealthMonitor | None = None
-        """event-loop lag and CPU of this generating process (run/health.py; started at test start)"""
-        self.server_metrics: Scrapers | Scraper | None = None
-        """the scrapers of the target's /metrics (and a GPU exporter's) while a run goes (run/server_metrics.py)"""
+        self.workers: WorkerBookPart | None = None
+        """the local runner's or master's worker book (run/distributed/workers.py; None on a worker)"""
+        self.health: HealthPart | None = None
+        """event-loop lag and CPU of this generating process (run/watch/health.py; started at test start)"""
+        self.server_metrics: ScraperPart | None = None
+        """the scrapers of the target's /metrics (and a GPU exporter's) during a run (run/export/server_metrics.py)"""
         self.inflight = 0
         """requests of this process on the wire now (health.csv `inflight`)"""
         self.repeats = RepeatedErrors()
-        """errors that escaped a request, logged once per kind with a count (run/crash.py, run/repeats.py)"""
+        """errors that escaped a request, logged once per kind with a count (run/failures/crash.py, repeats.py)"""
         self.model_mismatches = 0
         """answers that named another model than requested (one warning at test stop)"""
         self.warnings: dict[str, str] = {}
-        """the live warnings the web UI shows, key -> sentence (run/overload.py posts them)"""
+        """the live warnings the web UI shows, key -> sentence (run/watch/overload.py posts them)"""
         self.gate_output = ""
-        """what --check-slo's check printed (run/gate.py), shown after Locust's summary"""
+        """what --check-slo's check printed (run/lifecycle/gate.py), shown after Locust's summary"""
         self.embedded_server: EmbeddedServer | None = None
-        """the embedded server started for `--host embedded` (run/embedded.py)"""
+        """the embedded server started for `--host embedded` (run/lifecycle/embedded.py)"""
         self.webui: Any = None
         """the web UI's LLM tab on the process serving the UI (webui/tab.py); None elsewhere"""
         self._init_shared()
@@ -129,7 +151,7 @@ class RunState:
         self._sizer: Any = None
         self._sizing: gevent.event.Event | None = None
         self.round_robin: RoundRobin | None = None
-        """which target each request of this process goes to (run/targets.py; built at test start)"""
+        """which target each request of this process goes to (run/options/targets.py; built at test start)"""
         self.image_pool: ImagePool | None = None
         """the --images of this process's chat, responses and messages requests (workload/images.py; generated at
         test start)"""
@@ -141,11 +163,6 @@ class RunState:
         self.timeline.reset()
         self.end = None
         self.warnings.clear()
-
-    def _feed_workers(self, _environment: Any) -> None:
-        """Before the drain: the workers' last tier timeline (run/workers.py sends it)."""
-        if self.workers is not None:
-            self.workers.send_tiers()
 
     @property
     def worker_index(self) -> int:

@@ -1,6 +1,6 @@
 """The transport of one user: `--transport fast|openai` built from the run's options, one per target.
 
-A user holds one transport per target of the run (run/targets.py): for `fast` its own keep-alive
+A user holds one transport per target of the run (run/options/targets.py): for `fast` its own keep-alive
 connection to each, for `openai` the SDK client of each base URL. `TargetedTransport.stream` asks
 the process's `RoundRobin` which target the request goes to and names it on the result
 (`StreamResult.target`, samples.csv `target`); with one target that is the only one. A retry
@@ -21,8 +21,8 @@ from typing import Any
 
 from llmload.client.apis import ANTHROPIC_VERSION
 from llmload.client.request import StreamRequest, StreamResult
-from llmload.run.options import RunOptions
-from llmload.run.targets import RoundRobin, Target, label_of
+from llmload.run.options.settings import RunOptions
+from llmload.run.options.targets import RoundRobin, Target, label_of
 
 
 def _one(opts: RunOptions, base_url: str, user_index: int, endpoint: str) -> Any:

@@ -10,14 +10,14 @@ Anthropic Messages (parse_apis.py folds their bodies into chat's) stream through
 rerank is a `rerank.RerankJob`. On `/v1/messages` the key may come as `x-api-key`, `anthropic-version` is required,
 errors have Anthropic's shape (an overload, 503, is its 529), the quota headers its `anthropic-ratelimit-*` names and
 a refusal's hint its `retry-after` + `anthropic-ratelimit-*-reset` (whatever --retry-after-header says, unless none).
-`GET /metrics` renders the engine's state in Prometheus format (metrics.py).
+`GET /metrics` renders the engine's state in Prometheus format (metrics.py). The handlers get the server's shared
+parts (state.py), never the application; replies.py writes the JSON and error replies.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
 import time
 from collections.abc import Callable
@@ -25,24 +25,23 @@ from collections.abc import Callable
 from llmload.server import wire
 from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.embeddings import EmbeddingJob
-from llmload.server.engine import Engine
 from llmload.server.event_generation import EVENT_PATHS, EventGeneration
 from llmload.server.faults import Faults
 from llmload.server.generation import Generation
 from llmload.server.images import count_images
-from llmload.server.metrics import CONTENT_TYPE, ServerMetrics
+from llmload.server.metrics import CONTENT_TYPE
 from llmload.server.parse import BadRequest, completion_body, embedding_inputs, max_tokens
 from llmload.server.parse_apis import messages_body, rerank_body, responses_body
 from llmload.server.plan import OutputPlan, plan_output, tool_results
-from llmload.server.prefix_cache import PrefixCache
 from llmload.server.protocol import HttpProtocol, Request
 from llmload.server.ratelimit import RateLimiter
+from llmload.server.replies import is_anthropic, reply_error, reply_json
 from llmload.server.requestlog import RequestLog
 from llmload.server.rerank import RerankJob
 from llmload.server.retry_hints import quota_headers, retry_headers
-from llmload.server.tokens import TextSource, is_structured, prompt_words
-from llmload.server.truthlog import TruthLog
-from llmload.server.wire_events import anthropic_error, anthropic_quota, anthropic_retry
+from llmload.server.state import ServerState
+from llmload.server.tokens import is_structured, prompt_words
+from llmload.server.wire_events import anthropic_quota, anthropic_retry
 
 COMPLETION_PATHS = {"/v1/chat/completions": True, "/v1/completions": False}
 
@@ -51,51 +50,47 @@ class App:
     def __init__(self, cfg: ServerConfig, loop: asyncio.AbstractEventLoop,
                  clock: Callable[[], float] = time.perf_counter):
         self.cfg = cfg
-        self.loop = loop
         self.clock = clock
-        self.engine = Engine(cfg)
-        self.cache = PrefixCache(cfg.cache_block_tokens, cfg.cache_capacity_tokens)
+        self.state = ServerState(cfg, loop, clock)
+        """what the request handlers share with the application: engine, cache, truth log, metrics"""
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm, clock(), cfg.rate_burst_s, cfg.rate_window_s)
         self.started_s = clock()
-        self.text = TextSource(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.stop_rng = random.Random(cfg.seed + 1)
         """early-stop draws (their own stream: the fault draws stay as they were)"""
-        self.truth = TruthLog(cfg.truth_log)
         self.requests = RequestLog(cfg.request_log)
-        self.metrics = ServerMetrics(cfg.model)
         self._ids = itertools.count(1)
-        self.requests_total = 0
 
     def protocol(self) -> HttpProtocol:
-        return HttpProtocol(self, self.cfg.max_body_bytes, self.clock)
+        return HttpProtocol(self.handle, self.cfg.max_body_bytes, self.clock)
 
     # entry point from the protocol
     def handle(self, req: Request) -> None:
         if self.cfg.fault_slowdown_after_s > 0 and self.clock() - self.started_s >= self.cfg.fault_slowdown_after_s:
-            self.engine.slowdown = self.cfg.fault_slowdown_factor  # every later prefill and step (config.py)
+            self.state.engine.slowdown = self.cfg.fault_slowdown_factor  # every later prefill and step (config.py)
         req.request_id = req.headers.get("x-request-id") or f"srv-{next(self._ids)}"
         if self.requests.enabled:
             self.requests.write(req.request_id, req)
         try:
             self._route(req)
         except BadRequest as exc:
-            self.reply_error(req, exc.status, str(exc), "invalid_request_error", exc.code, exc.param)
+            reply_error(req, exc.status, str(exc), "invalid_request_error", exc.code, exc.param)
         except Exception as exc:  # never a traceback to the client; keep serving
-            self.reply_error(req, 500, f"Internal error: {type(exc).__name__}", "server_error")
+            reply_error(req, 500, f"Internal error: {type(exc).__name__}", "server_error")
 
     def _route(self, req: Request) -> None:
         if req.path == "/health":
-            return self.reply_json(req, 200, {"status": "ok", "active": self.engine.active,
-                                              "queued": len(self.engine.queue)})
+            engine = self.state.engine
+            return reply_json(req, 200, {"status": "ok", "active": engine.active, "queued": len(engine.queue)})
         if req.path in ("/v1/models", "/models"):
             self._check_method(req, "GET")
             self._check_auth(req)
-            return self.reply_json(req, 200, {"object": "list", "data": [
+            return reply_json(req, 200, {"object": "list", "data": [
                 {"id": self.cfg.model, "object": "model", "created": 0, "owned_by": "llmload"}]})
         if req.path == "/metrics":
             self._check_method(req, "GET")
-            page = self.metrics.render(self.engine.active, len(self.engine.queue), self.cache.usage())
+            state = self.state
+            page = state.metrics.render(state.engine.active, len(state.engine.queue), state.cache.usage())
             conn = req.conn
             assert conn is not None  # the protocol hands over every request with its connection
             conn.send(wire.http_response(200, page, keep_alive=req.keep_alive, content_type=CONTENT_TYPE))
@@ -111,7 +106,7 @@ class App:
         if req.path in EVENT_PATHS:
             self._check_method(req, "POST")
             self._check_auth(req)
-            messages = _anthropic(req)
+            messages = is_anthropic(req)
             if messages and not req.headers.get("anthropic-version"):
                 raise BadRequest("anthropic-version: header is required")
             return self._completion(req, True, messages_body(req.body, self.cfg) if messages
@@ -132,14 +127,14 @@ class App:
     def _check_auth(self, req: Request) -> None:
         if self.cfg.api_key is None:
             return
-        if _anthropic(req) and req.headers.get("x-api-key") == self.cfg.api_key:
+        if is_anthropic(req) and req.headers.get("x-api-key") == self.cfg.api_key:
             return
         if req.headers.get("authorization", "") != f"Bearer {self.cfg.api_key}":
             raise BadRequest("Incorrect API key provided. Pass the key with "
                              "'Authorization: Bearer <key>'.", status=401, code="invalid_api_key")
 
     def _completion(self, req: Request, chat: bool, body: dict) -> None:
-        self.requests_total += 1
+        self.state.requests_total += 1
         words = prompt_words(body["messages"] if chat else body["prompt"])
         plan = plan_output(self.cfg, body, chat, self.stop_rng)
         limit = max_tokens(body)
@@ -155,9 +150,9 @@ class App:
         if gate[0].empty:  # an answer with no text: one token of empty text, stopped at the length limit
             plan = OutputPlan(1, 0, "length")
         generation = (EventGeneration if req.path in EVENT_PATHS else Generation)(
-            self, req, chat, body, words, plan, gate[0], truth, is_structured(body, words), gate[1])
+            self.state, req, chat, body, words, plan, gate[0], truth, is_structured(body, words), gate[1])
         if self.cfg.gateway_ms > 0:
-            self.loop.call_later(self.cfg.gateway_ms / 1000.0, generation.admit)
+            self.state.loop.call_later(self.cfg.gateway_ms / 1000.0, generation.admit)
         else:
             generation.admit()
 
@@ -167,9 +162,9 @@ class App:
                  "arrival_unix": time.time(), "prompt_tokens": sum(counts)}
         gate = self._gate(req, truth, sum(counts))
         if gate is not None:
-            job = EmbeddingJob(self, req, body, counts, truth, gate[1])
+            job = EmbeddingJob(self.state, req, body, counts, truth, gate[1])
             if self.cfg.gateway_ms > 0:
-                self.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
+                self.state.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
             else:
                 job.admit()
 
@@ -179,9 +174,9 @@ class App:
                  "arrival_unix": time.time(), "prompt_tokens": tokens, "documents": len(documents)}
         gate = self._gate(req, truth, tokens)
         if gate is not None:
-            job = RerankJob(self, req, body, documents, tokens, truth, gate[1])
+            job = RerankJob(self.state, req, body, documents, tokens, truth, gate[1])
             if self.cfg.gateway_ms > 0:
-                self.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
+                self.state.loop.call_later(self.cfg.gateway_ms / 1000.0, job.admit)
             else:
                 job.admit()
 
@@ -190,53 +185,30 @@ class App:
         faults = Faults.draw(self.cfg, self.rng)
         truth["fault"] = faults.name
         if faults.http_status:
-            truth["status"] = 529 if faults.http_status == 503 and _anthropic(req) else faults.http_status
-            self.truth.write(truth)
+            truth["status"] = 529 if faults.http_status == 503 and is_anthropic(req) else faults.http_status
+            self.state.truth.write(truth)
             message = "The server had an error while processing your request." \
                 if faults.http_status == 500 else "The engine is currently overloaded, please try again later."
-            self.reply_error(req, faults.http_status, message, "server_error")
+            reply_error(req, faults.http_status, message, "server_error")
             return None
         headers = {"x-request-id": req.request_id}
         if self.limiter.enabled:
             decision = self.limiter.take(token_cost, self.clock())
             if self.cfg.quota_headers != "none":
                 quota = quota_headers(self.limiter, decision)
-                headers.update(anthropic_quota(quota) if _anthropic(req) else quota)
+                headers.update(anthropic_quota(quota) if is_anthropic(req) else quota)
             if not decision.allowed:
                 truth["status"] = 429
-                self.truth.write(truth)
+                self.state.truth.write(truth)
                 hints = retry_headers(retry_styles(self.cfg), decision.retry_after_s, decision.limit, time.time())
                 headers.update(anthropic_retry(decision.retry_after_s, decision.limit, time.time())
-                               if _anthropic(req) and hints else hints)
-                self.reply_error(req, 429, f"Rate limit reached for {decision.limit} per minute. "
-                                 f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
-                                 "rate_limit_exceeded", headers=headers)
+                               if is_anthropic(req) and hints else hints)
+                reply_error(req, 429, f"Rate limit reached for {decision.limit} per minute. "
+                            f"Please try again in {decision.retry_after_s:.3f}s.", decision.limit,
+                            "rate_limit_exceeded", headers=headers)
                 return None
         return faults, headers
 
-    # replies
-    def reply_json(self, req: Request, status: int, payload: dict) -> None:
-        conn = req.conn
-        assert conn is not None  # the protocol hands over every request with its connection
-        conn.send(wire.http_response(status, json.dumps(payload).encode(), keep_alive=req.keep_alive))
-        conn.finish(req.keep_alive)
-
-    def reply_error(self, req: Request, status: int, message: str, err_type: str,
-                    code: str | None = None, param: str | None = None,
-                    headers: dict[str, str] | None = None) -> None:
-        body = wire.error_body(status, message, err_type, code, param)
-        if _anthropic(req):
-            status, body = anthropic_error(status, message)
-        conn = req.conn
-        assert conn is not None  # the protocol hands over every request with its connection
-        conn.send(wire.http_response(status, body, headers, keep_alive=req.keep_alive))
-        conn.finish(req.keep_alive)
-
     def close(self) -> None:
-        self.truth.close()
+        self.state.close()
         self.requests.close()
-
-
-def _anthropic(req: Request) -> bool:
-    """Is this an Anthropic Messages request (its auth header, error shape and quota names)?"""
-    return req.path in ("/v1/messages", "/messages")

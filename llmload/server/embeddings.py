@@ -18,13 +18,11 @@ import math
 import random
 import struct
 import zlib
-from typing import TYPE_CHECKING
 
 from llmload.server import timers, wire
 from llmload.server.engine import QueueFull, Sequence
-
-if TYPE_CHECKING:
-    from llmload.server.app import App
+from llmload.server.replies import reply_error
+from llmload.server.state import ServerState
 
 
 def embedding_vector(item: str | list[int], dim: int, seed: int) -> list[float]:
@@ -42,8 +40,9 @@ def encode(vector: list[float], fmt: str) -> list[float] | str:
 
 
 class EmbeddingJob:
-    def __init__(self, app: App, req, body: dict, counts: list[int], truth: dict, headers: dict[str, str]):
-        self.app, self.req, self.body, self.truth, self.headers = app, req, body, truth, headers
+    def __init__(self, state: ServerState, req, body: dict, counts: list[int], truth: dict,
+                 headers: dict[str, str]):
+        self.state, self.req, self.body, self.truth, self.headers = state, req, body, truth, headers
         value = body["input"]
         self.items = [value] if isinstance(value, str) or (value and isinstance(value[0], int)) else value
         self.seq = Sequence(req.request_id, sum(counts), 0, 0)
@@ -55,17 +54,17 @@ class EmbeddingJob:
         conn = self.req.conn
         if conn.closed:
             self.truth.update(status=499, fault="client_closed")
-            return self.app.truth.write(self.truth)
-        self.admitted_s = self.app.clock()
+            return self.state.truth.write(self.truth)
+        self.admitted_s = self.state.clock()
         try:
-            started = self.app.engine.submit(self.seq)
+            started = self.state.engine.submit(self.seq)
         except QueueFull:
-            cfg = self.app.cfg
+            cfg = self.state.cfg
             self.truth.update(status=cfg.queue_full_status, fault="queue_full")
-            self.app.truth.write(self.truth)
-            return self.app.reply_error(self.req, cfg.queue_full_status, "The server is overloaded: too many "
-                                        "requests are queued. Please retry later.", "server_error",
-                                        "queue_full", headers=self.headers)
+            self.state.truth.write(self.truth)
+            return reply_error(self.req, cfg.queue_full_status, "The server is overloaded: too many "
+                               "requests are queued. Please retry later.", "server_error",
+                               "queue_full", headers=self.headers)
         conn.on_lost = self.abandon
         if started:
             self.start()
@@ -73,19 +72,19 @@ class EmbeddingJob:
             self.seq.on_start = self.start
 
     def start(self) -> None:
-        now = self.app.clock()
+        now = self.state.clock()
         self.truth["service_start_s"] = now
-        self.app.metrics.queue_time.observe(now - self.admitted_s)
-        self.truth["first_byte_due_s"] = now + self.app.engine.prefill_ms(self.seq) / 1000.0
-        self.timer = self.app.loop.call_later(timers.delay_s(self.app.loop, self.truth["first_byte_due_s"], now),
-                                              self.finish)
+        self.state.metrics.queue_time.observe(now - self.admitted_s)
+        self.truth["first_byte_due_s"] = now + self.state.engine.prefill_ms(self.seq) / 1000.0
+        self.timer = self.state.loop.call_later(timers.delay_s(self.state.loop, self.truth["first_byte_due_s"], now),
+                                                self.finish)
 
     def finish(self) -> None:
-        again = timers.again_if_early(self.app.loop, self.truth["first_byte_due_s"], self.app.clock(), self.finish)
+        again = timers.again_if_early(self.state.loop, self.truth["first_byte_due_s"], self.state.clock(), self.finish)
         if again is not None:  # the timer fired before the answer was due (uvloop's millisecond grain)
             self.timer = again
             return
-        cfg, body = self.app.cfg, self.body
+        cfg, body = self.state.cfg, self.body
         dim = body.get("dimensions") or cfg.embedding_dim
         fmt = body.get("encoding_format", "float")
         data = [{"object": "embedding", "index": i, "embedding": encode(embedding_vector(item, dim, cfg.seed), fmt)}
@@ -93,11 +92,11 @@ class EmbeddingJob:
         tokens = self.seq.prompt_tokens
         payload = {"object": "list", "data": data, "model": body["model"],
                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
-        now = self.app.clock()  # before the write, as generation.py stamps its first byte
+        now = self.state.clock()  # before the write, as generation.py stamps its first byte
         self.req.conn.send(wire.http_response(200, json.dumps(payload).encode(), self.headers,
                                               keep_alive=self.req.keep_alive))
-        self.app.metrics.ttft.observe(now - self.admitted_s)
-        self.app.metrics.served(tokens, 0, "stop")
+        self.state.metrics.ttft.observe(now - self.admitted_s)
+        self.state.metrics.served(tokens, 0, "stop")
         self._end(200, now)
         self.req.conn.finish(self.req.keep_alive)
 
@@ -107,13 +106,13 @@ class EmbeddingJob:
         if self.timer is not None:
             self.timer.cancel()
         self.truth["fault"] = "client_closed"
-        self._end(499, self.app.clock())
+        self._end(499, self.state.clock())
 
     def _end(self, status: int, now: float) -> None:
         self.finished = True
         self.truth.update(status=status, first_byte_s=now if status == 200 else None, last_byte_s=now,
                           output_tokens=0, cached_tokens=0)
-        self.app.truth.write(self.truth)
-        for nxt in self.app.engine.release(self.seq):
+        self.state.truth.write(self.truth)
+        for nxt in self.state.engine.release(self.seq):
             assert nxt.on_start is not None  # set when the sequence was queued (admit)
             nxt.on_start()

@@ -21,8 +21,8 @@ EVENT_PATHS: dict[str, type[ResponsesTemplates] | type[MessagesTemplates]] = {
 
 
 class EventGeneration(Generation):
-    def __init__(self, app, req, chat, body, words, plan, faults, truth, structured, headers):
-        super().__init__(app, req, chat, body, words, plan, faults, truth, structured, headers)
+    def __init__(self, state, req, chat, body, words, plan, faults, truth, structured, headers):
+        super().__init__(state, req, chat, body, words, plan, faults, truth, structured, headers)
         self.events: ResponsesTemplates | MessagesTemplates = EVENT_PATHS[req.path](
             req.request_id, self.created, self.model, bool(plan.reasoning_tokens))
         self.templates = self.events  # type: ignore[assignment]  # the same parts as wire.ChunkTemplates

@@ -24,27 +24,25 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from llmload.server import timers, wire
 from llmload.server.config import ServerConfig, retry_styles
 from llmload.server.engine import QueueFull, Sequence
 from llmload.server.faults import Faults
 from llmload.server.plan import OutputPlan
+from llmload.server.replies import reply_error
 from llmload.server.retry_hints import retry_headers
-
-if TYPE_CHECKING:
-    from llmload.server.app import App
+from llmload.server.state import ServerState
 
 TOOL_OPEN, TOOL_CLOSE = json.dumps('{"input":"')[1:-1], json.dumps('"}')[1:-1]
 """the tool-call arguments are `{"input":"<answer tokens>"}`, escaped as inside a JSON string"""
 
 
 class Generation:
-    def __init__(self, app: App, req, chat: bool, body: dict, words: list[str], plan: OutputPlan,
+    def __init__(self, state: ServerState, req, chat: bool, body: dict, words: list[str], plan: OutputPlan,
                  faults: Faults, truth: dict, structured: bool, headers: dict[str, str]):
-        cfg: ServerConfig = app.cfg
-        self.app, self.req, self.chat, self.words, self.faults = app, req, chat, words, faults
+        cfg: ServerConfig = state.cfg
+        self.state, self.req, self.chat, self.words, self.faults = state, req, chat, words, faults
         self.plan, self.truth, self.headers = plan, truth, headers
         self.stream = bool(body.get("stream"))
         self.model = cfg.swap_model if faults.model_swap else body["model"]
@@ -58,7 +56,7 @@ class Generation:
         self.include_usage = self.stream and bool((body.get("stream_options") or {}).get("include_usage"))
         self.templates = wire.ChunkTemplates(chat, self.completion_id, self.created, self.model,
                                              self.include_usage) if self.stream else None
-        self.text_start = app.requests_total * 7
+        self.text_start = state.requests_total * 7
         self.pieces: list[str] = []
         self.reasoning_pieces: list[str] = []
         self.lead = ""
@@ -94,18 +92,18 @@ class Generation:
 
     # admission and service
     def admit(self) -> None:
-        conn, engine = self.req.conn, self.app.engine
+        conn, engine = self.req.conn, self.state.engine
         if conn.closed:
             self.truth.update(status=499, fault=_join(self.truth.get("fault"), "client_closed"))
-            self.app.truth.write(self.truth)
+            self.state.truth.write(self.truth)
             return
-        self.admitted_s = self.app.clock()
+        self.admitted_s = self.state.clock()
         try:
             started = engine.submit(self.seq)
         except QueueFull:
             return self._refuse()
         conn.on_lost = self.abandon
-        if self.stream and self.app.cfg.headers_when == "arrival" and not self.faults.stall_s:
+        if self.stream and self.state.cfg.headers_when == "arrival" and not self.faults.stall_s:
             self._send_head()
         if started:
             self.start()
@@ -113,7 +111,7 @@ class Generation:
             self.seq.on_start = self.start
 
     def _refuse(self) -> None:
-        cfg, engine = self.app.cfg, self.app.engine
+        cfg, engine = self.state.cfg, self.state.engine
         self.truth["fault"] = _join(self.truth.get("fault"), "queue_full")
         if cfg.queue_full_mode == "error-event" and self.stream:
             if not self.head_sent:
@@ -121,25 +119,25 @@ class Generation:
             return self._error_event("The server is overloaded: too many requests are queued. "
                                      "Please retry later.")
         self.truth["status"] = cfg.queue_full_status
-        self.app.truth.write(self.truth)
+        self.state.truth.write(self.truth)
         retry_s = max(cfg.queue_full_retry_after_s, engine.estimated_wait_s()) \
             if cfg.queue_full_retry_after_s > 0 else 0.0
         headers = {**self.headers, **retry_headers(retry_styles(cfg), retry_s, "requests", time.time())}
-        return self.app.reply_error(
+        return reply_error(
             self.req, cfg.queue_full_status, "The server is overloaded: too many requests are "
             "queued. Please retry later.", "server_error" if cfg.queue_full_status == 503 else "requests",
             "queue_full", headers=headers)
 
     def start(self) -> None:
-        now = self.app.clock()
+        now = self.state.clock()
         self.truth["service_start_s"] = now
-        self.app.metrics.queue_time.observe(now - self.admitted_s)
-        self.seq.cached_tokens = self.app.cache.lookup(self.words)
+        self.state.metrics.queue_time.observe(now - self.admitted_s)
+        self.seq.cached_tokens = self.state.cache.lookup(self.words)
         if self.faults.stall_s:
-            self.timer = self.app.loop.call_later(self.faults.stall_s, self._after_stall)
+            self.timer = self.state.loop.call_later(self.faults.stall_s, self._after_stall)
         elif self.stream and not self.head_sent:
             self._send_head()
-        self.due_s = now + self.faults.stall_s + self.app.engine.prefill_ms(self.seq) / 1000.0
+        self.due_s = now + self.faults.stall_s + self.state.engine.prefill_ms(self.seq) / 1000.0
         self.truth["first_byte_due_s"] = self.due_s
         self._schedule()
 
@@ -155,20 +153,21 @@ class Generation:
         self.req.conn.send(head + wire.frame(role) if role else head)
 
     def _schedule(self) -> None:
-        self.timer = self.app.loop.call_later(timers.delay_s(self.app.loop, self.due_s, self.app.clock()), self.step)
+        loop = self.state.loop
+        self.timer = loop.call_later(timers.delay_s(loop, self.due_s, self.state.clock()), self.step)
 
     def step(self) -> None:
         if self.finished:
             return
-        again = timers.again_if_early(self.app.loop, self.due_s, self.app.clock(), self.step)
+        again = timers.again_if_early(self.state.loop, self.due_s, self.state.clock(), self.step)
         if again is not None:  # the timer fired before the token was due (uvloop's millisecond grain)
             self.timer = again
             return
         seq, conn = self.seq, self.req.conn
         first = seq.generated == 0
         if first:
-            self.app.cache.insert(self.words)
-            self.app.metrics.ttft.observe(self.app.clock() - self.admitted_s)
+            self.state.cache.insert(self.words)
+            self.state.metrics.ttft.observe(self.state.clock() - self.admitted_s)
             if self.stream and self.faults.error_event:
                 return self._error_event("The engine rejected the request: admission raced with "
                                          "other requests. Please retry.")
@@ -180,8 +179,8 @@ class Generation:
             assert self.templates is not None  # streaming (checked above); once per response
             conn.send(wire.frame(self.templates.malformed()))
         count = min(self.tokens_per_chunk, self.phase_end - seq.generated)
-        text = "" if self.faults.empty else self.app.text.tokens(self.text_start + seq.generated, count,
-                                                                   self.structured)
+        text = "" if self.faults.empty else self.state.text.tokens(self.text_start + seq.generated, count,
+                                                                     self.structured)
         seq.generated += count
         first_answer = self.first_answer_pending
         if self.wrap is not None:
@@ -190,12 +189,12 @@ class Generation:
             # the truth is stamped before the write: on loopback the kernel dates the client's read inside
             # this send(), so a stamp after it would be late by the syscall (and any preemption in it)
             if first_answer:
-                self.truth["first_byte_s"] = self.app.clock()
+                self.truth["first_byte_s"] = self.state.clock()
                 conn.send(wire.frame(self.lead + self.prefix + text + self.suffix))
                 self.first_answer_pending = False
             else:
                 if first:
-                    self.truth["first_reasoning_byte_s"] = self.app.clock()
+                    self.truth["first_reasoning_byte_s"] = self.state.clock()
                 conn.send(wire.frame(self.prefix + text + self.suffix))
         else:
             self.pieces.append(text)
@@ -204,11 +203,11 @@ class Generation:
             if seq.generated >= seq.output_tokens:
                 return self._complete()
             self._begin_answer()
-        self.due_s += self.app.engine.step_ms() * self.steps_per_chunk / 1000.0
+        self.due_s += self.state.engine.step_ms() * self.steps_per_chunk / 1000.0
         self._schedule()
 
     def _reasoning_count(self) -> int | None:
-        return min(self.seq.generated, self.plan.reasoning_tokens) if self.app.cfg.reasoning_tokens else None
+        return min(self.seq.generated, self.plan.reasoning_tokens) if self.state.cfg.reasoning_tokens else None
 
     def _complete(self) -> None:
         seq, conn, plan = self.seq, self.req.conn, self.plan
@@ -222,7 +221,7 @@ class Generation:
             usage = wire.usage_dict(seq.prompt_tokens, seq.generated, seq.cached_tokens, reasoning)
             body = wire.full_body(self.chat, self.completion_id, self.created, self.model,
                                   self._message(), plan.finish_reason, usage)
-            self.truth["first_byte_s"] = self.app.clock()
+            self.truth["first_byte_s"] = self.state.clock()
             conn.send(wire.http_response(200, body, self.headers, keep_alive=self.req.keep_alive))
         self._end(200, self.req.keep_alive, plan.finish_reason)
 
@@ -251,10 +250,10 @@ class Generation:
     def _end(self, status: int, keep_alive: bool, finish_reason: str | None) -> None:
         self.finished = True
         truth, seq = self.truth, self.seq
-        truth.update(status=status, last_byte_s=self.app.clock(), cached_tokens=seq.cached_tokens,
+        truth.update(status=status, last_byte_s=self.state.clock(), cached_tokens=seq.cached_tokens,
                      output_tokens=seq.generated, finish_reason=finish_reason or "",
                      reasoning_tokens=self._reasoning_count())
-        self.app.truth.write(truth)
+        self.state.truth.write(truth)
         self._served(finish_reason)
         self._release()
         self.req.conn.finish(keep_alive)
@@ -262,10 +261,10 @@ class Generation:
     def _served(self, finish_reason: str | None) -> None:
         if "service_start_s" in self.truth:  # engine-level reasons, as vLLM counts them
             engine_reason = "stop" if finish_reason == "tool_calls" else finish_reason
-            self.app.metrics.served(self.seq.prompt_tokens, self.seq.generated, engine_reason)
+            self.state.metrics.served(self.seq.prompt_tokens, self.seq.generated, engine_reason)
 
     def _release(self) -> None:
-        for nxt in self.app.engine.release(self.seq):
+        for nxt in self.state.engine.release(self.seq):
             assert nxt.on_start is not None  # set when the sequence was queued (admit)
             nxt.on_start()
 
@@ -277,9 +276,9 @@ class Generation:
         if self.timer is not None:
             self.timer.cancel()
         self.truth.update(status=499, fault=_join(self.truth.get("fault"), "client_closed"),
-                          last_byte_s=self.app.clock(), output_tokens=self.seq.generated,
+                          last_byte_s=self.state.clock(), output_tokens=self.seq.generated,
                           cached_tokens=self.seq.cached_tokens, reasoning_tokens=self._reasoning_count())
-        self.app.truth.write(self.truth)
+        self.state.truth.write(self.truth)
         self._served(None)
         self._release()
 

@@ -13,14 +13,11 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import httptools
 
 from llmload.server import wire
-
-if TYPE_CHECKING:
-    from llmload.server.app import App
 
 
 @dataclass
@@ -39,8 +36,9 @@ class Request:
 
 
 class HttpProtocol(asyncio.Protocol):
-    def __init__(self, app: App, max_body_bytes: int, clock: Callable[[], float]):
-        self.app = app
+    def __init__(self, handle: Callable[[Request], None], max_body_bytes: int, clock: Callable[[], float]):
+        self.handle = handle
+        """the application's entry point: called with each complete request, one at a time"""
         self.max_body_bytes = max_body_bytes
         self.clock = clock
         # None only until connection_made, which asyncio calls before any data arrives (so before
@@ -109,7 +107,7 @@ class HttpProtocol(asyncio.Protocol):
             self.pending.append(request)
         else:
             self.busy = True
-            self.app.handle(request)
+            self.handle(request)
 
     # used by the application
     def send(self, data: bytes) -> None:
@@ -125,7 +123,7 @@ class HttpProtocol(asyncio.Protocol):
         self.busy = False
         if self.pending:
             self.busy = True
-            self.app.handle(self.pending.popleft())
+            self.handle(self.pending.popleft())
 
     def close(self) -> None:
         if not self.closed:

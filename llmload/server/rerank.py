@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
 
 from llmload.server import timers, wire
 from llmload.server.embeddings import EmbeddingJob
 from llmload.server.engine import Sequence
-
-if TYPE_CHECKING:
-    from llmload.server.app import App
+from llmload.server.state import ServerState
 
 
 def relevance(query: str, document: str) -> float:
@@ -27,9 +24,9 @@ def relevance(query: str, document: str) -> float:
 
 
 class RerankJob(EmbeddingJob):
-    def __init__(self, app: App, req, body: dict, documents: list[str], tokens: int, truth: dict,
+    def __init__(self, state: ServerState, req, body: dict, documents: list[str], tokens: int, truth: dict,
                  headers: dict[str, str]):
-        self.app, self.req, self.body, self.truth, self.headers = app, req, body, truth, headers
+        self.state, self.req, self.body, self.truth, self.headers = state, req, body, truth, headers
         self.documents = documents
         self.seq = Sequence(req.request_id, tokens, 0, 0)
         self.finished = False
@@ -37,7 +34,7 @@ class RerankJob(EmbeddingJob):
         self.admitted_s = 0.0
 
     def finish(self) -> None:
-        again = timers.again_if_early(self.app.loop, self.truth["first_byte_due_s"], self.app.clock(), self.finish)
+        again = timers.again_if_early(self.state.loop, self.truth["first_byte_due_s"], self.state.clock(), self.finish)
         if again is not None:
             self.timer = again
             return
@@ -47,10 +44,10 @@ class RerankJob(EmbeddingJob):
                     "document": {"text": self.documents[i]}} for i in ranked[:self.body.get("top_n", len(ranked))]]
         payload = {"id": "rerank-" + self.req.request_id, "model": self.body["model"], "results": results,
                    "usage": {"total_tokens": tokens}}
-        now = self.app.clock()  # before the write, as generation.py stamps its first byte
+        now = self.state.clock()  # before the write, as generation.py stamps its first byte
         self.req.conn.send(wire.http_response(200, json.dumps(payload).encode(), self.headers,
                                               keep_alive=self.req.keep_alive))
-        self.app.metrics.ttft.observe(now - self.admitted_s)
-        self.app.metrics.served(tokens, 0, "stop")
+        self.state.metrics.ttft.observe(now - self.admitted_s)
+        self.state.metrics.served(tokens, 0, "stop")
         self._end(200, now)
         self.req.conn.finish(self.req.keep_alive)

@@ -52,7 +52,7 @@ async def serve(cfg: ServerConfig, ready: Callable[[int, asyncio.Event], object]
     async def housekeeping() -> None:
         while not stop.is_set():
             await asyncio.sleep(0.5)
-            app.truth.flush()  # the request log flushes every line itself
+            app.state.truth.flush()  # the request log flushes every line itself
             if cfg.exit_with_parent and os.getppid() != parent_pid:
                 stop.set()
 

@@ -16,7 +16,7 @@ then Locust calls `tick()` on the master or local runner about once a second:
     spawn rate), whichever is longer, so rows sent while users are still spawning never count.
   * Ending a tier: end_s in tiers.csv, a warning under `--min-tier-requests` measured requests, and
     with `--stop-at-knee` the rule book's stop rule (llmload.rules.stop) on the report's verdicts of
-    the tiers so far (run/verdicts.py); then the next tier, or `None` (Locust stops the run).
+    the tiers so far (run/watch/verdicts.py); then the next tier, or `None` (Locust stops the run).
   * A progress greenlet logs one line every 5 s, also while `tick()` is blocked by a ramp (state.py).
   * The run ends (tiers.csv row closed, `Timeline.end_run`: later rows are phase "after") when the
     plan is done, the stop rule fires, `-t/--run-time` has passed since the first tick (Locust 2.47
@@ -40,10 +40,11 @@ from locust.runners import LocalRunner, WorkerRunner
 
 from llmload.openloop import user as openloop_user
 from llmload.rules.stop import stop_reason
-from llmload.run import files, workers
-from llmload.run.options import RunSettings, settings_of
+from llmload.run.distributed import workers
+from llmload.run.export import files
+from llmload.run.options.settings import RunSettings, settings_of
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_tiers, live_verdicts
+from llmload.run.watch.verdicts import live_tiers, live_verdicts
 from llmload.shaping import confirm, refine, sigterm
 from llmload.shaping.checks import check_flags
 from llmload.shaping.flags import ShapeOptionError, options_with_defaults

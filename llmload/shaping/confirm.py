@@ -3,7 +3,7 @@
 How it works: step and rate shapes (`PlanShape.refinable`) read `--confirm` (auto: on), `--confirm-seconds`,
 `--confirm-max-seconds` and `--confirm-steps` when the run starts (`confirm_settings`: a bad value is a flag error
 like any other, exit code 2). When the tiers are done (the planned sweep, `--stop-at-knee`'s end, refinement),
-`add_window` judges the tiers with the live verdicts (run/verdicts.py: the report's rule book on the same tiers)
+`add_window` judges the tiers with the live verdicts (run/watch/verdicts.py: the report's rule book on the same tiers)
 and appends a window at the rate the report would plan (`plan.Basis.planned`, 3 significant digits): open loop,
 Poisson arrivals (`--arrival-seed`), sent by one user per process (a closed-loop scenario's users become one
 arrival loop: llmload.users, openloop/user.py `serve`). Before it the load holds (`start`: a rate of 0, every
@@ -30,7 +30,7 @@ from llmload.rules import confirm
 from llmload.rules import refine as refine_rules
 from llmload.rules.confirm import DEFAULT_MAX_SECONDS, DEFAULT_STEPS
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_tiers, live_verdicts, live_windows
+from llmload.run.watch.verdicts import live_tiers, live_verdicts, live_windows
 from llmload.shaping import refine
 from llmload.shaping.flags import CONFIRM_CHOICES, ShapeOptionError
 from llmload.shaping.plans import PlannedTier

@@ -19,7 +19,7 @@ from llmload.rules.confirm import DEFAULT_MAX_SECONDS as CONFIRM_MAX_S
 from llmload.rules.confirm import DEFAULT_STEPS as CONFIRM_STEPS
 from llmload.rules.refine import DEFAULT_MAX_TIERS
 from llmload.rules.traffic import parse_arrival
-from llmload.run.flags import add_warmup_option
+from llmload.run.options.flags import add_warmup_option
 from llmload.sink.warmup import parse_span_s, warmup_seconds
 from llmload.workload.trace_formats import FORMATS as TRACE_FORMATS
 

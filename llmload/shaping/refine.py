@@ -4,7 +4,7 @@ How it works: step and rate shapes (`PlanShape.refinable`) read `--refine` (auto
 `--slo-profile` is set), `--refine-max-tiers` and `--hold-at-capacity` when the run starts
 (`refine_settings`: a bad value is a flag error like any other). When the planned sweep ends (its
 last tier, or `--stop-at-knee`'s rule), `add_tier` judges the tiers so far with the live verdicts
-(run/verdicts.py: the report's rule book on the same tiers, so the web UI's capacity is the one being
+(run/watch/verdicts.py: the report's rule book on the same tiers, so the web UI's capacity is the one being
 narrowed) and appends the tier `rules.refine.next_step` names to the plan, as long as the planned
 tiers (their warm-up too), until the bracket is measured, `--refine-max-tiers` tiers were added or
 `-t/--run-time` leaves no room for a whole tier; then, with `--hold-at-capacity`, one tier that long
@@ -24,7 +24,7 @@ from typing import Any
 from llmload.openloop import user as openloop_user
 from llmload.rules import refine
 from llmload.rules.text import load_with_unit
-from llmload.run.verdicts import live_verdicts
+from llmload.run.watch.verdicts import live_verdicts
 from llmload.shaping.flags import REFINE_CHOICES, ShapeOptionError
 from llmload.shaping.plans import PlannedTier
 

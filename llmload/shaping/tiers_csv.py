@@ -6,7 +6,7 @@ killed in the middle of a tier therefore leaves a complete, readable file whose 
 empty. Columns (unix seconds): tier, start_s, end_s, target_users, target_rps, warmup_s, then
 `dropped` (open-loop arrivals not sent because of the in-flight cap, from the master's stats), then
 the load really applied over the measure window when the tier ends (`users_min`, `users_mean`,
-`users_max`, `workers_min`, `workers_max`: run/applied.py, given as `applied(start_s, end_s)`), then
+`users_max`, `workers_min`, `workers_max`: run/distributed/applied.py, given as `applied(start_s, end_s)`), then
 `refined` (1: a tier `--refine` added after the planned sweep, shaping/refine.py), `confirm` (1: a
 confirmation window, shaping/confirm.py).
 """

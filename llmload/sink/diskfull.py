@@ -3,7 +3,7 @@
 How it works: the run's CSV logs (csvlog.py) share one `WriteGuard`. The first write that fails
 (ENOSPC, a quota, EIO, a read-only remount) frees the guard's reserve, a RESERVE_BYTES file created
 in the run folder when it opened, so the rows of that write (tried once more), run.json and tiers.csv
-still fit, and calls `on_first` (the run state stops the load with one line: run/listeners.py). From
+still fit, and calls `on_first` (the run state stops the load with one line: run/lifecycle/listeners.py). From
 then on the logs write nothing and count each row they could not write (`lost`); run.json records the
 counts (`unwritten_rows`), the log's last line says them and the report says which share of the
 attempts the figures lack.

@@ -1,4 +1,4 @@
-"""The run's live figures as Prometheus metrics: the cumulative counts the exporter (run/exporter.py) renders.
+"""The run's live figures as Prometheus metrics: the cumulative counts the exporter (run/export/exporter.py) renders.
 
 How it works: the process that writes the run's files feeds an `ExportBook` from the places it feeds the live
 book (live.py), so its counts are the ones samples.csv, attempts.csv and the report count:

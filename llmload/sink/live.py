@@ -37,7 +37,7 @@ from llmload.sink.refusals import RefusalBook
 Waiting = Callable[[float, float], float]
 """(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
 Applied = Callable[[float, float], dict]
-"""(start_s, end_s) -> tiers.csv's applied-load columns over it (run/applied.py: `users_mean`, ...)"""
+"""(start_s, end_s) -> tiers.csv's applied-load columns over it (run/distributed/applied.py: `users_mean`, ...)"""
 
 
 def percentile(counts: dict[int, int], q: float) -> float:

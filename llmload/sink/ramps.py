@@ -1,7 +1,7 @@
 """Following the ramps of a run without a load shape (the warm-up rule itself is in warmup.py).
 
 How it works, on every process of a run whose locustfile has no shape:
-  * test_start (`start`, given --warmup-seconds by run/listeners.py): `RampWarmup.begin`, and a
+  * test_start (`start`, given --warmup-seconds by run/lifecycle/listeners.py): `RampWarmup.begin`, and a
     greenlet that every POLL_S (0.2 s) compares the runner's target user count with the one it saw last: a
     growth opens a window from that previous poll (so no attempt sent after the change is missed),
     and a window whose time has come closes (--warmup-seconds, or nothing to wait for);
@@ -39,7 +39,7 @@ class RampWatch:
         self.environment = environment
         self.warmup = RampWarmup()
         self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
-        """master: seconds to subtract from a worker's unix times (its clock offset; run/workers.py sets it)"""
+        """master: seconds to subtract from a worker's unix times (clock offset; run/distributed/workers.py)"""
         self._greenlet: Any = None
         self._checked_s = 0.0
         self._began_s = 0.0

@@ -8,8 +8,8 @@ How it works: a `RowSink` exists in every process.
   (live.py) counts every attempt and health row for the live verdicts and the Prometheus exporter.
 - Worker: raw rows never reach the master on their own (Locust ships aggregated stats only). They wait
   in an outbox that a greenlet ships every `ship_interval_s` (1 s) as a `llmload_rows` message, and at
-  test stop and the drain (run/drain.py). A worker clock more than 50 ms off the master's
-  (run/workers.py) has its rows' times moved onto the master's here, before the tier is stamped.
+  test stop and the drain (run/distributed/drain.py). A worker clock more than 50 ms off the master's
+  (run/distributed/workers.py) has its rows' times moved onto the master's here, before the tier is stamped.
 Histograms (histograms.py): every attempt's inter-token gaps (with `--ship histograms|both` every latency
 figure and the attempt counts) per (tier, phase) where the attempt ended (a worker stamps them from its
 replica of the master's timeline: tierfeed.py), added up on the master and written each second to
@@ -70,9 +70,9 @@ class RowSink:
         self.replica = TierReplica()
         """worker: the master's tier timeline (tierfeed.py)"""
         self.worker_offset_s: Callable[[str], float] = lambda worker: 0.0
-        """master: seconds to subtract from a worker's (w0, w1, ...) unix times (run/workers.py's book sets it)"""
+        """master: seconds to subtract from a worker's (w0, w1, ...) unix times (set by run/distributed/workers.py)"""
         self.on_shipment: Callable[[str, int], None] = lambda client_id, rows: None
-        """master: a worker's (client id) shipment of N sample rows arrived; run/workers.py's book notes it"""
+        """master: a worker's (client id) shipment of N sample rows arrived (run/distributed/workers.py notes it)"""
 
     def listen(self) -> None:
         """init: the master's handler of the workers' rows, or the worker's of the master's tier timeline."""
@@ -293,7 +293,7 @@ class RowSink:
 
 
 def _to_master_clock(rows: list[dict], column: str, offset_of: Callable[[str], float]) -> None:
-    """Move a skewed worker's times onto the master's clock (run/workers.py: only beyond 50 ms)."""
+    """Move a skewed worker's times onto the master's clock (run/distributed/workers.py: only beyond 50 ms)."""
     for row in rows:
         offset_s = offset_of(str(row.get("worker", "")))
         if offset_s and row.get(column) not in (None, ""):

@@ -2,11 +2,11 @@
 
 How it works: sample rows get their tier and phase where the load shape runs (the master, rows.py), but
 histograms are summed on the workers (histograms.py), which must know the tiers themselves. Every
-second, and once more right before the end-of-run drain (run/drain.py), the master sends each connected
+second, and once more right before the end-of-run drain (run/distributed/drain.py), the master sends each connected
 worker `llmload_tiers`: the tiers so far (tier, start_s, warmup_s), the run's end when the shape has
 finished, and `valid_until_s`, the master's time of sending. Times are moved onto that worker's clock by
 the offset the master measured, and only when it is over 50 ms, exactly as the master moves the
-worker's rows (run/workers.py). A tier begins at the master's present, so the replica is exact for every
+worker's rows (run/distributed/workers.py). A tier begins at the master's present, so the replica is exact for every
 start time before `valid_until_s`: the worker stamps such an attempt at once (`stamp`) and holds a later
 one (`hold`), about a second, until a newer replica covers it (`release`). The worker's last shipment of
 the run (the drain, test stop) releases every held attempt with the last replica received; beyond
@@ -33,7 +33,7 @@ def feed_payload(timeline: Timeline, now_s: float, offset_s: float = 0.0) -> dic
 
 def send_timeline(runner: Any, timeline: Timeline, workers: list[tuple[str, float]]) -> None:
     """Master: send each worker, given as (client id, its clock offset in s), the timeline on its clock
-    (run/workers.py lists the connected workers)."""
+    (run/distributed/workers.py lists the connected workers)."""
     now_s = time.time()
     for client_id, offset_s in workers:
         runner.send_message(FEED_MESSAGE, feed_payload(timeline, now_s, offset_s), client_id=client_id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmload.run.once import first_time
-from llmload.run.options import settings_of
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 from llmload.webui import form, pages, start
 from llmload.webui.rows import COLUMNS, run_rows, window_row

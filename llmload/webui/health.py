@@ -1,11 +1,11 @@
 """Generator health on the charts page: the newest health.csv row of each load generator.
 
 How it works: every load-generating process (the local runner, or each worker, whose rows the
-master writes) appends a row per second to `<run dir>/health.csv` (run/health.py). The page
+master writes) appends a row per second to `<run dir>/health.csv` (run/watch/health.py). The page
 reads the file's last TAIL_BYTES (~15 min of one generator): per worker its newest row and a
 warning when, over the last RECENT_S, its loop lag or CPU passed the rule book's limits
 (llmload.rules.limits). Which tiers the verdicts leave out is the rule book's (llmload.rules.trust,
-run/verdicts.py).
+run/watch/verdicts.py).
 The UI process's own loop lag (series.Sampler) is shown beside them.
 """
 

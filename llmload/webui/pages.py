@@ -6,7 +6,7 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
   <base>/llmload/static/<file>   its script, and inject.js (the bar added to Locust's page)
   <base>/llmload/data.json       series (TTFT, ITL mean, e2e, req/s, tokens/s, users), tiers, verdicts,
                                  the SLO's bounds (TTFT p95; its objective's TPOT p95), health, live
-                                 warnings (run/overload.py: a generator overloaded, the SDK's ceiling), a
+                                 warnings (run/watch/overload.py: a generator overloaded, the SDK's ceiling), a
                                  plain run's warm-up, the run's files and `ship` / `note` (--ship
                                  histograms: no samples.csv); `?since=T` sends only newer points
   <base>/llmload/files/<name>    samples.csv, tiers.csv, health.csv, run.json, histograms.csv,
@@ -17,7 +17,7 @@ applies) and wrapped in `web_ui.auth_required_if_enabled` (so `--web-login` appl
                                  analysis never runs inside the Locust process), its report.html; a
                                  run recorded with --ship histograms gets the report from histograms
   <base>/metrics                 the run's live figures for Prometheus: --prometheus-port's page
-                                 (run/exporter.py), without a port of its own
+                                 (run/export/exporter.py), without a port of its own
 With --ship histograms the run writes no samples.csv: the live verdicts come from the workers'
 histograms; the files list and the report name the histogram files, and `note` says in one line what
 is not there.
@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llmload.run.exporter import CONTENT_TYPE, render
-from llmload.run.options import settings_of
+from llmload.run.export.exporter import CONTENT_TYPE, render
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 from llmload.webui import verdicts
 from llmload.webui.health import generator_health, read_health
@@ -102,7 +102,7 @@ def live_warnings(environment: Any) -> list[str]:
     runner = environment.runner
     active = runner is not None and runner.state in ACTIVE_STATES
     state = run_state(environment)
-    stopped = [f"llmload stopped the run: {state.stop_reason}"] if state.stop_reason else []  # run/stop.py's line
+    stopped = [f"llmload stopped the run: {state.stop_reason}"] if state.stop_reason else []  # run/lifecycle/stop.py
     return stopped + [text for key, text in sorted(state.warnings.items()) if active or not key.startswith("overload ")]
 
 

@@ -12,7 +12,7 @@ typed it: a typed value is used as typed, for any host; otherwise the startup va
 the run's host (the form's, or the current one when the form has none) is the startup host, else
 none, and a log line says so. Locust keeps the form's values in `parsed_options` from run to run,
 so a value is always set, never inherited from an earlier run. `--header` values are secrets whatever the
-header's name (run/knobs.py): the form's default shows each startup header as `Name: ***` (knobs.MASK), and a
+header's name (run/options/knobs.py): the form's default shows each startup header as `Name: ***` (knobs.MASK), and a
 line the form sends back with that mask is the startup value again for the startup host only (dropped for
 another, with the log line); startup headers the form does not name are added for the startup host only. The
 same for `--extra-body`'s secret-named fields (knobs.is_secret_field): shown as MASK, the startup value again where
@@ -33,9 +33,9 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from llmload.run.files import without_userinfo
-from llmload.run.knobs import MASK, masked_extra_body
+from llmload.run.export.files import without_userinfo
 from llmload.run.locust_compat import replace_form
+from llmload.run.options.knobs import MASK, masked_extra_body
 
 logger = logging.getLogger("llmload")
 SWARM_ENDPOINT = "locust.swarm"

@@ -20,7 +20,7 @@ import argparse
 import logging
 from typing import Any
 
-from llmload.run.options import OptionError, check_values
+from llmload.run.options.settings import OptionError, check_values
 from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")

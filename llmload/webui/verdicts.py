@@ -1,4 +1,4 @@
-"""The web UI's verdicts: the report's, on the tiers measured so far (run/verdicts.py, the rule book).
+"""The web UI's verdicts: the report's, on the tiers measured so far (run/watch/verdicts.py, the rule book).
 
 How it works: `live_view(environment)` asks the run for its verdicts on the ended tiers whose generator
 kept up, and words them for the page: the queueing onset (the knee: where requests start to wait; the
@@ -20,7 +20,7 @@ from llmload.rules import plan as plan_mod
 from llmload.rules.slo import SloProfile, objective_for, slo_text
 from llmload.rules.verdicts import Verdicts
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_tiers, live_verdicts, live_windows, load_unit, profile, slo_cell
+from llmload.run.watch.verdicts import live_tiers, live_verdicts, live_windows, load_unit, profile, slo_cell
 from llmload.webui.rows import gap_ms, target_text
 
 NOTHING_YET = "no tier has ended yet"

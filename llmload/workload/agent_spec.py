@@ -1,8 +1,8 @@
 """The agent options of a run (`AgentSpec`): `--agent-turns`, `--think-time-s`, `--fanout`, `--session-header`.
 
-`parse_agent_spec(values)` reads them from the parsed options by name (run/options.py calls it with the other
+`parse_agent_spec(values)` reads them from the parsed options by name (run/options/settings.py calls it with the other
 request knobs, so a bad value stops the run at start with one line naming the flag); `add_agent_options` registers
-the flags (run/flags.py). Every session is bounded: at most MAX_AGENT_TURNS turns, at most MAX_FANOUT sub-agent
+the flags (run/options/flags.py). Every session is bounded: at most MAX_AGENT_TURNS turns, at most MAX_FANOUT sub-agent
 sessions, each pause at most the think time's `max_s`.
 """
 

@@ -3,7 +3,7 @@
 `parse_spec(values)` turns `--dataset`, `--dataset-sample`, `--seed`, `--tokenizer`,
 `--input-tokens`, `--output-tokens`, `--repeat-ratio`, `--turns` and `--max-context` into a
 frozen spec, or raises `WorkloadError` with one line naming the flag (`values`: the parsed options
-by name, which run/options.py reads). A spec with none of them
+by name, which run/options/settings.py reads). A spec with none of them
 set is inactive: users then keep their class attributes and `--prompt-tokens` word prompts.
 """
 

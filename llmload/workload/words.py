@@ -33,7 +33,7 @@ def _pool() -> tuple[str, array]:
 
 def warm_pool() -> None:
     """Build the pool now (~10-30 ms of CPU): a run does it at start-up, not inside its first requests' second
-    (run/listeners.py), where the stall would show as loop lag."""
+    (run/lifecycle/listeners.py), where the stall would show as loop lag."""
     _pool()
 
 

@@ -12,7 +12,7 @@ import locust  # noqa: F401  (gevent monkey-patching, as in a real run)
 import pytest
 
 from llmload.client.request import StreamRequest
-from llmload.run.options import RunOptions
+from llmload.run.options.settings import RunOptions
 from llmload.run.transport import make_transport
 from llmload.server.launch import EmbeddedServer
 

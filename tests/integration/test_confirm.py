@@ -25,7 +25,7 @@ from locust.env import Environment
 from locust.event import Events
 
 from llmload.openloop.user import OpenLoopUser
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
 from llmload.server.launch import EmbeddedServer
 from llmload.shapes import OpenLoopShape, StepShape
 from llmload.users import ChatUser

@@ -14,8 +14,8 @@ from locust.env import Environment
 from locust.event import Events
 
 import llmload
-from llmload.run import handshake
-from llmload.run.listeners import install
+from llmload.run.distributed import handshake
+from llmload.run.lifecycle.listeners import install
 from llmload.users import ChatUser
 from tests.helpers import llmload_options, read_csv
 from tests.integration.test_distributed_processes import Cluster

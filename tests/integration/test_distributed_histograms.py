@@ -14,7 +14,7 @@ from locust.env import Environment
 from locust.event import Events
 
 from llmload.contract import HIST_RELATIVE_ERROR
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
 from llmload.shapes import StepShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser

@@ -20,8 +20,8 @@ import pytest
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.run.listeners import install
-from llmload.run.verdicts import live_tiers
+from llmload.run.lifecycle.listeners import install
+from llmload.run.watch.verdicts import live_tiers
 from llmload.server.launch import EmbeddedServer
 from llmload.shapes import StepShape
 from llmload.users import ChatUser

@@ -8,8 +8,8 @@ from locust.argument_parser import get_empty_argument_parser, setup_parser_argum
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.run.flags import add_options
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
+from llmload.run.options.flags import add_options
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llmload.run.gate import GateSpecError, parse_spec
+from llmload.run.lifecycle.gate import GateSpecError, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LOCUSTFILE = """\
 from locust import events
 
-from llmload.run import gate
+from llmload.run.lifecycle import gate
 
 gate.install(events)  # before scenario.install: its quitting listener then runs after llmload's
 

@@ -1,5 +1,5 @@
 """The machine's CPU pressure, read for real: busy-loop children (more than the CPUs, ended by PID within a few
-seconds) make runnable tasks wait, and run/machine.py sees it as the rule book's busy machine."""
+seconds) make runnable tasks wait, and run/watch/machine.py sees it as the rule book's busy machine."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from llmload.rules.lag import MachineLoad, lag_cause
-from llmload.run.machine import PRESSURE_PATH, MachineSampler
+from llmload.run.watch.machine import PRESSURE_PATH, MachineSampler
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -29,7 +29,7 @@ def start_run(server_url, run_dir, args=(), distributed=None):
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.listeners import install
+    from llmload.run.lifecycle.listeners import install
 
     parser = get_empty_argument_parser()
     setup_parser_arguments(parser)

@@ -18,7 +18,7 @@ from locust.event import Events
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmload.rules.outcomes import kind
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
 from llmload.shapes import StepShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser

@@ -30,8 +30,8 @@ from locust.env import Environment
 from locust.event import Events
 
 from llmload.openloop.user import OpenLoopUser
-from llmload.run.listeners import install
-from llmload.run.verdicts import live_verdicts
+from llmload.run.lifecycle.listeners import install
+from llmload.run.watch.verdicts import live_verdicts
 from llmload.server.launch import EmbeddedServer
 from llmload.shapes import OpenLoopShape, StepShape
 from llmload.users import ChatUser

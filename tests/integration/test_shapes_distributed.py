@@ -12,7 +12,7 @@ import pytest
 from locust.env import Environment
 from locust.event import Events
 
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
 from llmload.server.launch import EmbeddedServer
 from llmload.shapes import StepShape
 from llmload.users import ChatUser

@@ -69,7 +69,7 @@ def test_sigterm_ends_a_shape_run_cleanly(tmp_path, embedded_server):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 143, err[-2000:]  # interrupted, not planned: 128 + SIGTERM (run/ending.py)
+    assert proc.returncode == 143, err[-2000:]  # interrupted, not planned: 128 + SIGTERM (run/lifecycle/ending.py)
     assert "got SIGTERM" in err and "Traceback" not in err
     (tier,) = read_csv(run_dir / "tiers.csv")
     assert tier["end_s"]

@@ -21,7 +21,7 @@ from locust import events
 from llmload.openloop.user import OpenLoopUser
 from llmload.shaping.flags import add_shape_arguments
 from llmload.shapes import OpenLoopShape
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
 from llmload.users import ChatUser
 
 install(events)

@@ -20,8 +20,8 @@ from locust.env import Environment
 from locust.event import Events
 
 from llmload.openloop.user import OpenLoopUser
-from llmload.run.flags import add_options
-from llmload.run.listeners import install
+from llmload.run.lifecycle.listeners import install
+from llmload.run.options.flags import add_options
 from llmload.shapes import OpenLoopShape, StepShape, TraceShape
 from llmload.shaping.flags import add_shape_arguments
 from llmload.users import ChatUser

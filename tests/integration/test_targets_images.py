@@ -13,7 +13,7 @@ import pytest
 from llmload.analysis.read.run import load_run
 from llmload.analysis.report.targets import comparison_sentence
 from llmload.analysis.tables import splits, targets
-from llmload.run.targets import label_of
+from llmload.run.options.targets import label_of
 from llmload.server.images import image_tokens
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llmload.run.crash import CRASH_PAUSE_S
+from llmload.run.failures.crash import CRASH_PAUSE_S
 from llmload.users import ChatUser
 from tests.helpers import run_locally
 
@@ -88,7 +88,7 @@ def test_a_master_on_every_interface_with_a_key_says_so_at_start(tmp_path, caplo
     from locust.env import Environment
     from locust.event import Events
 
-    from llmload.run.listeners import install
+    from llmload.run.lifecycle.listeners import install
     from tests.helpers import llmload_options
 
     options = llmload_options(["--host", "http://127.0.0.1:9", "--run-dir", str(tmp_path / "run"),

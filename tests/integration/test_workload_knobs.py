@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from llmload.run.options import OptionError, check_values
+from llmload.run.options.settings import OptionError, check_values
 from llmload.server.launch import EmbeddedServer
 from llmload.users import ChatUser
 from tests.helpers import read_csv, run_locally
@@ -94,7 +94,7 @@ def test_finish_reason_shows_outputs_shorter_than_asked(tmp_path):
 def test_bad_knobs_are_one_line(args, words):
     from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 
-    from llmload.run.flags import add_options
+    from llmload.run.options.flags import add_options
 
     parser = get_empty_argument_parser()
     setup_parser_arguments(parser)

@@ -9,7 +9,7 @@ import pytest
 
 from llmload.analysis.tables.agent import agent_view, summary_section
 from llmload.analysis.tables.workload import turn_rows
-from llmload.run.options import OptionError, check_values, read_knobs
+from llmload.run.options.settings import OptionError, check_values, read_knobs
 from llmload.workload.agent_session import TOOL_OUTPUT_WORDS, open_session
 from llmload.workload.agent_spec import MAX_AGENT_TURNS
 from llmload.workload.thinktime import EXP_CAP_MEANS, ThinkTimeError, parse_think_time

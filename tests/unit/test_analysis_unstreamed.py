@@ -20,7 +20,7 @@ from llmload.analysis.report.summary_schema import SCHEMA
 from llmload.rules import capacity, capacity_text, latency, waiting
 from llmload.rules.slo import PROFILES, default_profile, objective_for, profile_or_default, slo_text
 from llmload.rules.tier import Tier
-from llmload.run.verdicts import slo_cell
+from llmload.run.watch.verdicts import slo_cell
 from llmload.sink.histograms import succeeded
 from tests.unit.test_analysis_summary import violations
 

@@ -14,6 +14,9 @@ Layers, lowest first; a module may import its own package and lower layers only:
   shaping         load shapes (openloop, run, client)
   public          scenario, users, api_users, agent, prompts, shapes, implied_shape, webui, demo, cli, locustfiles
                   (anything above)
+Inside run/, its packages and single-purpose modules import downward only (RUN_LAYERS, run/__init__.py). No two
+modules of llmload import each other through any chain (no circle, counting imports inside functions and under
+TYPE_CHECKING too).
 The analysis (llmload/analysis/, fronted by analysis/) imports no locust or gevent, and of llmload only the
 contract, the rule book and itself; its packages are the pipeline and import downward only:
   text < read/ < tables/ < verdicts/ < analyze < report/ < cli   (synthetic: a leaf)
@@ -220,3 +223,89 @@ def test_every_field_of_the_run_state_is_declared_with_a_docstring():
                 documented = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
                               and isinstance(after.value.value, str))
                 assert documented, f"RunState.{target.attr} has no docstring on the line under it"
+
+
+RUN_LAYERS = ["locust_compat", "retry", "events", "once", "options", "failures", "transport", "cache", "state", "watch",
+              "export", "distributed", "lifecycle"]
+"""run/'s packages and top modules, lowest first (run/__init__.py)"""
+RUN = ROOT / "llmload" / "run"
+
+
+def run_layer(module: str) -> int:
+    """'llmload.run.watch.health' -> the index of 'watch'; run/__init__ itself: the top."""
+    parts = module.split(".")
+    return RUN_LAYERS.index(parts[2]) if len(parts) > 2 and parts[2] != "__init__" else len(RUN_LAYERS)
+
+
+def test_every_part_of_run_has_a_layer_and_its_top_level_stays_small():
+    tops = [p.stem for p in RUN.glob("*.py")] + [p.name for p in RUN.iterdir() if (p / "__init__.py").exists()]
+    assert set(tops) - {"__init__"} == set(RUN_LAYERS), "add a new part of run/ to RUN_LAYERS (and run/__init__.py)"
+    assert len(list(RUN.glob("*.py"))) <= 10, "run/ top level: at most 10 modules; put the new one in its package"
+
+
+@pytest.mark.parametrize("path", sorted(RUN.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_run_packages_import_downward_only(path):
+    own = run_layer(module_name(path))
+    for name in imports_of(path):
+        parts = name.split(".")
+        if parts[:2] == ["llmload", "run"] and len(parts) > 2 and parts[2] in RUN_LAYERS:
+            assert run_layer(name) <= own, f"{module_name(path)} imports {name} (a higher part of run/)"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the llmload modules it imports anywhere in its source (a package: its __init__)."""
+    names = {module_name(p).removesuffix(".__init__"): p for p in llmload_files()}
+
+    def resolve(name: str) -> str:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for module, path in names.items():
+        targets = {resolve(n) for n in imports_of(path) if n.startswith("llmload")}
+        graph[module] = {t for t in targets if t and t != module and not module.startswith(t + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            child = next((e for e in edges if e in graph), None)
+            if child is not None and child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child is not None:
+                if child in stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = stack[stack.index(node):]
+                    del stack[stack.index(node):]
+                    if len(group) > 1:
+                        found.append(sorted(group))
+    return found
+
+
+def test_circles_finds_a_circle_through_three_modules():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_through_others():
+    assert circles(import_graph()) == []

@@ -1,6 +1,6 @@
 """The deployment files cannot run here (no Docker engine, no cluster): check them structurally, against the
 Makefile's master/worker commands, and that the API key is referenced, never inlined; the Grafana dashboard queries
-only metrics the exporter exports (run/exporter.py FAMILIES), so it cannot drift from them."""
+only metrics the exporter exports (run/export/exporter.py FAMILIES), so it cannot drift from them."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def dashboard_exprs(dashboard: dict) -> list[str]:
 
 
 def test_the_grafana_dashboard_plots_only_what_the_exporter_exports():
-    from llmload.run.exporter import FAMILIES
+    from llmload.run.export.exporter import FAMILIES
 
     dashboard = json.loads((DEPLOY / "grafana" / "llmload.json").read_text())
     exported = {name + suffix for name, (kind, _help) in FAMILIES.items()

@@ -18,7 +18,7 @@ from llmload.client.events_responses import ResponsesBuilder
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.client.retry_hints import RetryHint, parse_retry_hint, remaining_quota
 from llmload.client.timing import StreamTiming
-from llmload.run.api_option import read_api
+from llmload.run.options.api_option import read_api
 from llmload.server.wire_events import anthropic_error, anthropic_quota, anthropic_retry
 
 

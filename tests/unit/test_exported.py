@@ -1,4 +1,4 @@
-"""The exporter's book and page (sink/exported.py, run/exporter.py): shipped histograms (--ship histograms) count
+"""The exporter's book and page (sink/exported.py, run/export/exporter.py): shipped histograms (--ship histograms) count
 what the rows count, the page is valid Prometheus text (prometheus_client's parser), every family it declares is on
 it, and health gauges go once stale."""
 
@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmload.contract import HIST_RELATIVE_ERROR
-from llmload.run.exporter import FAMILIES, render
+from llmload.run.export.exporter import FAMILIES, render
 from llmload.run.state import run_state
 from llmload.sink.exported import BUCKETS_S, HEALTH_FRESH_S, ExportBook
 from llmload.sink.histograms import HistogramBook

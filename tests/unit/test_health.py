@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from llmload.run.health import HealthMonitor, LagWindow
+from llmload.run.watch.health import HealthMonitor, LagWindow
 
 
 @pytest.fixture

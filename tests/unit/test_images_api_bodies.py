@@ -8,7 +8,7 @@ import json
 import pytest
 
 from llmload.client.request import StreamRequest
-from llmload.run.api_option import images_refused
+from llmload.run.options.api_option import images_refused
 from llmload.server.config import ServerConfig
 from llmload.server.images import count_images, image_tokens
 from llmload.server.parse import BadRequest

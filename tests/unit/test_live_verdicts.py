@@ -16,9 +16,9 @@ from llmload.analysis.analyze import analyze, choose_profile
 from llmload.analysis.read.run import load_run
 from llmload.analysis.tables.judged import tiers_of
 from llmload.rules import capacity
-from llmload.run.server_metrics import Scraper
+from llmload.run.export.server_metrics import Scraper
 from llmload.run.state import run_state
-from llmload.run.verdicts import live_verdicts, slo_cell
+from llmload.run.watch.verdicts import live_verdicts, slo_cell
 from llmload.sink.timeline import Tier
 from llmload.sink.window import StatsSnapshot
 from llmload.webui.verdicts import live_view

@@ -2,8 +2,8 @@
 
 from llmload.client.errors import ConnectError, HTTP5xx, Timeout
 from llmload.client.request import StreamResult
-from llmload.run.guard import RunGuard, counts_as_failure_streak, failed_to_connect
-from llmload.run.outage import OutageWatch
+from llmload.run.failures.guard import RunGuard, counts_as_failure_streak, failed_to_connect
+from llmload.run.failures.outage import OutageWatch
 
 URL = "http://10.0.0.1:8000/v1"
 

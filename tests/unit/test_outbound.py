@@ -14,8 +14,8 @@ from llmload import contract
 from llmload.client import outbound
 from llmload.client.errors import Redirect, error_for_status
 from llmload.client.request import StreamResult
-from llmload.run import knobs
-from llmload.run.guard import RunGuard
+from llmload.run.failures.guard import RunGuard
+from llmload.run.options import knobs
 from tests.helpers import swarm_app
 
 

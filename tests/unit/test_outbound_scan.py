@@ -44,7 +44,7 @@ PLACES = {
     ("llmload/client/resolve.py", "import _socket"): "numeric-address parsing (AI_NUMERICHOST), no connection",
     ("llmload/client/resolve.py", "import gevent.socket"): "DNS lookups of the load's host, no connection",
     ("llmload/client/tlssock.py", "import socket"): "TLS over the load client's socket (no connect of its own)",
-    ("llmload/run/health.py", "import socket"): "gethostname, no connection",
+    ("llmload/run/watch/health.py", "import socket"): "gethostname, no connection",
     ("llmload/cli/main.py", "import socket"): "binds the web UI's port to test it is free (a listener, no connect)",
     ("llmload/webui/__init__.py", "call connect"): "a blinker signal (before_render_template.connect), no socket",
 }

@@ -6,9 +6,9 @@ from __future__ import annotations
 import gc
 from types import SimpleNamespace
 
-from llmload.run.health import HealthMonitor
-from llmload.run.overload import withdraw
 from llmload.run.state import run_state
+from llmload.run.watch.health import HealthMonitor
+from llmload.run.watch.overload import withdraw
 from llmload.webui.health import generator_health
 from llmload.webui.pages import live_warnings
 

@@ -1,5 +1,5 @@
 """Why a generator's loop lagged (llmload.rules.lag): each branch of the one decision table, in the live
-banner's sentence (run/overload.py) and the report's cause (analysis/tables/workers.py), from given figures."""
+banner's sentence (run/watch/overload.py) and the report's cause (analysis/tables/workers.py), from given figures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from llmload.analysis.tables import workers
 from llmload.rules.lag import MachineLoad, lag_cause, machine_figures
-from llmload.run.overload import OverloadWatch, overload_text
+from llmload.run.watch.overload import OverloadWatch, overload_text
 
 QUIET = MachineLoad(cpu_percent=30.0, pressure_percent=1.0, steal_percent=0.0, procs_running=1, cpu_count=2)
 PRESSED = MachineLoad(cpu_percent=55.0, pressure_percent=64.0, steal_percent=0.0, procs_running=2, cpu_count=2)

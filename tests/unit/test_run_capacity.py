@@ -1,10 +1,10 @@
-"""Scale by default (run/capacity.py): the processes the users asked need, from the CPU per chunk, no loop."""
+"""Scale by default (run/watch/capacity.py): the processes the users asked need, from the CPU per chunk, no loop."""
 
 from __future__ import annotations
 
 import pytest
 
-from llmload.run.capacity import CapacityWatch, advice, estimate
+from llmload.run.watch.capacity import CapacityWatch, advice, estimate
 
 
 def feed(watch: CapacityWatch, windows: list[tuple[float, int, int]], asked: int, attempts_each: int = 0) -> list:
@@ -97,9 +97,9 @@ def test_the_health_monitor_measures_it_and_the_advice_reaches_the_log_and_the_b
     from types import SimpleNamespace
 
     from llmload.client import attempt
-    from llmload.run import capacity
-    from llmload.run.health import HealthMonitor
     from llmload.run.state import run_state
+    from llmload.run.watch import capacity
+    from llmload.run.watch.health import HealthMonitor
 
     env = SimpleNamespace(runner=None)
     state = SimpleNamespace(worker="local", health=None)

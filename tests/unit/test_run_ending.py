@@ -1,4 +1,4 @@
-"""How a run ended (run/ending.py): the reason and `planned` from what the process saw, and the
+"""How a run ended (run/lifecycle/ending.py): the reason and `planned` from what the process saw, and the
 exit code of an interrupted run (no sockets, no signals sent)."""
 
 import argparse
@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from llmload.run import ending
+from llmload.run.lifecycle import ending
 from llmload.run.state import run_state
 
 

@@ -2,8 +2,8 @@
 
 from llmload.client.errors import ConnectError, HTTP4xx, Timeout, not_sse_error
 from llmload.client.request import StreamResult
-from llmload.run import guard
-from llmload.run.guard import RunGuard, next_connect_backoff_s
+from llmload.run.failures import guard
+from llmload.run.failures.guard import RunGuard, next_connect_backoff_s
 
 
 def attempt(status=200, exc=None):

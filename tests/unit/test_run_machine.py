@@ -1,10 +1,10 @@
-"""The machine's CPU load from /proc (run/machine.py), read from small fixture files, and absent files."""
+"""The machine's CPU load from /proc (run/watch/machine.py), read from small fixture files, and absent files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from llmload.run.machine import MachineSampler, read_loadavg_running, read_pressure, read_stat
+from llmload.run.watch.machine import MachineSampler, read_loadavg_running, read_pressure, read_stat
 
 PRESSURE = "some avg10={avg:.2f} avg60=1.46 avg300=2.70 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
 STAT = ("cpu  {user} 0 100 {idle} 0 0 0 {steal} 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\nintr 1 2 3\n"

@@ -18,9 +18,9 @@ from llmload.client.errors import (
     error_message,
 )
 from llmload.client.request import StreamResult
-from llmload.run import guard
-from llmload.run.guard import FailureBackoff, RunGuard
-from llmload.run.options import OptionError, check_values
+from llmload.run.failures import guard
+from llmload.run.failures.guard import FailureBackoff, RunGuard
+from llmload.run.options.settings import OptionError, check_values
 from llmload.run.retry import RetryPolicy, mark_too_long, next_step
 
 MODEL_404 = ('{"error": {"message": "The model `gpt-x` does not exist.", "type": "invalid_request_error", '

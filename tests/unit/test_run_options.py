@@ -1,4 +1,4 @@
-"""The typed views of the options (run/options.py): each default declared once, the flags registered with it,
+"""The typed views of the options (run/options/settings.py): each default declared once, the flags registered with it,
 and the settings readable on any process at any time."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from llmload.run.flags import add_options
-from llmload.run.options import DEFAULTS, OptionError, RunSettings, read_options, settings_of
+from llmload.run.options.flags import add_options
+from llmload.run.options.settings import DEFAULTS, OptionError, RunSettings, read_options, settings_of
 
 
 def parsed(*argv: str) -> argparse.Namespace:

@@ -1,4 +1,4 @@
-"""Overload episodes, the processes-needed formula and the SDK's ceiling (run/overload.py), no loop."""
+"""Overload episodes, the processes-needed formula and the SDK's ceiling (run/watch/overload.py), no loop."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import gc
 from types import SimpleNamespace
 
 from llmload.rules.lag import MachineLoad
-from llmload.run.health import HealthMonitor
-from llmload.run.overload import OverloadWatch, check_ceiling, openai_ceiling, processes_needed
 from llmload.run.state import run_state
+from llmload.run.watch.health import HealthMonitor
+from llmload.run.watch.overload import OverloadWatch, check_ceiling, openai_ceiling, processes_needed
 
 CALM = [0.2] * 98
 LATE = [25.0] * 40

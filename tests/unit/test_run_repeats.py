@@ -1,11 +1,12 @@
-"""Credentials that cannot be sent, redaction, and repeated errors counted (run/knobs.py, run/repeats.py)."""
+"""Credentials that cannot be sent, redaction, and repeated errors counted (run/options/knobs.py,
+run/failures/repeats.py)."""
 
 import logging
 
 import pytest
 
-from llmload.run import knobs
-from llmload.run.repeats import SUMMARY_EVERY_S, RepeatedErrors
+from llmload.run.failures.repeats import SUMMARY_EVERY_S, RepeatedErrors
+from llmload.run.options import knobs
 
 
 @pytest.mark.parametrize(("key", "words"), [

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from llmload.run import prometheus, server_metrics
-from llmload.run.options import OptionError, check_values
+from llmload.run.export import prometheus, server_metrics
+from llmload.run.options.settings import OptionError, check_values
 from tests.helpers import read_csv
 
 PAGE = """# HELP vllm:num_requests_running Requests in service.

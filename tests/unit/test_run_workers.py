@@ -1,4 +1,5 @@
-"""The master's worker book (run/workers.py) and the applied load (run/applied.py), driven by a stand-in
+"""The master's worker book (run/distributed/workers.py) and the applied load (run/distributed/applied.py), driven by a
+stand-in
 master runner: joins, a worker going missing then coming back, quits, clock offsets, tier delivery, and
 the skewed worker's rows moved onto the master's clock (no sockets, injected clock)."""
 
@@ -11,8 +12,8 @@ from locust.env import Environment
 from locust.event import Events
 from locust.runners import MasterRunner, WorkerNode, WorkerNodes
 
-from llmload.run import workers
-from llmload.run.applied import AppliedLoad
+from llmload.run.distributed import workers
+from llmload.run.distributed.applied import AppliedLoad
 from llmload.run.state import run_state
 from llmload.sink.rows import _to_master_clock
 from llmload.sink.timeline import Tier

@@ -10,7 +10,7 @@ import gevent
 from gevent import monkey
 
 from llmload.contract import HEALTH_COLUMNS
-from llmload.run.health import HealthMonitor, LagWindow
+from llmload.run.watch.health import HealthMonitor, LagWindow
 
 blocking_sleep = monkey.get_original("time", "sleep")
 

@@ -9,7 +9,7 @@ from locust.event import Events
 
 from llmload.client.errors import RateLimited
 from llmload.openloop import user as openloop_user
-from llmload.run import files
+from llmload.run.export import files
 from llmload.run.state import run_state
 from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
 from llmload.shaping.flags import options_with_defaults

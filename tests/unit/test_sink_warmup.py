@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from llmload.run.flags import add_warmup_option
+from llmload.run.options.flags import add_warmup_option
 from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
 from llmload.sink.warmup import RampWarmup, parse_span_s, warmup_seconds
 

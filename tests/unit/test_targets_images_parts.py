@@ -25,8 +25,8 @@ from llmload.analysis.synthetic import SimRun, SimServer, write_run
 from llmload.analysis.tables import targets
 from llmload.client.request import StreamRequest, StreamResult
 from llmload.rules.slo import profile_from
-from llmload.run.options import OptionError, read_options
-from llmload.run.targets import RoundRobin, TargetError, label_of, make_targets, parse_weights, split_hosts
+from llmload.run.options.settings import OptionError, read_options
+from llmload.run.options.targets import RoundRobin, TargetError, label_of, make_targets, parse_weights, split_hosts
 from llmload.run.transport import SERVED_KEPT, TargetedTransport
 from llmload.server.images import count_images, image_tokens, png_size
 from llmload.workload.images import ImageError, ImagePool, data_uri, parse_images, png_bytes
@@ -39,7 +39,7 @@ def parser():
     """Locust's and llmload's options (built once: a parser costs ~0.3 s)."""
     from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
 
-    from llmload.run.flags import add_options
+    from llmload.run.options.flags import add_options
 
     built = get_empty_argument_parser()
     setup_parser_arguments(built)

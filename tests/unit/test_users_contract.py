@@ -12,10 +12,10 @@ from llmload.client.request import StreamResult
 from llmload.client.timing import TimingFigures
 from llmload.run import locust_compat
 from llmload.run.events import fire_events
-from llmload.run.health import LagWindow
-from llmload.run.knobs import redacted
-from llmload.run.options import OptionError, api_base_url
+from llmload.run.options.knobs import redacted
+from llmload.run.options.settings import OptionError, api_base_url
 from llmload.run.retry import backoff_s, is_retryable
+from llmload.run.watch.health import LagWindow
 from llmload.sink import samples
 from llmload.sink.csvlog import CsvLog
 
@@ -132,7 +132,7 @@ def test_lag_window_summary():
 
 def test_key_like_strings_are_masked_in_error_details_and_hosts():
     from llmload.client.errors import error_for_status
-    from llmload.run.files import without_userinfo
+    from llmload.run.export.files import without_userinfo
 
     err = error_for_status(401, {}, '{"error": "Incorrect API key provided: sk-live-abcdef123456. Header: Bearer xyz"}')
     assert "sk-live" not in err.detail and "xyz" not in err.detail and "***" in err.detail

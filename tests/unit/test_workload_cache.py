@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmload.run.knobs import KnobError, cache_option
+from llmload.run.options.knobs import KnobError, cache_option
 from llmload.workload.cache import distinct_prompts, salted
 from llmload.workload.dataset import DatasetItem
 from llmload.workload.spec import parse_spec

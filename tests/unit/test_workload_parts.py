@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llmload.run import knobs
+from llmload.run.options import knobs
 from llmload.workload.dataset import DatasetError, load_dataset
 from llmload.workload.lengths import LengthError, grid_cells, parse_lengths, sweep_lengths
 from llmload.workload.sizing import CalibratedSizer

@@ -20,7 +20,7 @@ import pandas as pd
 from llmload.analysis.read import histograms, ramps, windows
 from llmload.analysis.read.files import RunError, read_info, read_optional, read_server_metrics, read_tiers, section
 from llmload.analysis.read.histograms import Histograms
-from llmload.analysis.read.run import Run, empty_samples, split_confirm
+from llmload.analysis.read.loaded_run import Run, empty_samples, split_confirm
 from llmload.rules.limits import SHORT_TIER_S
 
 CANNOT_SHOW = (

@@ -1,7 +1,7 @@
 """When the server went away during the run: the outage spans, from the rows, and the attempts they explain.
 
 How it works: the load generator marks an attempt `server_gone` when it could not connect (refused, reset,
-unreachable) after the server had answered the run (llmload/run/outage.py). Rows sorted by send time: an
+unreachable) after the server had answered the run (llmload/run/failures/outage.py). Rows sorted by send time: an
 outage opens at the first `server_gone` row and lasts until the first later attempt with an HTTP answer
 (the server came back: that send ends the span), else until the last refused attempt (it never came back).
 The attempts it explains: its `server_gone` rows, and every other attempt that failed without an HTTP error

@@ -24,7 +24,7 @@ from llmload.analysis.read.run import Run
 from llmload.analysis.text import load_with_unit
 
 UI_STOP = "stopped from the web UI"
-"""run.json's end reason for the web UI's Stop (llmload/run/ending.py)"""
+"""run.json's end reason for the web UI's Stop (llmload/run/lifecycle/ending.py)"""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ tell it from load failures. `observe` sees every attempt and returns what to log
 - the first later attempt with an HTTP answer closes it: one line with the outage's length and refusals;
 - an outage older than `timeout_s` (`--server-gone-timeout-s`, default SERVER_GONE_TIMEOUT_S = 30 s; 0 never
   stops) stops the run with one fatal line (exit code 2 headless).
-Users keep their connect backoff meanwhile (0.1 s doubling to 2 s: run/guard.py), so a dead server is
+Users keep their connect backoff meanwhile (0.1 s doubling to 2 s: run/failures/guard.py), so a dead server is
 probed a few times a second, never hammered. `observe` is pure logic (the clocks are passed in); `watch`
 logs its lines and halts the RunGuard on the stop.
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from llmload.client.errors import ConnectError, ServerGone
 from llmload.client.request import StreamResult
-from llmload.run.guard import RunGuard
+from llmload.run.failures.guard import RunGuard
+from llmload.run.options.settings import SERVER_GONE_TIMEOUT_S
 
-SERVER_GONE_TIMEOUT_S = 30.0
 logger = logging.getLogger("llmload")
 
 

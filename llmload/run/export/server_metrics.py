@@ -38,12 +38,12 @@ import gevent
 from llmload.client import cabundle, outbound
 from llmload.client.errors import connect_reason
 from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
-from llmload.run import prometheus
-from llmload.run.files import without_userinfo
-from llmload.run.knobs import redact, secrets_of
-from llmload.run.options import settings_of
+from llmload.run.export import prometheus
+from llmload.run.export.files import without_userinfo
+from llmload.run.options.knobs import redact, secrets_of
+from llmload.run.options.settings import settings_of
+from llmload.run.options.targets import split_hosts
 from llmload.run.state import run_state
-from llmload.run.targets import split_hosts
 from llmload.sink.csvlog import CsvLog
 
 logger = logging.getLogger("llmload")

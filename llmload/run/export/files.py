@@ -10,7 +10,7 @@ run (samples.csv, tiers.csv or run.json) is never mixed into: the run goes to `<
 so an unwritable folder is one line and exit code 2, not a run that drops every row.
 
 run.json is written when the test starts (`"end": null`) and rewritten with `ended_unix` and
-`end` (how the run ended, run/ending.py) when the process quits, or when a web UI run stops;
+`end` (how the run ended, run/lifecycle/ending.py) when the process quits, or when a web UI run stops;
 a killed run keeps `"end": null`. Options come from `knobs.redacted` (the API key appears only as "***"); `shape` is
 the run state's `shape_info` (run/state.py), which the load shape fills.
 """
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from llmload.run.flags import PRICE_FLAGS
-from llmload.run.knobs import redacted
-from llmload.run.options import settings_of
+from llmload.run.options.flags import PRICE_FLAGS
+from llmload.run.options.knobs import redacted
+from llmload.run.options.settings import settings_of
+from llmload.run.options.targets import split_hosts
 from llmload.run.state import run_state
-from llmload.run.targets import split_hosts
 
 logger = logging.getLogger("llmload")
 
@@ -125,7 +125,7 @@ def without_userinfo(url: str) -> str:
 def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
              ended_unix: float | None, workers: int, end: dict | None = None,
              worker_book: dict | None = None) -> dict:
-    """run.json's content; `worker_book` (run/workers.py) adds `worker_nodes` and `tier_reach`."""
+    """run.json's content; `worker_book` (run/distributed/workers.py) adds `worker_nodes` and `tier_reach`."""
     settings = settings_of(environment)
     return {
         "run_id": run_id,
@@ -149,7 +149,7 @@ def run_info(environment, *, run_id: str, scenario: str, started_unix: float,
 
 
 def prices(parsed) -> dict:
-    """run.json `prices` when a price flag was given (run/flags.py PRICE_FLAGS), else nothing."""
+    """run.json `prices` when a price flag was given (run/options/flags.py PRICE_FLAGS), else nothing."""
     given = {flag[2:].replace("-", "_"): getattr(parsed, flag[2:].replace("-", "_"), None) for flag in PRICE_FLAGS}
     return {"prices": given} if any(v is not None for v in given.values()) else {}
 

@@ -20,7 +20,7 @@ RERANK_DOCUMENTS = 8
 
 
 def add_api_options(parser: Any) -> None:
-    """Register --api and --rerank-documents (run/flags.py calls this)."""
+    """Register --api and --rerank-documents (run/options/flags.py calls this)."""
     parser.add_argument("--api", choices=("", *APIS), default="", include_in_web_ui=True,
                         help="the wire API ('': --endpoint's): chat (/v1/chat/completions), completions, embeddings, "
                              "responses (OpenAI Responses API), messages (Anthropic Messages: x-api-key + "

@@ -13,11 +13,10 @@ How it works (master; a local run only samples its user count):
     every FEED_EVERY_S (1 s) the connected workers get the tier timeline (sink/tierfeed.py).
   * Clock offset: after a worker joins the master sends it `llmload_clock` with its time
     (`PROBES` times, `PROBE_GAP_S` apart, retried until answered: the worker may register its
-    handler after its first heartbeat); the worker answers with its own time (worker_side.py); per probe
-    offset = worker - (master_send + rtt/2), and the probe with the smallest round trip is
-    kept (its error is at most rtt/2). |offset| > `SKEW_WARN_MS` is a warning, and the master
-    moves that worker's `ts_start_s` (and health `ts_s`) onto its own clock before stamping
-    the tier (sink/rows.py), noted as `ts_corrected` in run.json.
+    handler after its first heartbeat); the worker answers with its own time (worker_side.py); per probe offset =
+    worker - (master_send + rtt/2), and the probe with the smallest round trip is kept (its error is at most rtt/2).
+    |offset| > `SKEW_WARN_MS` is a warning, and the master moves that worker's `ts_start_s` (and health `ts_s`) onto
+    its own clock before stamping the tier (sink/rows.py), noted as `ts_corrected` in run.json.
   * Tier delivery: a worker stamps every `spawn` message (closed loop: Locust's) and open-loop
     target (`llmload_openloop`) as it takes it off the socket and tells the master
     (`llmload_seen`); the master stores, per tier and worker, `reach_ms` = that stamp on the
@@ -40,7 +39,7 @@ import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.run import locust_compat
-from llmload.run.applied import AppliedLoad
+from llmload.run.distributed.applied import AppliedLoad
 from llmload.run.state import run_state
 from llmload.sink.tierfeed import send_timeline
 
@@ -291,6 +290,7 @@ def book_for(environment: Any) -> WorkerBook | None:
         state.workers = book = WorkerBook(environment)
         state.sink.worker_offset_s = state.ramps.worker_offset_s = book.offset_s
         state.sink.on_shipment = book.seen
+    assert isinstance(state.workers, WorkerBook)  # the state's only WorkerBookPart
     return state.workers
 
 

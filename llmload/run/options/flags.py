@@ -1,13 +1,13 @@
-"""The command-line / web-UI flags every llmload run has, registered with the defaults of run/options.py.
+"""The command-line / web-UI flags every llmload run has, registered with the defaults of run/options/settings.py.
 
 How it works: `add_options` is an `events.init_command_line_parser` listener (installed by
-`llmload.run.listeners.install(events)`, which `llmload.scenario.install` calls; never at import). Options
+`llmload.run.lifecycle.listeners.install(events)`, which `llmload.scenario.install` calls; never at import). Options
 are added with `parser.add_argument(..., include_in_web_ui=True)` so they appear in the web UI's start
 form (the API key as a masked secret field); Locust copies the form values back into
-`environment.parsed_options` when a run starts, so they are read (run/options.py) at test start, never
+`environment.parsed_options` when a run starts, so they are read (run/options/settings.py) at test start, never
 at import or init. `--stop-timeout` gets a default long enough for in-flight streams to finish and be
 recorded at ramp-down / test end (Locust's default 0 kills them). Locust's `--host` may be given more than once
-(locust_compat.join_repeated_hosts: the targets of run/targets.py). `--warmup-seconds` is shared with the
+(locust_compat.join_repeated_hosts: the targets of run/options/targets.py). `--warmup-seconds` is shared with the
 shape flags (shaping/flags.py): whichever registers first, once.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 from llmload.client.request import OUTPUT_LEN_MODES
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import DEFAULT_PROFILE, PROFILES, profiles_help
-from llmload.run.api_option import add_api_options
 from llmload.run.locust_compat import join_repeated_hosts
-from llmload.run.options import DEFAULTS, ENDPOINTS, TRANSPORTS
+from llmload.run.options.api_option import add_api_options
+from llmload.run.options.settings import DEFAULTS, ENDPOINTS, TRANSPORTS
 from llmload.run.retry import ON_429_MODES
 from llmload.sink.warmup import parse_span_s
 from llmload.workload.agent_spec import add_agent_options
@@ -109,7 +109,7 @@ def add_tls_options(parser: Any) -> None:
 
 
 def add_exporter_options(parser: Any) -> None:
-    """--prometheus-port and --prometheus-host (run/exporter.py): fixed for the process, so not in the web UI form."""
+    """--prometheus-port and --prometheus-host (run/export/exporter.py): fixed for the process, not in the UI form."""
     d, add = DEFAULTS, parser.add_argument
     add("--prometheus-port", type=_port_arg, default=d.prometheus[1],
         help="serve the run's live figures as Prometheus metrics on this port, at /metrics (the local runner or the "
@@ -119,7 +119,7 @@ def add_exporter_options(parser: Any) -> None:
 
 
 def add_knob_options(parser: Any) -> None:
-    """The request knobs (parsed and masked by run/knobs.py)."""
+    """The request knobs (parsed and masked by run/options/knobs.py)."""
     d, add = DEFAULTS, parser.add_argument
     add("--extra-body", default="", include_in_web_ui=True,
         help='JSON object merged into every request body, e.g. \'{"temperature": 0, "ignore_eos": true}\'')
@@ -133,7 +133,7 @@ def add_knob_options(parser: Any) -> None:
         help="stream answers (default); --no-stream: one JSON answer, its TTFT is the whole answer's time")
     add("--host-weights", default="", include_in_web_ui=True,
         help="share of the requests per target when --host is given more than once (or as A,B): one weight per "
-             "host, e.g. 3,1 (default: equal shares; run/targets.py)")
+             "host, e.g. 3,1 (default: equal shares)")
     add("--images", default="", include_in_web_ui=True,
         help="chat, responses, messages: images per request, sent as seeded PNG data URIs after the prompt text: N, "
              "or a choice like 0,1,4 (each request draws one, seeded); other APIs refuse it")

@@ -3,7 +3,7 @@
 - init_command_line_parser: the run flags and --warmup-seconds (flags.py; the shape flags read the
   same option).
 - init: 1 ms response-time buckets and Locust's defaults built once (every process), the run's
-  state (state.py) and its parts' message handlers, the worker book (run/workers.py: a worker
+  state (state.py) and its parts' message handlers, the worker book (run/distributed/workers.py: a worker
   answers clock probes; the master keeps the workers' joins and losses, rewriting run.json at
   each), and on the process that writes files a check of the numbers (`--max-tokens 0`, a
   timeout <= 0, ...) and that the run folder is writable, then --prometheus-port's endpoint
@@ -17,9 +17,9 @@
   load shape, the warm-up watch (sink/ramps.py: the ramp and each user's first request are warm-up);
   warn when `--transport openai` plans more streams per process than its ceiling (overload.py,
   again at each spawning_complete). A new run starts with no live warnings on the board.
-- test_stop: log the counts of repeated errors (run/repeats.py), flush the rows, release the run folder
+- test_stop: log the counts of repeated errors (run/failures/repeats.py), flush the rows, release the run folder
   (the next run gets its own); a web UI run
-  records how it ended in run.json (`end`, run/ending.py).
+  records how it ended in run.json (`end`, run/lifecycle/ending.py).
 - quitting: stop the runner first on SIGTERM (Locust fires `quitting` before stopping it, so
   in-flight requests finish within --stop-timeout and their rows land), then close the files
   and rewrite run.json with `ended_unix` and `end`; an interrupted run gets a non-zero exit code
@@ -37,24 +37,14 @@ import locust
 from locust.runners import MasterRunner, WorkerRunner
 
 from llmload.client import tokens
-from llmload.run import (
-    capacity,
-    ending,
-    exporter,
-    exposure,
-    files,
-    handshake,
-    locust_compat,
-    overload,
-    server_metrics,
-    stop,
-    worker_side,
-    workers,
-)
-from llmload.run.api_option import images_refused
-from llmload.run.flags import add_options, add_warmup_option
-from llmload.run.guard import RunGuard
-from llmload.run.health import HealthMonitor
+from llmload.run import locust_compat
+from llmload.run.distributed import exposure, handshake, worker_side, workers
+from llmload.run.distributed.drain import Drain
+from llmload.run.export import exporter, files, server_metrics
+from llmload.run.failures.guard import RunGuard
+from llmload.run.failures.outage import OutageWatch
+from llmload.run.lifecycle import ending, stop
+from llmload.run.lifecycle.stop import stop_run
 from llmload.run.locust_compat import (
     honest_console_totals,
     kill_csv_writer_greenlet,
@@ -62,10 +52,12 @@ from llmload.run.locust_compat import (
     use_precise_buckets,
 )
 from llmload.run.once import first_time
-from llmload.run.options import OptionError, check_values, read_options, settings_of
-from llmload.run.outage import OutageWatch
+from llmload.run.options.api_option import images_refused
+from llmload.run.options.flags import add_options, add_warmup_option
+from llmload.run.options.settings import OptionError, check_values, read_options, settings_of
 from llmload.run.state import RunState, run_state
-from llmload.run.stop import stop_run
+from llmload.run.watch import capacity, overload
+from llmload.run.watch.health import HealthMonitor
 from llmload.sink.warmup import warmup_seconds
 from llmload.workload.sizing import SizingError, TokenizerSizer
 from llmload.workload.words import warm_pool
@@ -73,12 +65,19 @@ from llmload.workload.words import warm_pool
 logger = logging.getLogger("llmload")
 
 
+def _feed_workers(environment: Any) -> None:
+    """Before the drain (run/distributed/drain.py): the workers' last tier timeline."""
+    book = run_state(environment).workers
+    if book is not None:
+        book.send_tiers()
+
+
 def _on_init(environment: Any, **_kw: Any) -> None:
     use_precise_buckets()
     honest_console_totals()  # Locust's console tables count each request once
     use_cached_default_args()  # a worker's spawn messages: see locust_compat
     state = run_state(environment)
-    state.drain.listen()
+    Drain(environment, lambda: state.sink.ship(final=True), before=_feed_workers).listen()
     state.sink.listen()
     if state.sink.writes_files:
         environment.events.quit.add_listener(kill_csv_writer_greenlet)
@@ -97,7 +96,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         return
     if isinstance(runner, MasterRunner):
         overload.listen(environment)
-        handshake.Gate(environment).listen()  # mismatched workers are refused (run/handshake.py)
+        handshake.Gate(environment).listen()  # mismatched workers are refused (run/distributed/handshake.py)
     environment.events.spawning_complete.add_listener(lambda **_kw: overload.check_ceiling(environment))
     run_state(environment).sink.disk.on_first = lambda line: stop_run(environment, line)  # a full disk
     book = workers.book_for(environment)
@@ -273,7 +272,7 @@ def install(events: Any) -> None:
     """Register llmload's options and listeners on a Locust `events` object (once)."""
     if not first_time(events, "run"):
         return
-    locust_compat.guard_worker_spawns(handshake.refuse_spawn)  # before any runner: see run/handshake.py
+    locust_compat.guard_worker_spawns(handshake.refuse_spawn)  # before any runner: see run/distributed/handshake.py
     events.init_command_line_parser.add_listener(add_options)
     events.init_command_line_parser.add_listener(add_warmup_option)
     events.init.add_listener(_on_init)

@@ -14,7 +14,7 @@ the requests in flight become one health row (health.csv, per worker). `loop_lag
 Why the loop was late, per row: `lag_cpu_ms` is the CPU time this process used during the
 window's latest wake-up (the sleep that ended `loop_lag_ms_max` late), `machine_cpu_percent`
 the whole machine's CPU over the window (all cores, 0-100), `host` and `pid` name the process; the
-machine's CPU pressure, steal time and run queue (run/machine.py, read from /proc where Linux offers them)
+machine's CPU pressure, steal time and run queue (run/watch/machine.py, read from /proc where Linux offers them)
 say whether other work kept this process from a CPU.
 A late wake-up that used about as much CPU as it was late is *busy* (this process's own Python
 code held the loop: too many streams for one core, or a slow task); one that used little CPU
@@ -55,9 +55,9 @@ import psutil
 from llmload.client.attempt import attempts_finished, chunks_decoded
 from llmload.client.timing import percentile
 from llmload.rules.lag import NAN, MachineLoad
-from llmload.run.capacity import CapacityWatch
-from llmload.run.machine import MachineSampler
-from llmload.run.overload import WINDOW_S, OverloadWatch
+from llmload.run.watch.capacity import CapacityWatch
+from llmload.run.watch.machine import MachineSampler
+from llmload.run.watch.overload import WINDOW_S, OverloadWatch
 
 HOST = socket.gethostname()
 

@@ -1,7 +1,7 @@
 """A user's request that raised: logged once per kind, counted by Locust, secrets never shown, then a pause.
 
 `crashed(user, exc)` is what users.py does with an exception that escapes a request instead of letting
-Locust log it with its traceback every time (run/repeats.py): the message and traceback are redacted
+Locust log it with its traceback every time (run/failures/repeats.py): the message and traceback are redacted
 (the API key and every header value, as given or escaped), Locust's `user_error` event gets an exception
 carrying the redacted message (its Exceptions tab and exceptions.csv count it), and the user pauses
 CRASH_PAUSE_S so a run whose every request fails this way idles instead of spinning.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from llmload.run.knobs import redact, secrets_of
+from llmload.run.options.knobs import redact, secrets_of
 
 CRASH_PAUSE_S = 1.0
 

@@ -13,7 +13,7 @@ from typing import Any
 import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
-from llmload.run.options import settings_of
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 
 STOP_MESSAGE = "llmload_stop"
@@ -29,7 +29,7 @@ def stop_run(environment: Any, reason: str) -> None:
         runner.send_message(STOP_MESSAGE, reason)  # type: ignore[arg-type]
         return
     logger.error(reason)
-    run_state(environment).stop_reason = reason  # run.json's end (run/ending.py)
+    run_state(environment).stop_reason = reason  # run.json's end (run/lifecycle/ending.py)
     environment.process_exit_code = 2
     headless = settings_of(environment).headless
     gevent.spawn(runner.quit if headless else runner.stop)

@@ -5,7 +5,7 @@ How it works: an error that escapes a user's request (an exception in llmload or
 each time the task runs, thousands of times a second. `RepeatedErrors.report` logs the first of each
 kind (its type and message) with the traceback, then only counts: every SUMMARY_EVERY_S one line says
 how many more there were, and `flush` (at test stop) the rest. The caller redacts secrets first
-(run/knobs.py `redact`); the user pauses after each one (users.py), so a broken run idles instead of
+(run/options/knobs.py `redact`); the user pauses after each one (users.py), so a broken run idles instead of
 spinning.
 """
 

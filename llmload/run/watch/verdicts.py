@@ -3,7 +3,7 @@
 How it works: the tiers are the timeline's (the shape's), their figures the live book's (sink/live.py:
 every attempt the process writes or receives, open-loop drops from the shape's stats snapshots, the
 target's queue from the server-metrics scraper, the users really applied from the worker book:
-run/applied.py), and the verdicts the rule book's one call
+run/distributed/applied.py), and the verdicts the rule book's one call
 (`llmload.rules.verdicts.judge`) under the run's SLO profile, judging the tiers that ended and whose
 generator kept up (llmload.rules.trust): the two knees, the saturation branch and the capacity the web UI
 shows and `--stop-at-knee` stops on are the report's for the same tiers. The report stays the reference:
@@ -23,7 +23,7 @@ from llmload.rules.latency import bound
 from llmload.rules.slo import SloProfile, profile_or_default
 from llmload.rules.tier import Tier
 from llmload.rules.verdicts import Verdicts, judge
-from llmload.run.options import settings_of
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 from llmload.sink.window import diff, snapshot
 

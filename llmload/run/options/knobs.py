@@ -1,5 +1,5 @@
 """Request knobs from the command line: `--extra-body`, `--header`, `--api-key-header`, `--query`
-(registered by run/flags.py), and `--cache` (run/cache.py); parsing, and masking the secrets they may carry.
+(registered by run/options/flags.py), and `--cache` (run/cache.py); parsing, and masking the secrets they may carry.
 
 Each parser raises `OptionError` with one line naming the flag. No header value is ever written: any header may
 carry a credential (a gateway's `Ocp-Apim-Subscription-Key`, an `X-Custom-Auth`), so run.json keeps the names of

@@ -1,7 +1,7 @@
 """How a run ended: run.json's `end` ({"reason", "planned", "detail"}) and the exit code.
 
 Reasons (first match wins):
-- `fatal: <line>`: the run was stopped by llmload (run/stop.py records the line).
+- `fatal: <line>`: the run was stopped by llmload (run/lifecycle/stop.py records the line).
 - `SIGINT` / `SIGTERM`: the process was interrupted (`watch_signals` notes the signal beside
   Locust's own handling, which still does the stopping).
 - `shape finished`: the load shape ended its plan, or its own stop rule (--stop-at-knee) fired;
@@ -24,7 +24,7 @@ import signal
 import time
 from typing import Any
 
-from llmload.run.options import settings_of
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 
 logger = logging.getLogger("llmload")

@@ -2,16 +2,16 @@
 
 How it works: Locust parses the command line (and copies the web UI form back into `environment.parsed_options` when a
 run starts); this module is the one place that reads that namespace, into two frozen views whose every field is
-declared once, with its default (run/flags.py registers the flags with these defaults):
+declared once, with its default (run/options/flags.py registers the flags with these defaults):
   * `settings_of(environment)` -> `RunSettings`: the options around the requests (where the files go,
     --ship, the gate, the server metrics, the SLO profile, the model and transport run.json names, and
     the few of Locust's own options llmload reads). Read whenever needed, on the master too; never raises
     (a value it cannot read keeps its default) and draws nothing random.
   * `read_options(environment)` -> `RunOptions`: the settings plus what every request carries, read and validated once
     per run at test start on a generating process (RunState.opts): `check_values` rejects impossible numbers
-    (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/knobs.py), workload options (workload/spec.py),
-    targets (--host repeated, --host-weights: run/targets.py) and images (workload/images.py) with one line naming
-    the flag and the value; the init listener runs it before anything starts.
+    (`--max-tokens 0`, a timeout <= 0, ...), bad request knobs (run/options/knobs.py), workload options
+    (workload/spec.py), targets (--host repeated, --host-weights: run/options/targets.py) and images
+    (workload/images.py) with one line naming the flag and the value; the init listener runs it before anything starts.
 """
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ from typing import Any
 from urllib.parse import urlparse
 
 from llmload.client import cabundle
-from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/flags.py: --endpoint's choices)
+from llmload.client.apis import APIS as ENDPOINTS  # noqa: F401  (run/options/flags.py: --endpoint's choices)
 from llmload.client.request import OUTPUT_LEN_MODES, Timeouts
 from llmload.contract import SHIP_MODES
 from llmload.rules.slo import gate_profile
-from llmload.run import knobs
-from llmload.run.api_option import RERANK_DOCUMENTS, read_api
-from llmload.run.outage import SERVER_GONE_TIMEOUT_S
+from llmload.run.options import knobs
+from llmload.run.options.api_option import RERANK_DOCUMENTS, read_api
+from llmload.run.options.targets import Target, TargetError, make_targets, parse_weights, split_hosts
 from llmload.run.retry import ON_429_MODES, RetryPolicy
-from llmload.run.targets import Target, TargetError, make_targets, parse_weights, split_hosts
 from llmload.workload.agent_spec import AgentSpec, parse_agent_spec
 from llmload.workload.images import ImageError, ImageSpec, parse_images
 from llmload.workload.spec import WorkloadError, WorkloadSpec, parse_spec
 
 TRANSPORTS = ("fast", "openai")
+SERVER_GONE_TIMEOUT_S = 30.0  # --server-gone-timeout-s (run/failures/outage.py)
 DEFAULT_SERVER_ARGS = "--preset demo"
 
 
@@ -58,21 +58,21 @@ class RunSettings:
     ca_bundle: str = ""
     """--ca-bundle: the CA certificates https targets are checked against ('' : the defaults, SSL_CERT_FILE)"""
     run_dir: str = ""
-    """--run-dir ('' : reports/<timestamp>, run/files.py)"""
+    """--run-dir ('' : reports/<timestamp>, run/export/files.py)"""
     ship: str = "rows"
     """--ship (llmload.contract.SHIP_MODES): rows, histograms or both"""
     slo_profile: str = ""
     """--slo-profile (llmload.rules.slo.PROFILES), else --check-slo's stock objective ('' : neither; chat)"""
     check_slo: str = ""
-    """--check-slo: the SLO gate of a headless run (run/gate.py; '' : none)"""
+    """--check-slo: the SLO gate of a headless run (run/lifecycle/gate.py; '' : none)"""
     empty_answer_is_error: bool = False
     """--empty-answer-is-error: HTTP 200 answers with no text count as errors (report, gate, live verdicts, Locust)"""
     server_metrics: str = "auto"
-    """--server-metrics: auto, off or a URL (run/server_metrics.py)"""
+    """--server-metrics: auto, off or a URL (run/export/server_metrics.py)"""
     prometheus: tuple[str, int] = ("127.0.0.1", 0)
-    """--prometheus-host, --prometheus-port: the live figures' Prometheus endpoint (run/exporter.py; port 0: off)"""
+    """--prometheus-host, --prometheus-port: the live figures' Prometheus endpoint (run/export/exporter.py; 0: off)"""
     embedded_server_args: str = DEFAULT_SERVER_ARGS
-    """the embedded server's flags for --host embedded (run/embedded.py)"""
+    """the embedded server's flags for --host embedded (run/lifecycle/embedded.py)"""
     headless: bool = False
     """Locust's --headless"""
     run_time_s: float | None = None
@@ -86,7 +86,7 @@ class RunOptions(RunSettings):
     base_url: str = ""
     """the OpenAI base URL from --host (api_base_url; the first target's)"""
     targets: tuple[Target, ...] = ()
-    """every --host with its --host-weights weight (run/targets.py)"""
+    """every --host with its --host-weights weight (run/options/targets.py)"""
     max_tokens: int = 128
     """max_tokens of every request"""
     prompt_tokens: int = 128
@@ -122,7 +122,7 @@ class RunOptions(RunSettings):
 
 
 DEFAULTS = RunOptions()
-"""every option at its default (run/flags.py registers the flags with these)"""
+"""every option at its default (run/options/flags.py registers the flags with these)"""
 
 
 class OptionError(ValueError):

@@ -34,8 +34,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from llmload.run import overload
-from llmload.run.overload import TARGET_CPU_SHARE, planned_streams
+from llmload.run.watch import overload
+from llmload.run.watch.overload import TARGET_CPU_SHARE, planned_streams
 
 WINDOWS = 5
 JUDGE_FRACTION = 0.25

@@ -29,7 +29,7 @@ logger = logging.getLogger("llmload")
 class Drain:
     def __init__(self, environment: Any, ship: Any, before: Any = None) -> None:
         """`ship()` sends a worker's outbox to the master now; `before(environment)` runs on the master
-        just before the workers are asked to drain (the last tier timeline they get: run/workers.py)."""
+        just before the workers are asked to drain (the last tier timeline they get: run/distributed/workers.py)."""
         self.environment = environment
         self.ship = ship
         self.before = before

@@ -1,4 +1,4 @@
-"""A worker's side of the master's worker book (run/workers.py): clock probes and tier delivery.
+"""A worker's side of the master's worker book (run/distributed/workers.py): clock probes and tier delivery.
 
 How it works: at init a worker registers the answer to the master's `llmload_clock` probes (the
 master's time sent back beside the worker's own, so the master can estimate the offset), and
@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from llmload.run import handshake, locust_compat
-from llmload.run.workers import CLOCK_MESSAGE, OPENLOOP_MESSAGE, SEEN_MESSAGE
+from llmload.run import locust_compat
+from llmload.run.distributed import handshake
+from llmload.run.distributed.workers import CLOCK_MESSAGE, OPENLOOP_MESSAGE, SEEN_MESSAGE
 
 
 def attach_worker(runner: Any) -> None:

@@ -12,7 +12,7 @@ otherwise. Only runs that have not shown the target working are stopped:
   the first `CONNECT_FAILURES` (5) attempts failed to connect, or connect failures have
   lasted `CONNECT_WINDOW_S` (3 s): a wrong --host stops in about two seconds. A connect timeout
   counts as a connect failure. Once the server has answered, refused connects are an outage,
-  not this rule's: run/outage.py.
+  not this rule's: run/failures/outage.py.
 - Not streaming: the first `NOT_SSE_LIMIT` (5) answers with status 200 were all not
   `text/event-stream` (a non-streaming endpoint, an HTML page, a wrong path behind a proxy).
 - The same 4xx every time: the first `SAME_4XX_LIMIT` (20) attempts of the process all failed

@@ -1,7 +1,7 @@
 """The load really applied: users (and workers) running over time, summarised per tier.
 
 How it works: the process that steers the run (local runner or master) samples the runner's
-user count and the connected workers every `poll_s` (0.25 s; run/workers.py drives the poll).
+user count and the connected workers every `poll_s` (0.25 s; run/distributed/workers.py drives the poll).
 A master's `user_count` is the sum of what each worker reported at its last spawning_complete;
 a worker Locust marks "missing" (heartbeats stopped ~3 s) counts 0 from then on, and Locust does
 not move its users to the other workers. So a tier whose worker was lost shows fewer users than

@@ -35,7 +35,7 @@ from typing import Any
 
 from llmload.client.timing import percentile
 from llmload.rules.lag import NAN, MachineLoad, busy_machine_text, lag_cause, machine_figures
-from llmload.run.options import settings_of
+from llmload.run.options.settings import settings_of
 from llmload.run.state import run_state
 
 WINDOW_S = 5.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmload.run import knobs
+from llmload.run.options import knobs
 
 ALL_INTERFACES = ("*", "0.0.0.0", "::", "")
 
@@ -24,7 +24,7 @@ def warning(parsed: Any, api_key: str) -> str | None:
     except knobs.KnobError:
         headers = {}
     carried = (["the API key"] if api_key else []) + \
-        [f"the {name} header" for name in headers]  # any header may carry a credential (run/knobs.py)
+        [f"the {name} header" for name in headers]  # any header may carry a credential (run/options/knobs.py)
     if not carried:
         return None
     port = getattr(parsed, "master_bind_port", 5557)

@@ -17,7 +17,7 @@ import shlex
 from locust.runners import WorkerRunner
 
 from llmload.run.once import first_time
-from llmload.run.options import DEFAULT_SERVER_ARGS, settings_of
+from llmload.run.options.settings import DEFAULT_SERVER_ARGS, settings_of
 from llmload.run.state import run_state
 from llmload.server.launch import EmbeddedServer, ServerStartError
 

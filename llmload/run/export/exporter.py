@@ -13,7 +13,8 @@ counts). Each scrape renders, at that moment:
   * llmload_users: the users running now (Locust's count: a master's is its workers' sum);
   * per generator process (label worker), from its last health.csv row while it is fresh: llmload_inflight_requests,
     llmload_loop_lag_seconds (the worst wake-up of its last second), llmload_cpu_percent (of one core),
-    llmload_machine_cpu_percent (of all cores), llmload_cpu_pressure_percent and llmload_steal_percent (run/machine.py:
+    llmload_machine_cpu_percent (of all cores), llmload_cpu_pressure_percent and llmload_steal_percent
+    (run/watch/machine.py:
     a generator starved by its machine, llmload.rules.lag);
   * the tier running now: llmload_tier (label phase; 0 without a load shape), llmload_tier_target_users or
     llmload_tier_target_rps.
@@ -29,7 +30,7 @@ import math
 import time
 from typing import Any
 
-from llmload.run.options import OptionError
+from llmload.run.options.settings import OptionError
 from llmload.run.state import run_state
 from llmload.sink.exported import BUCKETS_S, GAPS, HEALTH_GAUGES, HISTOGRAMS, ExportBook
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llmload.run.once import first_time
-from llmload.run.options import DEFAULTS, settings_of
+from llmload.run.options.settings import DEFAULTS, settings_of
 from llmload.run.state import run_state
 
 summary_log = logging.getLogger("locust.stats_logger")
@@ -88,7 +88,7 @@ def run_check(run_dir: Path, spec: str) -> tuple[int, str]:
     info = json.loads(info_file.read_text()) if info_file.exists() else {}
     if not info.get("ended_unix"):
         return 2, ("llmload gate: cannot judge: the run's files were not final when the gate ran (call "
-                   "llmload.run.gate.install before llmload.run.listeners.install)")
+                   "llmload.run.lifecycle.gate.install before llmload.run.lifecycle.listeners.install)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))))
     cmd = [sys.executable, "-m", "llmload.analysis", "check", str(run_dir), *parse_spec(spec)]
     try:
