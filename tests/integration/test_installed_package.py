@@ -1,11 +1,12 @@
 """The built wheel, installed into a fresh venv, runs a user's own locustfile from a folder outside the checkout.
 
-The wheel is built from a copy of the package sources (pyproject.toml, README.md, llmload/; no stale build/ of
-the checkout can leak in) with the test venv's setuptools, offline. The fresh venv gets the wheel only
-(`--no-deps --no-index`); its dependencies come from the test venv's site-packages through a .pth file, so
-nothing is downloaded. Then, from a temporary folder, with no PYTHONPATH: `llmload run mine.py` (a locustfile
-that imports `ChatUser` and `StepTiers` from llmload and nothing else) against the embedded server the
-installed copy starts, and `llmload report` on that run. The server's truth log is the judge of the counts.
+The wheel is built from a copy of the package sources (pyproject.toml, README.md, llmload/, and the checkout's
+fronts analysis/ and scenarios/, which the wheel must leave out; no stale build/ of the checkout can leak in) with
+the test venv's setuptools, offline. The fresh venv gets the wheel only (`--no-deps --no-index`); its dependencies
+come from the test venv's site-packages through a .pth file, so nothing is downloaded. Then, from a temporary
+folder, with no PYTHONPATH: `llmload run mine.py` (a locustfile that imports `ChatUser` and `StepTiers` from
+llmload and nothing else) against the embedded server the installed copy starts, and `llmload report` on that
+run. The server's truth log is the judge of the counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -47,7 +49,8 @@ def installed(tmp_path_factory):
     """(venv, work folder, env): the wheel installed in a fresh venv; env has no PYTHONPATH."""
     base = tmp_path_factory.mktemp("installed")
     src = base / "src"
-    shutil.copytree(ROOT / "llmload", src / "llmload", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for folder in ("llmload", "analysis", "scenarios"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -66,6 +69,15 @@ def installed(tmp_path_factory):
     work = base / "work"
     work.mkdir()
     return venv, work, env
+
+
+def test_the_wheels_top_level_names_are_llmload_and_its_dist_info(installed):
+    """A top-level `analysis` in site-packages would shadow a user's own module of that name."""
+    venv, _work, _env = installed
+    (wheel,) = (venv.parent / "wheels").glob("llmload-*.whl")
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    dist_info = [n for n in tops if n.startswith("llmload-") and n.endswith(".dist-info")]
+    assert len(dist_info) == 1 and tops == {"llmload", *dist_info}, sorted(tops)
 
 
 def test_the_wheel_holds_llmload_only_and_its_data(installed):
