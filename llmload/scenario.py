@@ -9,7 +9,8 @@ It registers (as listeners: importing starts nothing) the run options and sample
 (`run.embedded.install`), the LLM tab of the web UI (`webui.install`) and, unless
 `shape_flags=False`, the load-shape flags (`shaping.flags.add_shape_arguments`) a scenario's
 shape reads, and `--check-slo` (`run.gate`: the SLO gate that sets the exit code of a headless
-run). Each part is marked on the Events object, so calling it twice is harmless.
+run). Last, `--help` groups llmload's options (run/options/help_groups.py). Each part is marked on the Events
+object, so calling it twice is harmless.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from llmload import implied_shape, webui
 from llmload.run.lifecycle import embedded, gate, listeners
 from llmload.run.once import first_time
+from llmload.run.options import help_groups
 from llmload.shaping.flags import add_shape_arguments
 
 
@@ -30,5 +32,7 @@ def install(events, *, shape_flags: bool = True) -> None:
     webui.install(events)
     if shape_flags and first_time(events, "shape_flags"):
         events.init_command_line_parser.add_listener(add_shape_arguments)
+    if first_time(events, "help_groups"):  # last: every llmload option is registered by then
+        events.init_command_line_parser.add_listener(help_groups.arrange)
     if first_time(events, "implied_shape"):  # shape flags given to a locustfile with no shape
         events.init.add_listener(implied_shape.on_init)
