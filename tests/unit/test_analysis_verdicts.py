@@ -332,10 +332,10 @@ def test_no_nan_in_any_report_or_cli_text(name):
         assert not re.search(r"\bnan\b", text, re.IGNORECASE), re.search(r".{60}\bnan\b.{20}", text, re.I)
 
 
-def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
+def test_plots_throughput_from_zero_labelled_model_and_a_timeline_in_panels_of_their_own_units():
     from matplotlib.figure import Figure
 
-    from llmload.analysis.report import plots
+    from llmload.analysis.report import plots, timeline_plot
     from llmload.analysis.tables import timeline
 
     a = run_of("batchslow")
@@ -347,9 +347,20 @@ def test_plots_throughput_from_zero_labelled_model_and_two_axis_timeline():
     assert any(label.startswith("fitted queueing model: 4.0 slots") for label in labels)
     assert "compute saturation (2)" in labels and "queueing onset (4)" in labels
     fig = Figure()
-    series = timeline.windows(a.run, timeline.pick_window_s(a.run))
-    plots.plot_timeline(fig.add_subplot(), series, a.run.tiers, a.run.history)
-    assert len(fig.axes) == 2
+    window_s = timeline.pick_window_s(a.run)
+    series = timeline.windows(a.run, window_s)
+    axes = fig.subplots(timeline_plot.PANELS, 1, sharex=True)
+    timeline_plot.plot_timeline(axes, series, window_s, a.run.tiers, a.run.history)
+    users, ttft, tokens, failures = axes
+    requests = next(ax for ax in fig.axes if ax not in axes)  # the throughput panel's right axis
+    assert [ax.get_ylabel() for ax in (users, ttft, tokens, requests, failures)] == [
+        "users", "TTFT (ms)", "output tokens/s", "requests/s", "failures/s"]
+    assert all(ax.get_ylim()[0] == 0 for ax in fig.axes)
+    assert not any("scaled" in label or "x0" in label for ax in fig.axes for label in ax.get_legend_handles_labels()[1])
+    requests_drawn = requests.get_lines()[0].get_ydata()
+    assert list(requests_drawn) == list(series["ok"] / window_s)  # req/s drawn as measured, on its own axis
+    assert list(tokens.get_lines()[0].get_ydata()) == list(series["out_tok_s"])
+    assert series["failed"].sum() == (~a.run.samples["ok"]).sum()
 
 
 def test_throughput_lost_to_refusals_is_not_called_a_degrading_server():
@@ -365,3 +376,22 @@ def test_throughput_lost_to_refusals_is_not_called_a_degrading_server():
     at_peak = Capacity(PROFILES["chat"], "within", 1.01, 2.09, 67.0, "429 rate 97.6% > 1.0% at tier 2",
                        goodput_rps=2.1, goodput_load=1.0, tiers=3)
     assert peak_within_slo(tiers_of(rows), at_peak, "users") == ("", None)  # the peak is the capacity point
+
+
+def test_the_timelines_failure_panel_counts_every_failure_and_every_429_of_the_run():
+    from matplotlib.figure import Figure
+
+    from llmload.analysis.report import timeline_plot
+    from llmload.analysis.tables import timeline
+
+    run = run_of("shed429").run
+    window_s = timeline.pick_window_s(run)
+    series = timeline.windows(run, window_s)
+    refused = int(run.samples["error"].eq("rate_limited").sum())
+    assert refused > 0 and int(series["refused"].sum()) == refused
+    assert int(series["failed"].sum()) == int((~run.samples["ok"]).sum()) >= refused
+    axes = Figure().subplots(timeline_plot.PANELS, 1, sharex=True)
+    timeline_plot.plot_timeline(axes, series, window_s, run.tiers)
+    failed, of_them_429 = axes[3].get_lines()
+    assert sum(of_them_429.get_ydata()) * window_s == pytest.approx(refused)
+    assert sum(failed.get_ydata()) * window_s == pytest.approx(series["failed"].sum())

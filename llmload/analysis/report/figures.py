@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llmload.analysis.analyze import Analysis
-from llmload.analysis.report import plots, unstreamed
+from llmload.analysis.report import plots, timeline_plot, unstreamed
 from llmload.analysis.tables import timeline
 from llmload.analysis.tables.samples import measured
 
@@ -89,6 +89,7 @@ def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
     e2e = a.no_first_token  # answers with no first token: the same figures, of e2e latency (unstreamed.py)
     table = unstreamed.as_e2e(table) if e2e else table
     latency, slo_ms = ("e2e_ms", a.profile.e2e_p95_ms) if e2e else ("ttft_ms", a.profile.ttft_p95_ms)
+    window_s = timeline.pick_window_s(a.run) if a.run.per_request else 1.0
     specs = [
         ("knee", "p50/p95/p99 TTFT per tier, in load order. Vertical lines: compute saturation (dash-dot: "
          "throughput stops growing), queueing onset (dashed: requests start to wait) and the capacity the answer "
@@ -109,12 +110,13 @@ def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
         ("ttft_cdf", "TTFT distribution per tier: a curve moving right is the queue growing; the dotted line "
          "is p99.",
          lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a, latency), unit)),
-        ("timeline", "The whole run: p99 TTFT per time window (left axis); users and output tokens/s scaled to "
-         "the users axis (right axis). " + ("Band: the warm-up (excluded from the tables) shaded orange."
-                                            if len(a.table) == 1 else "Bands: every other tier shaded grey, each "
-                                            "tier's warm-up (excluded from the tables) shaded orange."),
-         lambda ax: plots.plot_timeline(ax, timeline.windows(a.run, timeline.pick_window_s(a.run), latency),
-                                        a.run.tiers, a.run.history)),
+        ("timeline", "The whole run, window by window, four panels on one time axis: users; p50 and p99 TTFT; "
+         "output tokens/s (left axis) and successful requests/s (right axis); failed requests/s and the HTTP 429s "
+         "among them. " + ("Band: the warm-up (excluded from the tables) shaded orange." if len(a.table) == 1 else
+                          "Bands: every other tier shaded grey, each tier's warm-up (excluded from the tables) "
+                          "shaded orange."),
+         lambda axes: timeline_plot.plot_timeline(axes, timeline.windows(a.run, window_s, latency), window_s,
+                                                  a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",
          lambda ax: plots.plot_latency_vs_throughput(ax, table, a.onset, unit)),
     ]
@@ -130,13 +132,23 @@ def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
         specs = [prefill, *specs] if view.sweep else [*specs, prefill]
     out = []
     for name, caption, draw in specs:
-        height = 2.2 if name == "errors" and not a.kinds.to_numpy().any() else 4.6
-        fig = Figure(figsize=(9, height), dpi=100, layout="constrained")
-        draw(fig.add_subplot())
+        fig = _drawn(name, draw, short=name == "errors" and not a.kinds.to_numpy().any())
         if e2e:
             unstreamed.relabel(fig)
         out.append((name, unstreamed.words(caption) if e2e else caption, fig))
     return out
+
+
+def _drawn(name: str, draw, short: bool = False) -> Figure:
+    """One figure drawn: the timeline on its stacked panels, any other on one Axes (short: an empty errors plot)."""
+    if name == "timeline":
+        fig = Figure(figsize=(9, 8.4), dpi=100, layout="constrained")
+        draw(fig.subplots(timeline_plot.PANELS, 1, sharex=True,
+                          gridspec_kw={"height_ratios": timeline_plot.HEIGHT_RATIOS}))
+        return fig
+    fig = Figure(figsize=(9, 2.2 if short else 4.6), dpi=100, layout="constrained")
+    draw(fig.add_subplot())
+    return fig
 
 
 def _png(fig: Figure) -> bytes:

@@ -157,45 +157,6 @@ def plot_ttft_cdf(ax: Axes, cdf: pd.DataFrame, load_unit: str = "users") -> None
     ax.set_title("TTFT distribution per tier")
 
 
-def plot_timeline(ax: Axes, series: pd.DataFrame, tiers: pd.DataFrame | None = None,
-                  users_frame: pd.DataFrame | None = None) -> None:
-    """p99 TTFT (left axis), users and scaled output tokens/s (right axis) over the run; tiers shaded
-    grey every other tier, warm-up orange. At most two y-axes.
-
-    `users_frame` (ts_s, users: Locust's stats history) replaces the per-window max of users_now."""
-    t0 = float(series["start_s"].min()) if len(series) else 0.0
-    x = series["start_s"] - t0
-    if tiers is not None:
-        for i, tier in enumerate(tiers.itertuples()):
-            ax.axvspan(tier.start_s - t0, tier.end_s - t0, color="#000000", alpha=0.04 if i % 2 else 0.0)
-            ax.axvspan(tier.start_s - t0, tier.measure_start_s - t0, color="#DD8452", alpha=0.08)
-    ax.plot(x, series["p99_ms"], color=COLORS["p99"], label="p99 TTFT (ms)")
-    ax.set_ylabel("p99 TTFT (ms)")
-    ax.set_xlabel("seconds since the first request (orange: warm-up)")
-    ax.set_ylim(bottom=0)
-    right = ax.twinx()
-    if users_frame is not None and len(users_frame):
-        right.step(users_frame["ts_s"] - t0, users_frame["users"], where="post", color=COLORS["model"],
-                   label="users (Locust)")
-    else:
-        right.step(x, series["users"], where="post", color=COLORS["model"], label="users")
-    tokens = series["out_tok_s"].fillna(0).gt(0).any()  # none for answers with no output (embeddings, rerank)
-    scale = float(series["users"].max() or 1.0) / max(float(series["out_tok_s"].max() or 1.0), 1e-9)
-    if tokens:
-        right.plot(x, series["out_tok_s"] * scale, color=COLORS["tok"], alpha=0.7,
-                   label=f"output tok/s (x{scale:.2g}, on the users axis)")
-    right.set_ylabel("users; output tok/s scaled" if tokens else "users")
-    right.set_ylim(bottom=0)
-    handles, labels = [], []
-    for axis in (ax, right):
-        h, lab = axis.get_legend_handles_labels()
-        handles += h
-        labels += lab
-    ax.legend(handles, labels, fontsize=8, loc="upper left")
-    ax.grid(True, alpha=0.3)
-    ax.set_title("The run over time")
-
-
 def plot_latency_vs_throughput(ax: Axes, table: pd.DataFrame, onset: KneePoint | None = None,
                                load_unit: str = "users") -> None:
     """p50/p99 TTFT against achieved req/s; the queueing onset is circled."""

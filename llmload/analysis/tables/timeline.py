@@ -1,7 +1,7 @@
 """Fixed time windows over the run: the time series plot and SLA watching.
 
 How it works: every attempt falls in the window floor((ts_start_s - t_start) / window_s),
-counted from the first request. Per window (vectorised groupby): attempts, successes,
+counted from the first request. Per window (vectorised groupby): attempts, successes, failures and the 429s among them,
 p50/p99 of a latency column over successes, output tokens/s (the tokens delivered inside the window by
 every successful attempt, whenever sent: `delivery.py`),
 the users at the time (max users_now, for the plot), and, from tiers.csv, the tier(s) the
@@ -29,7 +29,8 @@ def pick_window_s(run: Run, target_windows: int = 120) -> float:
 
 
 def windows(run: Run, window_s: float, metric: str = "ttft_ms") -> pd.DataFrame:
-    """Columns: start_s (unix), n, ok, p50_ms, p99_ms, out_tok_s, users, tier."""
+    """Columns: start_s (unix), n, ok, failed (n - ok), refused (HTTP 429s), p50_ms, p99_ms, out_tok_s, users,
+    tier, tiers, load."""
     rows = run.samples
     t0 = float(rows["ts_start_s"].min())
     bins = np.floor((rows["ts_start_s"].to_numpy() - t0) / window_s).astype(np.int64)
@@ -40,6 +41,8 @@ def windows(run: Run, window_s: float, metric: str = "ttft_ms") -> pd.DataFrame:
     by_ok = ok_rows[metric].groupby(key[ok])
     frame = pd.DataFrame({"n": by_all.size(), "users": by_all["users_now"].max()})
     frame["ok"] = by_ok.size().reindex(frame.index).fillna(0).astype(int)
+    frame["failed"] = frame["n"] - frame["ok"]
+    frame["refused"] = rows["error"].eq("rate_limited").groupby(key).sum().reindex(frame.index).fillna(0).astype(int)
     quant = by_ok.quantile([0.5, 0.99]).unstack()
     frame["p50_ms"] = quant[0.5].reindex(frame.index) if 0.5 in quant else np.nan
     frame["p99_ms"] = quant[0.99].reindex(frame.index) if 0.99 in quant else np.nan
