@@ -90,6 +90,24 @@ def tier_rows(page) -> list[tuple[str, str]]:
     return [(r.get("Tier", ""), r.get("Window", "")) for r in table_rows(page)]
 
 
+FIT = """() => {
+  const table = document.querySelector('table');
+  let box = table.parentElement;
+  while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+  const heads = [...table.querySelectorAll('thead th')];
+  return {page: document.documentElement.scrollWidth,
+          right: Math.max(...heads.map(h => h.getBoundingClientRect().right)),
+          box: box ? box.getBoundingClientRect().right : null, heads: heads.length};
+}"""
+
+
+def assert_no_column_cut(page, width: int) -> None:
+    """The LLM tab's table: every column within the window, or the table scrolls inside a box that is."""
+    fit = page.evaluate(FIT)
+    assert fit["heads"] > 5 and fit["page"] <= width, fit
+    assert fit["right"] <= width or (fit["box"] is not None and fit["box"] <= width), fit
+
+
 @pytest.mark.parametrize("width", [1400, 800])
 def test_a_session_of_five_runs_each_told_truly(page, locust_ui, tmp_path, width):
     page.set_viewport_size({"width": width, "height": 900})
@@ -116,6 +134,7 @@ def test_a_session_of_five_runs_each_told_truly(page, locust_ui, tmp_path, width
              lambda: f"both tiers done in the LLM tab: {tier_rows(page)}", ui)
     requests = sum(int(r["Requests"]) for r in table_rows(page))
     assert 0 < requests <= len(samples)  # the measure windows' requests (warm-ups are not in them)
+    assert_no_column_cut(page, width)
     # the report a headless run writes, in the run folder, and in Locust's Download Data tab
     wait_for(lambda: (tmp_path / "a" / "summary.json").exists(), 60, "the run's report written when it ended", ui)
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["run"]["shape_class"] == "StepTiers"
