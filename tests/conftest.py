@@ -56,3 +56,12 @@ def pytest_collection_modifyitems(config, items):
     keep = shares(modules, seconds, count)[index - 1]
     config.hook.pytest_deselected(items=[item for item in items if item.path.name not in keep])
     items[:] = [item for item in items if item.path.name in keep]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The passed tests counted apart: behaviour, and structure (`structural`: source text and layout)."""
+    passed = terminalreporter.stats.get("passed", [])
+    structural = sum(1 for report in passed if "structural" in report.keywords)
+    if passed:
+        terminalreporter.write_line(f"llmload: {len(passed) - structural} behavioural tests passed, {structural} "
+                                    "structural (source text and layout)")

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.structural
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "sink", "run", "openloop", "shaping",
           "public"]
@@ -70,12 +71,23 @@ def llmload_files() -> list[Path]:
     return sorted((ROOT / "llmload").rglob("*.py"))
 
 
+def each_file(rule, paths: list[Path]) -> None:
+    """One test per rule, not per file: every file is checked, and the failure names each file that breaks it."""
+    assert paths, f"{rule.__name__}: no files to check"
+    broken = []
+    for path in paths:
+        try:
+            rule(path)
+        except AssertionError as exc:
+            broken.append(f"{path.relative_to(ROOT)}: {str(exc).splitlines()[0] if str(exc) else 'assertion failed'}")
+    assert not broken, f"{rule.__name__} broken by {len(broken)} file(s):\n" + "\n".join(broken)
+
+
 ALLOWED_UP = {("run", "llmload.server.launch")}
 """the embedded-server launcher is the one part of server/ that run/ starts"""
 
 
-@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_package_imports_a_higher_layer(path):
+def rule_no_package_imports_a_higher_layer(path):
     own = layer_of(module_name(path))
     for name in imports_of(path):
         if not name.startswith("llmload.") or name.count(".") < 1:
@@ -91,12 +103,18 @@ def test_no_package_imports_a_higher_layer(path):
             assert LAYERS.index(target) <= LAYERS.index(own), f"{module_name(path)} ({own}) imports {name} ({target})"
 
 
-@pytest.mark.parametrize("path", [p for p in llmload_files()
-                                  if "/client/" in str(p) or "/workload/" in str(p) or p.name == "contract.py"],
-                         ids=lambda p: str(p.relative_to(ROOT)))
-def test_client_workload_and_contract_import_no_locust(path):
+def test_no_package_imports_a_higher_layer():
+    each_file(rule_no_package_imports_a_higher_layer, llmload_files())
+
+
+def rule_client_workload_and_contract_import_no_locust(path):
     roots = {name.split(".")[0] for name in imports_of(path)}
     assert "locust" not in roots
+
+
+def test_client_workload_and_contract_import_no_locust():
+    each_file(rule_client_workload_and_contract_import_no_locust,
+              [p for p in llmload_files() if "/client/" in str(p) or "/workload/" in str(p) or p.name == "contract.py"])
 
 
 def test_contract_imports_nothing_of_llmload():
@@ -130,14 +148,17 @@ def test_analysis_imports_only_the_contract_the_rule_book_and_itself_of_llmload(
                 assert name.split(".")[1] in ("contract", "rules", "analysis"), f"{path.name}: {name}"
 
 
-@pytest.mark.parametrize("path", sorted(ANALYSIS.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_analysis_packages_import_downward_only(path):
+def rule_the_analysis_packages_import_downward_only(path):
     own = analysis_layer(module_name(path))
     for name in imports_of(path):
         if name.startswith("llmload.analysis.") and name.count(".") >= 2:
             target = name.split(".")[2]
             if target in ANALYSIS_LAYERS:  # `from llmload.analysis.read import run` is checked as its module
                 assert ANALYSIS_LAYERS.index(target) <= own, f"{module_name(path)} imports {name}"
+
+
+def test_the_analysis_packages_import_downward_only():
+    each_file(rule_the_analysis_packages_import_downward_only, sorted(ANALYSIS.rglob("*.py")))
 
 
 def test_no_llmload_module_outside_the_analysis_imports_it():
@@ -152,8 +173,7 @@ def test_the_analysis_has_few_modules_at_its_top():
         assert len(list(folder.glob("*.py"))) <= 12, folder
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "llmload" / "rules").rglob("*.py")), ids=lambda p: p.name)
-def test_the_rule_book_imports_the_standard_library_and_itself_only(path):
+def rule_the_rule_book_imports_the_standard_library_and_itself_only(path):
     """The web UI, the shapes, the gate and the analysis all import the rules: they depend on nothing."""
     for name in imports_of(path):
         root = name.split(".")[0]
@@ -163,15 +183,22 @@ def test_the_rule_book_imports_the_standard_library_and_itself_only(path):
             assert root in sys.stdlib_module_names or root == "__future__", f"{path.name}: {name}"
 
 
-@pytest.mark.parametrize("path", llmload_files() + sorted((ROOT / "analysis").rglob("*.py")),
-                         ids=lambda p: str(p.relative_to(ROOT)))
-def test_small_modules_and_functions(path):
+def test_the_rule_book_imports_the_standard_library_and_itself_only():
+    each_file(rule_the_rule_book_imports_the_standard_library_and_itself_only,
+              sorted((ROOT / "llmload" / "rules").rglob("*.py")))
+
+
+def rule_small_modules_and_functions(path):
     source = path.read_text()
     assert source.count("\n") <= MAX_MODULE_LINES, f"{path.name}: {source.count(chr(10))} lines"
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             lines = node.end_lineno - node.lineno + 1
             assert lines <= MAX_FUNCTION_LINES, f"{path.name}:{node.lineno} {node.name}() has {lines} lines"
+
+
+def test_small_modules_and_functions():
+    each_file(rule_small_modules_and_functions, llmload_files() + sorted((ROOT / "analysis").rglob("*.py")))
 
 
 def test_no_module_level_registries_of_event_ids():
@@ -199,8 +226,7 @@ def _names_the_environment(node: ast.expr) -> bool:
         isinstance(node, ast.Attribute) and node.attr == "environment")
 
 
-@pytest.mark.parametrize("path", llmload_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_nothing_hangs_attributes_on_the_environment(path):
+def rule_nothing_hangs_attributes_on_the_environment(path):
     """Run state has one home (run/state.py): the environment gets Locust's own attributes only."""
     for node in ast.walk(ast.parse(path.read_text())):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
@@ -211,6 +237,10 @@ def test_nothing_hangs_attributes_on_the_environment(path):
                 and len(node.args) > 1 and _names_the_environment(node.args[0]) and path.name != "state.py"):
             name = node.args[1].value if isinstance(node.args[1], ast.Constant) else ""
             assert not str(name).startswith("llmload"), f"{path.name}:{node.lineno} reads environment.{name}"
+
+
+def test_nothing_hangs_attributes_on_the_environment():
+    each_file(rule_nothing_hangs_attributes_on_the_environment, llmload_files())
 
 
 def test_every_field_of_the_run_state_is_declared_with_a_docstring():
@@ -243,13 +273,16 @@ def test_every_part_of_run_has_a_layer_and_its_top_level_stays_small():
     assert len(list(RUN.glob("*.py"))) <= 10, "run/ top level: at most 10 modules; put the new one in its package"
 
 
-@pytest.mark.parametrize("path", sorted(RUN.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_run_packages_import_downward_only(path):
+def rule_the_run_packages_import_downward_only(path):
     own = run_layer(module_name(path))
     for name in imports_of(path):
         parts = name.split(".")
         if parts[:2] == ["llmload", "run"] and len(parts) > 2 and parts[2] in RUN_LAYERS:
             assert run_layer(name) <= own, f"{module_name(path)} imports {name} (a higher part of run/)"
+
+
+def test_the_run_packages_import_downward_only():
+    each_file(rule_the_run_packages_import_downward_only, sorted(RUN.rglob("*.py")))
 
 
 def import_graph() -> dict[str, set[str]]:

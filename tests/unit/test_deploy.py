@@ -8,10 +8,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from llmload.cli.locust_args import plan
 
+pytestmark = pytest.mark.structural
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
