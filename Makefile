@@ -4,6 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SKIP_LOG := $(CURDIR)/$(VENV)/skipped-tests.log
 PRESET ?= demo
 PORT ?= 8400
 SCENARIO ?= scenarios/step_load.py
@@ -42,8 +43,9 @@ test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what C
 	@# then the unit tests (CPU-bound, no sockets) at the lowest priority, so they only take idle CPU, beside the
 	@# integration tests in three shares of whole modules (mostly waiting on servers and tiers: a whole run uses
 	@# ~30 % of two cores; tests/conftest.py); the other shares' and the unit tests' output after the first share's
-	$(BIN)/python -m pytest -q tests/browser
-	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit > $(VENV)/unit-tests.log 2>&1 & unit=$$!; \
+	@rm -f $(SKIP_LOG)
+	LLMLOAD_SKIP_LOG=$(SKIP_LOG) $(BIN)/python -m pytest -q tests/browser
+	export LLMLOAD_SKIP_LOG=$(SKIP_LOG); nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit > $(VENV)/unit-tests.log 2>&1 & unit=$$!; \
 	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 2/3 \
 	  > $(VENV)/shard2-tests.log 2>&1 & shard2=$$!; \
 	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/unit --ignore=tests/browser --shard 3/3 \
@@ -51,7 +53,10 @@ test: $(STAMP) decoder ## run lint (ruff, mypy) and the whole test suite (what C
 	$(BIN)/python -m pytest -q --ignore=tests/unit --ignore=tests/browser --shard 1/3; rest=$$?; \
 	wait $$shard2; s2=$$?; echo "--- integration, second share:"; cat $(VENV)/shard2-tests.log; \
 	wait $$shard3; s3=$$?; echo "--- integration, third share:"; cat $(VENV)/shard3-tests.log; \
-	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; exit $$(( rest || s2 || s3 || units ))
+	wait $$unit; units=$$?; echo "--- tests/unit:"; cat $(VENV)/unit-tests.log; \
+	echo "--- not run on this machine (skipped, each with why; LLMLOAD_REQUIRE_BROWSER, _DECODER, _PRIVILEGED=1 fail"\
+	     "them instead):"; sort $(SKIP_LOG) 2>/dev/null || true; [ -s $(SKIP_LOG) ] || echo "none"; \
+	exit $$(( rest || s2 || s3 || units ))
 
 test-fast: $(STAMP) decoder ## unit tests only (no sockets)
 	$(BIN)/python -m pytest -q tests/unit

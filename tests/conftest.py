@@ -9,6 +9,7 @@ Refresh that file from a run's timings with `python tests/integration/durations.
 """
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -65,3 +66,13 @@ def pytest_terminal_summary(terminalreporter):
     if passed:
         terminalreporter.write_line(f"llmload: {len(passed) - structural} behavioural tests passed, {structural} "
                                     "structural (source text and layout)")
+
+
+def pytest_runtest_logreport(report):
+    """With LLMLOAD_SKIP_LOG (make test sets it), every skipped test and why, one line each, for the run's last
+    lines: a test the machine could not run is named, never silently absent."""
+    path = os.environ.get("LLMLOAD_SKIP_LOG")
+    if path and report.skipped and report.when in ("setup", "call"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        with open(path, "a") as log:
+            log.write(f"{report.nodeid}: {reason.removeprefix('Skipped: ')}\n")

@@ -17,6 +17,22 @@ JSON_BODY = b'{"object":"chat.completion","choices":[{"message":{"content":"hi"}
 """a non-streaming chat answer (what an endpoint that ignores `stream: true` sends)"""
 
 
+PRIVILEGED_ENV = "LLMLOAD_REQUIRE_PRIVILEGED"
+
+
+def needs_privilege(reason: str) -> None:
+    """A test that needs what this machine does not allow (root, a tmpfs mount, a network namespace): a skip that
+    says why (make test lists every skip in its last lines), or a failure when LLMLOAD_REQUIRE_PRIVILEGED=1 says the
+    machine allows it."""
+    import os
+
+    import pytest
+
+    if os.environ.get(PRIVILEGED_ENV, "") not in ("", "0"):
+        pytest.fail(f"{PRIVILEGED_ENV}=1 but {reason}")
+    pytest.skip(reason)
+
+
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from llmload.server.launch import EmbeddedServer
-from tests.helpers import free_port, read_csv
+from tests.helpers import free_port, needs_privilege, read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -173,14 +173,14 @@ def ip(*args: str) -> subprocess.CompletedProcess:
 def namespace():
     """(namespace name, master-side address): a veth pair 10.213.N.1 (here) <-> 10.213.N.2 (inside)."""
     if shutil.which("ip") is None:
-        pytest.skip("no `ip` command (iproute2): cannot create a network namespace")
+        needs_privilege("no `ip` command (iproute2): cannot create a network namespace")
     if os.geteuid() != 0:
-        pytest.skip("network namespaces need root (CAP_NET_ADMIN); the loopback tests cover the rest")
+        needs_privilege("network namespaces need root (CAP_NET_ADMIN); the loopback tests cover the rest")
     n = os.getpid() % 250 + 1
     name, outside, inside = f"llmload-ns{n}", f"llmh{n}", f"llmn{n}"
     made = ip("netns", "add", name)
     if made.returncode != 0:
-        pytest.skip(f"`ip netns add` is not allowed here: {made.stderr.strip()}")
+        needs_privilege(f"`ip netns add` is not allowed here: {made.stderr.strip()}")
     try:
         for args in (("link", "add", outside, "type", "veth", "peer", "name", inside),
                      ("link", "set", inside, "netns", name),
@@ -190,7 +190,7 @@ def namespace():
                      ("netns", "exec", name, "ip", "link", "set", "lo", "up")):
             done = ip(*args)
             if done.returncode != 0:
-                pytest.skip(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}")
+                needs_privilege(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}")
         yield name, f"10.213.{n}.1"
     finally:
         ip("netns", "del", name)  # takes the veth pair with it

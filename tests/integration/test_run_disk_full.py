@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import read_csv
+from tests.helpers import needs_privilege, read_csv
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_a_full_disk_stops_the_load_and_counts_every_row_it_cost(tmp_path, how):
     if how == "tmpfs":
         mount = tmp_path / "small"
         if not small_tmpfs(mount):
-            pytest.skip("cannot mount a tmpfs here (needs root); the file-size-limit case covers the same path")
+            needs_privilege("cannot mount a tmpfs here (needs root); the file-size-limit case covers the same path")
         run_dir, fsize, words = mount / "run", None, "disk full: writing samples.csv"
     else:
         run_dir, fsize, words = tmp_path / "run", 40_000, "cannot write (File too large): writing samples.csv"
