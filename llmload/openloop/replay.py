@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from llmload.openloop.settings import TraceSettings
 from llmload.run.lifecycle.stop import stop_run
 from llmload.workload.sizing import SizingError
 from llmload.workload.trace import Replay, load_trace, parse_window, replay_of, worker_records
@@ -35,16 +36,15 @@ class TraceTarget:
     """seeds the text each record has of its own (--arrival-seed)"""
 
 
-def target_fields(options: Any, rate_per_s: float) -> dict[str, Any]:
-    """The trace part of a tier's target message ({} when the run replays no trace)."""
-    path = str(getattr(options, "trace", "") or "")
-    if not path or not getattr(options, "trace_shape", False):  # --trace is replayed by TraceShape only
+def target_fields(trace: TraceSettings | None, rate_per_s: float) -> dict[str, Any]:
+    """The trace part of a tier's target message ({} when the run replays no trace: `trace` is None but for a
+    TraceShape's run, shaping/trace_shape.py)."""
+    if trace is None or not trace.path:
         return {}
-    gap = getattr(options, "trace_max_gap_s", None)
-    target = TraceTarget(path, str(getattr(options, "trace_format", "auto") or "auto"),
-                         str(getattr(options, "trace_window", "") or ""), None if gap is None else float(gap), 1.0)
+    gap = trace.max_gap_s
+    target = TraceTarget(trace.path, trace.format, trace.window, None if gap is None else float(gap), 1.0)
     speed = rate_per_s / replay_for(target).rate_per_s(1.0)
-    return {"trace": path, "trace_format": target.format, "trace_window": target.window,
+    return {"trace": trace.path, "trace_format": target.format, "trace_window": target.window,
             "trace_max_gap_s": target.max_gap_s, "speed": speed}
 
 
@@ -87,8 +87,8 @@ def _sizer(user: Any) -> Any:
 def prepare(user: Any) -> None:
     """At the user's start in a trace run: the prompt sizer (--tokenizer, or one probe request), so the first
     records do not wait for it; a tokenizer that cannot be used stops the run with its one line."""
-    options = user.environment.parsed_options
-    if not getattr(options, "trace", "") or getattr(user, "opts", None) is None or user.ctx.guard.halted:
+    trace = TraceSettings.from_options(user.environment.parsed_options).path
+    if not trace or getattr(user, "opts", None) is None or user.ctx.guard.halted:
         return
     try:
         _sizer(user)

@@ -40,6 +40,7 @@ from llmload.contract import DROPPED_TYPE
 from llmload.openloop import replay
 from llmload.openloop.arrivals import ArrivalLoop, LagBook, arrival_times, worker_share
 from llmload.openloop.replay import TraceArrivals, TraceTarget
+from llmload.openloop.settings import ArrivalSettings, TraceSettings
 from llmload.run.locust_compat import connected_workers, has_message_handler, replace_tasks, user_is_stopping
 from llmload.run.transport import make_transport
 
@@ -117,17 +118,12 @@ def install(runner: Any) -> None:
     runner.register_message(MSG_TYPE, on_target_message)
 
 
-def publish(runner: Any, tier: int, rate_per_s: float, options: Any) -> int:
-    """Send the tier's rate to every process (0: hold, every user idle); returns how many processes share it."""
-    fields = {
-        "tier": tier,
-        "rate_per_s": rate_per_s,
-        "arrival": options.arrival,
-        "seed": options.arrival_seed,
-        "max_inflight": options.max_inflight,
-        "late_ms": options.late_ms,
-        **replay.target_fields(options, rate_per_s),
-    }
+def publish(runner: Any, tier: int, rate_per_s: float, arrivals: ArrivalSettings,
+            trace: TraceSettings | None = None) -> int:
+    """Send the tier's rate to every process (0: hold, every user idle), drawn as `arrivals` say (a TraceShape's
+    run: its `trace` replayed at that rate); returns how many processes share it."""
+    fields = {"tier": tier, "rate_per_s": rate_per_s, **arrivals.target_fields(),
+              **replay.target_fields(trace, rate_per_s)}
     if isinstance(runner, MasterRunner):
         ids = connected_workers(runner)
         for index, client_id in enumerate(ids):

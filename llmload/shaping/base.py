@@ -47,9 +47,9 @@ from llmload.run.state import run_state
 from llmload.run.watch.verdicts import live_tiers, live_verdicts
 from llmload.shaping import confirm, refine, sigterm
 from llmload.shaping.checks import check_flags
-from llmload.shaping.flags import ShapeOptionError, options_with_defaults
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, done_line, format_line
+from llmload.shaping.settings import ConfirmSettings, RefineSettings, ScheduleSettings, ShapeOptionError
 from llmload.shaping.state import ShapeRun, progress_loop, progress_of, shape_info, spawn_rate_for
 from llmload.shaping.tiers_csv import TiersCsv
 from llmload.sink.timeline import Tier, Timeline
@@ -79,7 +79,7 @@ class PlanShape(LoadTestShape):
     _sigterm_hooked: bool = False
     _own_timeline: Timeline | None = None
 
-    def build_plan(self, options: Any) -> list[PlannedTier]:
+    def build_plan(self, schedule: ScheduleSettings) -> list[PlannedTier]:
         raise NotImplementedError
 
     def _now(self) -> float:  # the clocks: replaced in unit tests
@@ -106,20 +106,19 @@ class PlanShape(LoadTestShape):
         if isinstance(runner, WorkerRunner):
             return
         environment = runner.environment
-        options = environment.parsed_options
         self._cli_spawn_rate = settings_of(environment).spawn_rate
         if self._hooked_events is not environment.events:
             self._hooked_events = environment.events
             # test_stopping: close the tier when the load stops, before in-flight requests drain
             environment.events.test_stopping.add_listener(self._on_test_stop)
             environment.events.test_stop.add_listener(self._on_test_stop)
-        if options is not None:
-            self._check_flags_early(runner, options)
+        if environment.parsed_options is not None:
+            self._check_flags_early(runner, environment.parsed_options)
 
-    def _check_flags_early(self, runner: Any, options: Any) -> None:
+    def _check_flags_early(self, runner: Any, parsed: Any) -> None:
         """Validate the flags before anything starts (see the module docstring)."""
         try:
-            check_flags(self, options)
+            check_flags(self, parsed)
         except ShapeOptionError as e:
             self._report_bad_flags(e)
             if settings_of(runner.environment).headless and isinstance(runner, LocalRunner):
@@ -193,16 +192,17 @@ class PlanShape(LoadTestShape):
 
     def _start_run(self, now: float) -> ShapeRun:
         environment = self.runner.environment if self.runner else None
-        options = options_with_defaults(environment.parsed_options if environment else None)
-        plan = self.build_plan(options)
+        parsed = environment.parsed_options if environment else None
+        schedule = ScheduleSettings.from_options(parsed)  # the shape flags, read once (settings.py)
+        plan = self.build_plan(schedule)
         settings = settings_of(environment) if environment else RunSettings()
-        refining = refine.refine_settings(options, str(getattr(options, "slo_profile", "") or ""), self.refinable)
+        refining = RefineSettings.from_options(parsed, self.refinable)
         self.timeline().reset()
         path = self._claim_run_dir() / "tiers.csv"
         writer = TiersCsv(path, workers.applied_load(self.runner))  # + the load really applied
-        run = ShapeRun(plan=plan, options=options, writer=writer, unix_offset_s=self._wall() - self._now(),
+        run = ShapeRun(plan=plan, schedule=schedule, writer=writer, unix_offset_s=self._wall() - self._now(),
                        planned=len(plan), refine=refining,
-                       confirming=confirm.Confirming(confirm.confirm_settings(options, confirm.confirms(self))))
+                       confirming=confirm.Confirming(ConfirmSettings.from_options(parsed, confirm.confirms(self))))
         if settings.run_time_s:
             run.run_time_s, run.deadline = settings.run_time_s, now + settings.run_time_s
         run.first = self._snapshot()
@@ -213,7 +213,7 @@ class PlanShape(LoadTestShape):
         total_s = sum(t.seconds for t in plan)
         logger.info("load shape %s: %d tiers, %.0f s planned; tiers in %s", type(self).__name__,
                     len(plan), total_s, path)
-        if options.knee_factor not in (None, ""):  # given (the web UI's form sends a blank field as '')
+        if schedule.knee_factor_given:
             logger.warning("load shape: --knee-factor is ignored: --stop-at-knee stops on the report's knees")
         if self.progress_every_s:
             run.progress = gevent.spawn(progress_loop, run, self.progress_every_s, self._now, self._snapshot)
@@ -230,13 +230,14 @@ class PlanShape(LoadTestShape):
         planned = run.plan[index]
         tier_no = index + 1
         if planned.target_rps is not None:  # an open-loop tier, or a confirmation window
-            users = openloop_user.publish(self.runner, tier_no, float(planned.target_rps), run.options)
+            users = openloop_user.publish(self.runner, tier_no, float(planned.target_rps), run.schedule.arrivals,
+                                          run.trace)
             spawn_rate, ramp_s = max(1.0, 10.0 * users), 0.0
         else:
             assert planned.target_users is not None, "a closed-loop shape plans user counts"
             users = int(planned.target_users)
             workers = max(1, getattr(self.runner, "worker_count", 1) or 1)
-            spawn_rate = spawn_rate_for(run.options, self._cli_spawn_rate is not None, run.users, users, workers)
+            spawn_rate = spawn_rate_for(run.schedule, self._cli_spawn_rate is not None, run.users, users, workers)
             ramp_s = abs(users - run.users) / spawn_rate
         warmup_s = min(max(planned.warmup_s, ramp_s), planned.seconds)
         refined = run.refined[index - run.planned].kind if index >= run.planned else ""
@@ -266,14 +267,14 @@ class PlanShape(LoadTestShape):
                                                                                 [run.record])[0]
         logger.info("%s", done_line(tier_no, live, whole.dropped))
         count = live.sent if live is not None else measured.requests
-        if count < run.options.min_tier_requests:
+        if count < run.schedule.min_tier_requests:
             logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
-                           "lengthen --tier-seconds", tier_no, count, run.options.min_tier_requests)
-        if not run.options.stop_at_knee or self.runner is None or run.index >= run.planned:
+                           "lengthen --tier-seconds", tier_no, count, run.schedule.min_tier_requests)
+        if not run.schedule.stop_at_knee or self.runner is None or run.index >= run.planned:
             return None  # --refine's tiers lie below the sweep's highest load: never a reason to stop
         verdicts = live_verdicts(self.runner.environment)
         last = next((t for t in verdicts.tiers if t.tier == tier_no), None)
-        return stop_reason(last, verdicts, run.options.max_error_rate) if last is not None else None
+        return stop_reason(last, verdicts, run.schedule.max_error_rate) if last is not None else None
 
     def _finish(self, run: ShapeRun, reason: str) -> None:
         if run.finished:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmload.shaping import confirm, refine
-from llmload.shaping.flags import options_with_defaults
+from llmload.shaping import confirm
+from llmload.shaping.settings import ConfirmSettings, RefineSettings, ScheduleSettings
 
 
-def check_flags(shape: Any, options: Any) -> None:
-    """ShapeOptionError naming the first bad flag of `shape` (a PlanShape) under these options; nothing starts."""
-    options = options_with_defaults(options)
-    shape.build_plan(options)
-    refine.refine_settings(options, "", shape.refinable)
-    confirm.confirm_settings(options, confirm.confirms(shape))
+def check_flags(shape: Any, parsed: Any) -> None:
+    """ShapeOptionError naming the first bad flag of `shape` (a PlanShape) under Locust's parsed options `parsed`;
+    nothing starts."""
+    shape.build_plan(ScheduleSettings.from_options(parsed))
+    RefineSettings.from_options(parsed, shape.refinable)
+    ConfirmSettings.from_options(parsed, confirm.confirms(shape))

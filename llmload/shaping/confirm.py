@@ -1,7 +1,7 @@
 """`--confirm` in the run: after the tiers and refinement, the planned rate sent open loop until the plan holds.
 
 How it works: step and rate shapes (`PlanShape.refinable`) read `--confirm` (auto: on), `--confirm-seconds`,
-`--confirm-max-seconds` and `--confirm-steps` when the run starts (`confirm_settings`: a bad value is a flag error
+`--confirm-max-seconds` and `--confirm-steps` when the run starts (settings.py: a bad value is a flag error
 like any other, exit code 2). When the tiers are done (the planned sweep, `--stop-at-knee`'s end, refinement),
 `add_window` judges the tiers with the live verdicts (run/watch/verdicts.py: the report's rule book on the same tiers)
 and appends a window at the rate the report would plan (`plan.Basis.planned`, 3 significant digits): open loop,
@@ -28,12 +28,11 @@ from typing import Any
 from llmload.openloop import user as openloop_user
 from llmload.rules import confirm
 from llmload.rules import refine as refine_rules
-from llmload.rules.confirm import DEFAULT_MAX_SECONDS, DEFAULT_STEPS
 from llmload.run.state import run_state
 from llmload.run.watch.verdicts import live_tiers, live_verdicts, live_windows
 from llmload.shaping import refine
-from llmload.shaping.flags import CONFIRM_CHOICES, ShapeOptionError
 from llmload.shaping.plans import PlannedTier
+from llmload.shaping.settings import ConfirmSettings
 
 logger = logging.getLogger("llmload.shape")
 SETTLE_MIN_S = 2.0
@@ -44,23 +43,6 @@ SETTLE_E2E = 1.5
 DRAIN_QUIET_S = 2.0
 """before a window the load holds until no row of an earlier request has landed for this long (the queue the tiers,
 or the window before, left has drained: an overloaded open loop leaves up to --max-inflight requests behind)"""
-NOT_STARTED = "the run ended before its tiers did"
-
-
-@dataclass(frozen=True)
-class ConfirmSettings:
-    on: bool = False
-    seconds: float | None = None
-    """--confirm-seconds (None: the default rule, `confirm.window_seconds`)"""
-    max_seconds: float = DEFAULT_MAX_SECONDS
-    steps: int = DEFAULT_STEPS
-    off_because: str = ""
-    """why it is off: '--no-confirm', 'this shape does not climb'"""
-
-    def info(self) -> dict[str, Any]:
-        """run.json's shape `confirm` (its windows are added as they run)."""
-        return {"on": self.on, "seconds": self.seconds, "max_seconds": self.max_seconds, "steps": self.steps,
-                "skipped": self.off_because or NOT_STARTED, "windows": []}
 
 
 @dataclass
@@ -72,32 +54,6 @@ class Confirming:
     """the windows judged so far"""
     first: int | None = None
     """the plan index of the first window"""
-
-
-def confirm_settings(options: Any, confirmable: bool) -> ConfirmSettings:
-    """The confirmation flags of a run (module docstring); ShapeOptionError names the flag to fix."""
-    mode = str(getattr(options, "confirm", None) or "auto").strip().lower()
-    if mode not in CONFIRM_CHOICES:
-        raise ShapeOptionError(f"--confirm must be one of {', '.join(CONFIRM_CHOICES)}, got {mode!r}")
-    try:
-        given = getattr(options, "confirm_seconds", None)
-        seconds = None if given in (None, "") else float(given)
-        max_s = float(getattr(options, "confirm_max_seconds", DEFAULT_MAX_SECONDS) or DEFAULT_MAX_SECONDS)
-        steps = int(getattr(options, "confirm_steps", DEFAULT_STEPS))
-    except (TypeError, ValueError):
-        raise ShapeOptionError("--confirm-seconds and --confirm-max-seconds must be durations (60, 90s, 2m) and "
-                               "--confirm-steps a whole number") from None
-    if seconds is not None and seconds <= 0:
-        raise ShapeOptionError(f"--confirm-seconds must be > 0, got {seconds:g}")
-    if max_s <= 0:
-        raise ShapeOptionError(f"--confirm-max-seconds must be > 0, got {max_s:g}")
-    if seconds is not None and seconds > max_s:
-        raise ShapeOptionError(f"--confirm-seconds {seconds:g} is longer than --confirm-max-seconds {max_s:g}: "
-                               "lower it or raise the maximum")
-    if steps < 0:
-        raise ShapeOptionError(f"--confirm-steps must be >= 0, got {steps}")
-    off = "--no-confirm" if mode == "off" else "" if confirmable else "its shape plans no rate (step and rate tiers do)"
-    return ConfirmSettings(not off, seconds, max_s, steps, off)
 
 
 def confirms(shape: Any) -> bool:
@@ -131,7 +87,7 @@ def add_window(shape: Any, run: Any, now: float, rate: float | None = None) -> b
     seconds = confirm.window_seconds(rate, hint, settings.seconds, settings.max_seconds)
     if state.windows and state.windows[-1].rate == rate:  # not shown: twice the samples
         seconds = min(settings.max_seconds, max(seconds, 2.0 * state.windows[-1].seconds))
-    warmup = min(settings.max_seconds, max(float(run.options.warmup_seconds), hint if hint == hint else 0.0))
+    warmup = min(settings.max_seconds, max(float(run.schedule.warmup_seconds), hint if hint == hint else 0.0))
     if now + DRAIN_QUIET_S + warmup + seconds > run.deadline:
         if not state.windows:
             _info(run)["skipped"] = "-t/--run-time leaves no room for a window"
@@ -162,7 +118,7 @@ def _why(windows: list[confirm.Window]) -> str:
 def start(shape: Any, run: Any, now: float) -> tuple[int, float] | None:
     """Before the window `add_window` appended: hold the load (every process keeps one idle user: a closed loop's
     users stop, an open loop sends nothing) until the earlier requests have landed (`drained`), then begin it."""
-    users = openloop_user.publish(shape.runner, run.index + 2, 0.0, run.options)
+    users = openloop_user.publish(shape.runner, run.index + 2, 0.0, run.schedule.arrivals)
     run.last_tick = (users, max(1.0, 10.0 * users))
     run.drain = (_landed(shape), now)
     run.pause_end, run.then = now + 1.0, lambda at: drained(shape, run, at)

@@ -5,7 +5,8 @@ scenario calls it from an `events.init_command_line_parser` listener (importing 
 registers nothing). List-valued flags stay strings in `parsed_options` (so the web UI form can
 edit them) and are validated twice: by argparse at start-up (a bad value is one clear
 `error: argument --tiers: ...` line) and again when a run starts.
-The plans the flags describe are built in plans.py.
+Each flag is registered with the default of the typed settings a shape reads it into (settings.py, and
+openloop/settings.py for the arrivals and the trace); the plans the flags describe are built in plans.py.
 """
 
 from __future__ import annotations
@@ -15,39 +16,29 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from llmload.rules.confirm import DEFAULT_MAX_SECONDS as CONFIRM_MAX_S
-from llmload.rules.confirm import DEFAULT_STEPS as CONFIRM_STEPS
-from llmload.rules.refine import DEFAULT_MAX_TIERS
+from llmload.openloop.settings import ARRIVALS, TRACE
 from llmload.rules.traffic import parse_arrival
 from llmload.run.options.flags import add_warmup_option
-from llmload.sink.warmup import parse_span_s, warmup_seconds
+from llmload.shaping.settings import CONFIRM, CONFIRM_CHOICES, REFINE, REFINE_CHOICES, SCHEDULE, ShapeOptionError
+from llmload.sink.warmup import parse_span_s
 from llmload.workload.trace_formats import FORMATS as TRACE_FORMATS
-
-REFINE_CHOICES = ("auto", "on", "off")
-CONFIRM_CHOICES = ("auto", "on", "off")
-SHAPE_WARMUP_S = 10.0
-"""a load shape's warm-up per tier when --warmup-seconds is not given"""
-
-DEFAULT_DRAIN_S = 10.0
-"""seconds without arrivals between two speeds, so the next replay does not start on the last one's queue"""
 
 
 def add_trace_arguments(parser: Any) -> None:
     """The --trace flags (registered with the shape flags)."""
-    add = parser.add_argument
-    add("--trace", default="", help="trace replay: a request trace (JSONL/CSV: ours, Mooncake, Azure LLM "
-                                     "inference, BurstGPT) sent at its records' times")
-    add("--trace-format", choices=("auto", *TRACE_FORMATS), default="auto", help="trace replay: force the format")
-    add("--trace-speed", type=float, default=1.0, help="trace replay: time scale (2 = twice as fast)")
-    add("--trace-speeds", default="", help="trace replay: one tier per speed, e.g. 1,1.5,2,3 (overrides --trace-speed)")
-    add("--trace-max-gap-s", type=float, default=None, help="trace replay: cap every idle gap at this many seconds")
-    add("--trace-window", default="", help="trace replay: START:END seconds of the trace to replay (60:120, :300)")
-    add("--trace-drain-s", type=float, default=DEFAULT_DRAIN_S,
+    d, add = TRACE, parser.add_argument
+    add("--trace", default=d.path, help="trace replay: a request trace (JSONL/CSV: ours, Mooncake, Azure LLM "
+                                        "inference, BurstGPT) sent at its records' times")
+    add("--trace-format", choices=("auto", *TRACE_FORMATS), default=d.format, help="trace replay: force the format")
+    add("--trace-speed", type=float, default=d.speed, help="trace replay: time scale (2 = twice as fast)")
+    add("--trace-speeds", default=d.speeds,
+        help="trace replay: one tier per speed, e.g. 1,1.5,2,3 (overrides --trace-speed)")
+    add("--trace-max-gap-s", type=float, default=d.max_gap_s,
+        help="trace replay: cap every idle gap at this many seconds")
+    add("--trace-window", default=d.window,
+        help="trace replay: START:END seconds of the trace to replay (60:120, :300)")
+    add("--trace-drain-s", type=float, default=d.drain_s,
         help="trace replay: seconds without arrivals between two speeds, so the last one's queue drains")
-
-
-class ShapeOptionError(ValueError):
-    """A shape flag has a value we cannot use; the message says what to fix."""
 
 
 def parse_number_list(text: str, what: str = "tiers", integer: bool = True) -> list[float]:
@@ -163,79 +154,62 @@ def add_confirm_arguments(parser: Any, hidden: dict) -> None:
              "(Poisson) and lower it until it holds, so the plan the report states was run; auto (default): on; "
              "--no-confirm: off")
     add("--no-confirm", dest="confirm", action="store_const", const="off", help="turn --confirm off", **hidden)
-    add("--confirm-seconds", type=_span_s, default=None,
+    add("--confirm-seconds", type=_span_s, default=CONFIRM.seconds,
         help="--confirm: each window's measure seconds (default: the larger of 60 s and twice the longest retry hint "
              "seen, and long enough for 74 successes: a p95 bounded at 95 %%)")
-    add("--confirm-max-seconds", type=_span_s, default=CONFIRM_MAX_S,
+    add("--confirm-max-seconds", type=_span_s, default=CONFIRM.max_seconds,
         help="--confirm: the longest window (default 300 s)")
-    add("--confirm-steps", type=int, default=CONFIRM_STEPS,
+    add("--confirm-steps", type=int, default=CONFIRM.steps,
         help="--confirm: windows after the first that may lower the rate (default 3)")
 
 
 def add_shape_arguments(parser: Any) -> None:
     """Register the shape flags. Call it from an `events.init_command_line_parser` listener."""
-    add = parser.add_argument
-    add("--tiers", type=_checked(parse_number_list), default=None,
+    d, a, add = SCHEDULE, ARRIVALS, parser.add_argument
+    add("--tiers", type=_checked(parse_number_list), default=d.tiers,
         help="closed loop: users per tier, e.g. 1,2,4,8,16,32 (default; or use --start/--step/--max-users)")
-    add("--start-users", type=int, default=None, help="first tier's users (with --step-users, --max-users)")
-    add("--step-users", type=int, default=None, help="users added per tier")
-    add("--max-users", type=int, default=None, help="last tier's users (inclusive)")
-    add("--tier-seconds", type=_span_s, default=60.0, help="how long each tier is held (90, 90s, 2m, 1h30m)")
+    add("--start-users", type=int, default=d.start_users, help="first tier's users (with --step-users, --max-users)")
+    add("--step-users", type=int, default=d.step_users, help="users added per tier")
+    add("--max-users", type=int, default=d.max_users, help="last tier's users (inclusive)")
+    add("--tier-seconds", type=_span_s, default=d.tier_seconds, help="how long each tier is held (90, 90s, 2m, 1h30m)")
     add_warmup_option(parser)  # shared with runs without a shape: registered once
-    add("--stop-at-knee", action="store_true", default=False,
+    add("--stop-at-knee", action="store_true", default=d.stop_at_knee,
         help="stop once the report's verdicts see the knee passed (compute saturation reached and the highest tier "
              "queues, sheds or fails), or a tier's error rate > --max-error-rate")
     hidden = {"include_in_web_ui": False} if hasattr(parser, "args_included_in_web_ui") else {}
     add("--knee-factor", type=float, default=None,
         help="ignored, kept so older command lines run: --stop-at-knee follows the report's knees", **hidden)
-    add("--max-error-rate", type=float, default=0.05,
+    add("--max-error-rate", type=float, default=d.max_error_rate,
         help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
-    add("--min-tier-requests", type=int, default=100,
+    add("--min-tier-requests", type=int, default=d.min_tier_requests,
         help="warn when a tier measured fewer requests (p99 needs ~100)")
     add("--refine", nargs="?", const="on", choices=REFINE_CHOICES, default="auto",
         help="step and rate tiers: after the planned tiers, add tiers that bisect the SLO capacity's bracket and the "
              "queueing onset until each is 1 user (5%% of the rate) wide; auto (default): on when --slo-profile is "
              "set; --no-refine: off")
     add("--no-refine", dest="refine", action="store_const", const="off", help="turn --refine off", **hidden)
-    add("--refine-max-tiers", type=int, default=DEFAULT_MAX_TIERS,
+    add("--refine-max-tiers", type=int, default=REFINE.max_tiers,
         help="--refine: at most this many added tiers, each as long as the planned ones")
-    add("--hold-at-capacity", type=_span_s, default=0.0,
+    add("--hold-at-capacity", type=_span_s, default=REFINE.hold_s,
         help="--refine: end with one tier this long (90, 2m) at the capacity found, for tight p95/p99 intervals")
     add_confirm_arguments(parser, hidden)
     add("--rate-tiers", type=_checked(lambda s: parse_number_list(s, "--rate-tiers", integer=False)),
-        default="1,2,4,8", help="open loop: requests/s per tier over all workers")
-    add("--arrival", type=_checked(arrival_option), default="poisson",
+        default=d.rate_tiers, help="open loop: requests/s per tier over all workers")
+    add("--arrival", type=_checked(arrival_option), default=a.arrival,
         help="open loop: inter-arrival law: poisson, constant or gamma:cv=X (bursty: CV X of the gaps, e.g. 2)")
-    add("--arrival-seed", type=int, default=1, help="open loop: seed of the Poisson and gamma arrivals")
-    add("--max-inflight", type=int, default=256,
+    add("--arrival-seed", type=int, default=a.arrival_seed, help="open loop: seed of the Poisson and gamma arrivals")
+    add("--max-inflight", type=int, default=a.max_inflight,
         help="open loop: in-flight cap per worker; arrivals over it are counted as dropped")
-    add("--late-ms", type=float, default=10.0, help="open loop: a send later than this counts as late")
-    add("--base-users", type=int, default=1, help="spike: users before and after the burst")
-    add("--base-seconds", type=_span_s, default=30.0, help="spike: seconds before and after the burst")
-    add("--spike-users", type=int, default=32, help="spike: users during the burst")
-    add("--spike-seconds", type=_span_s, default=10.0, help="spike: burst length (s)")
-    add("--soak-users", type=int, default=8, help="soak: users held")
-    add("--soak-seconds", type=_span_s, default=3600.0, help="soak: total hold (s), cut into --tier-seconds windows")
-    add("--schedule", type=_checked(lambda s: parse_schedule(s, 1.0)), default="0=1,1m=4,2m=2,3m=end",
+    add("--late-ms", type=float, default=a.late_ms, help="open loop: a send later than this counts as late")
+    add("--base-users", type=int, default=d.base_users, help="spike: users before and after the burst")
+    add("--base-seconds", type=_span_s, default=d.base_seconds, help="spike: seconds before and after the burst")
+    add("--spike-users", type=int, default=d.spike_users, help="spike: users during the burst")
+    add("--spike-seconds", type=_span_s, default=d.spike_seconds, help="spike: burst length (s)")
+    add("--soak-users", type=int, default=d.soak_users, help="soak: users held")
+    add("--soak-seconds", type=_span_s, default=d.soak_seconds,
+        help="soak: total hold (s), cut into --tier-seconds windows")
+    add("--schedule", type=_checked(lambda s: parse_schedule(s, 1.0)), default=d.schedule,
         help="schedule: OFFSET=USERS list, offsets 90s/2m/1h or 09:00, 'end' closes (e.g. 0=2,30m=8,2h=end)")
-    add("--schedule-scale", type=float, default=1.0, help="schedule: time compression (60 = an hour per minute)")
+    add("--schedule-scale", type=float, default=d.schedule_scale,
+        help="schedule: time compression (60 = an hour per minute)")
     add_trace_arguments(parser)
-
-
-def options_with_defaults(parsed: Any) -> argparse.Namespace:
-    """`parsed` (Locust's parsed_options, may be None or lack our flags) over the flag defaults."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_shape_arguments(parser)
-    options = parser.parse_args([])
-    options.spawn_rate = None
-    options.headless = False
-    options.run_dir = None
-    if parsed is not None:
-        vars(options).update(vars(parsed))
-    try:
-        given = warmup_seconds(options)
-    except ValueError as exc:
-        raise ShapeOptionError(str(exc)) from None
-    options.warmup_seconds = SHAPE_WARMUP_S if given is None else given
-    options.warmup_given = given is not None
-    return options

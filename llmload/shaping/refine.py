@@ -2,7 +2,7 @@
 
 How it works: step and rate shapes (`PlanShape.refinable`) read `--refine` (auto: on when
 `--slo-profile` is set), `--refine-max-tiers` and `--hold-at-capacity` when the run starts
-(`refine_settings`: a bad value is a flag error like any other). When the planned sweep ends (its
+(settings.py: a bad value is a flag error like any other). When the planned sweep ends (its
 last tier, or `--stop-at-knee`'s rule), `add_tier` judges the tiers so far with the live verdicts
 (run/watch/verdicts.py: the report's rule book on the same tiers, so the web UI's capacity is the one being
 narrowed) and appends the tier `rules.refine.next_step` names to the plan, as long as the planned
@@ -18,51 +18,18 @@ a longer warm-up, open loop a pause without arrivals, `start` and `pause_tick`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from llmload.openloop import user as openloop_user
 from llmload.rules import refine
 from llmload.rules.text import load_with_unit
 from llmload.run.watch.verdicts import live_verdicts
-from llmload.shaping.flags import REFINE_CHOICES, ShapeOptionError
 from llmload.shaping.plans import PlannedTier
+from llmload.shaping.settings import RefineSettings
 
 logger = logging.getLogger("llmload.shape")
 DRAIN_FACTOR = 2.0
 """a tier after a heavier one starts measuring this many of the heavier tier's mean response times later"""
-
-
-@dataclass(frozen=True)
-class RefineSettings:
-    on: bool = False
-    max_tiers: int = refine.DEFAULT_MAX_TIERS
-    hold_s: float = 0.0
-
-    def info(self) -> dict[str, Any]:
-        """run.json's shape `refine`."""
-        return {"on": self.on, "max_tiers": self.max_tiers, "hold_at_capacity_s": self.hold_s}
-
-
-def refine_settings(options: Any, slo_profile: str, refinable: bool) -> RefineSettings:
-    """The refinement flags of a run (module docstring); ShapeOptionError names the flag to fix."""
-    mode = str(getattr(options, "refine", None) or "auto").strip().lower()
-    if mode not in REFINE_CHOICES:
-        raise ShapeOptionError(f"--refine must be one of {', '.join(REFINE_CHOICES)}, got {mode!r}")
-    try:
-        max_tiers = int(getattr(options, "refine_max_tiers", refine.DEFAULT_MAX_TIERS))
-        hold_s = float(getattr(options, "hold_at_capacity", 0.0) or 0.0)
-    except (TypeError, ValueError):
-        raise ShapeOptionError("--refine-max-tiers must be a whole number >= 0 and --hold-at-capacity a "
-                               "duration >= 0 (90, 2m)") from None
-    if max_tiers < 0:
-        raise ShapeOptionError(f"--refine-max-tiers must be >= 0, got {max_tiers}")
-    if hold_s < 0:
-        raise ShapeOptionError(f"--hold-at-capacity must be >= 0 seconds, got {hold_s:g}")
-    on = refinable and (mode == "on" or (mode == "auto" and bool(slo_profile)))
-    if mode == "on" and not refinable:
-        logger.warning("load shape: --refine applies to step and rate tiers only: ignored")
-    return RefineSettings(on, max_tiers, hold_s)
 
 
 def _unit(open_loop: bool) -> str:

@@ -11,9 +11,11 @@ from typing import Any
 
 import gevent
 
+from llmload.openloop.settings import TraceSettings
 from llmload.rules.traffic import parse_arrival
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import Progress, format_line
+from llmload.shaping.settings import RefineSettings, ScheduleSettings
 from llmload.shaping.tiers_csv import TiersCsv
 from llmload.sink.timeline import TierRecord
 from llmload.sink.window import StatsSnapshot, diff
@@ -27,7 +29,8 @@ class ShapeRun:
     """One run of a shape: its plan, its clocks and where it stands."""
 
     plan: list[PlannedTier]
-    options: Any
+    schedule: ScheduleSettings
+    """the plan's flags, read when the run started (settings.py)"""
     writer: TiersCsv
     unix_offset_s: float
     """add to a perf_counter value to get unix seconds"""
@@ -52,8 +55,8 @@ class ShapeRun:
     planned: int = 0
     """tiers of the plan the flags built (once the sweep ends, those it ran); those after them were added by
     --refine"""
-    refine: Any = None
-    """the run's RefineSettings (shaping/refine.py; None: refinement off)"""
+    refine: RefineSettings | None = None
+    """the run's --refine (shaping/refine.py; None: refinement off)"""
     refined: list[Any] = field(default_factory=list)
     """the rule book's Steps (llmload.rules.refine) added so far, in order"""
     pause_s: float = 0.0
@@ -66,11 +69,13 @@ class ShapeRun:
     """the run's confirmation phase (shaping/confirm.py `Confirming`; None: none)"""
     drain: tuple[int, float] = (0, 0.0)
     """before a confirmation window: attempts landed, and since when that count has not changed"""
+    trace: TraceSettings | None = None
+    """the trace a TraceShape replays: its tiers' targets carry it (openloop/replay.py; None: no trace)"""
 
 
 def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
     """run.json's `shape`: what the shape planned, and (later) why it stopped."""
-    o = run.options
+    o = run.schedule
     info: dict[str, Any] = {
         "class": type(shape).__name__, "kind": shape.kind, "open_loop": shape.open_loop,
         "tiers": [t.target_rps if shape.open_loop else t.target_users for t in run.plan],
@@ -83,9 +88,9 @@ def shape_info(shape: Any, run: ShapeRun) -> dict[str, Any]:
     if run.confirming is not None:
         info["confirm"] = run.confirming.settings.info()
     if shape.open_loop:
-        arrival = parse_arrival(o.arrival)
+        arrival = parse_arrival(o.arrivals.arrival)
         info.update(arrival=arrival.spec, arrival_process=arrival.process, arrival_cv=arrival.cv,
-                    arrival_seed=o.arrival_seed, max_inflight=o.max_inflight)
+                    arrival_seed=o.arrivals.arrival_seed, max_inflight=o.arrivals.max_inflight)
     return info
 
 
@@ -120,11 +125,12 @@ def progress_loop(run: ShapeRun, every_s: float, now: Callable[[], float],
         logger.info("%s", format_line(progress_of(run, now_s, current, tokens)))
 
 
-def spawn_rate_for(options: Any, cli_rate_given: bool, users_before: int, users: int, workers: int) -> float:
+def spawn_rate_for(schedule: ScheduleSettings, cli_rate_given: bool, users_before: int, users: int,
+                   workers: int) -> float:
     """Users/s for a tier change: Locust's --spawn-rate when given on the command line, else the whole change in
     about one second (at most 100 users/s per worker). The web UI's form always sends its ramp field (1 by
     default; Locust greys it out under a shape): a shape's tiers ramp at once unless -r was asked for."""
-    given = options.spawn_rate if cli_rate_given else None
+    given = schedule.spawn_rate if cli_rate_given else None
     if given:
         return float(given)
     return min(max(1.0, float(abs(users - users_before))), MAX_AUTO_SPAWN_PER_WORKER * workers)

@@ -13,53 +13,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmload.shaping.flags import DEFAULT_DRAIN_S, ShapeOptionError, parse_number_list
+from llmload.openloop.settings import TraceSettings
+from llmload.shaping.flags import parse_number_list
 from llmload.shaping.plans import PlannedTier
+from llmload.shaping.settings import ShapeOptionError
 from llmload.workload.trace import Replay, load_trace, parse_window, replay_of
 from llmload.workload.trace_formats import TraceError
 
 
-def trace_replay(options: Any) -> Replay:
+def trace_replay(trace: TraceSettings) -> Replay:
     """The replay the flags describe (ShapeOptionError: one line naming what to fix)."""
-    path = str(getattr(options, "trace", "") or "")
-    if not path:
+    if not trace.path:
         raise ShapeOptionError("trace replay needs --trace PATH (a JSONL or CSV request trace)")
-    gap = getattr(options, "trace_max_gap_s", None)
+    gap = trace.max_gap_s
     if gap is not None and float(gap) <= 0:
         raise ShapeOptionError(f"--trace-max-gap-s must be > 0, got {gap}")
     try:
-        trace = load_trace(path, str(getattr(options, "trace_format", "auto") or "auto"))
-        return replay_of(trace, parse_window(getattr(options, "trace_window", "")),
+        return replay_of(load_trace(trace.path, trace.format), parse_window(trace.window),
                          float(gap) if gap is not None else None)
     except TraceError as exc:
         raise ShapeOptionError(str(exc)) from None
 
 
-def trace_speeds(options: Any) -> list[float]:
-    text = str(getattr(options, "trace_speeds", "") or "").strip()
-    if text:
-        return parse_number_list(text, "--trace-speeds", integer=False)
-    speed = float(getattr(options, "trace_speed", 1.0) or 0.0)
+def trace_speeds(trace: TraceSettings) -> list[float]:
+    if trace.speeds:
+        return parse_number_list(trace.speeds, "--trace-speeds", integer=False)
+    speed = float(trace.speed or 0.0)
     if speed <= 0:
         raise ShapeOptionError(f"--trace-speed must be > 0, got {speed:g}")
     return [speed]
 
 
-def trace_plan(options: Any) -> list[PlannedTier]:
+def trace_plan(trace: TraceSettings) -> list[PlannedTier]:
     """One tier per speed (module docstring)."""
-    replay = trace_replay(options)
-    if float(getattr(options, "trace_drain_s", DEFAULT_DRAIN_S)) < 0:
+    replay = trace_replay(trace)
+    if float(trace.drain_s) < 0:
         raise ShapeOptionError("--trace-drain-s must be >= 0")
     return [PlannedTier(seconds=replay.tier_seconds(s), target_rps=replay.rate_per_s(s), warmup_s=0.0)
-            for s in trace_speeds(options)]
+            for s in trace_speeds(trace)]
 
 
-def trace_info(options: Any) -> dict[str, Any]:
+def trace_info(trace: TraceSettings) -> dict[str, Any]:
     """run.json's shape `trace`: the file, its format, what is replayed and the speeds planned."""
-    replay = trace_replay(options)
-    trace = load_trace(str(options.trace), str(getattr(options, "trace_format", "auto") or "auto"))
-    return {"path": trace.path, "format": trace.format, "records": len(trace.records) + trace.skipped,
-            "skipped": trace.skipped, "replayed": len(replay.records), "span_s": round(replay.span_s, 6),
-            "rate_per_s_at_1x": round(replay.rate_per_s(1.0), 6), "speeds": trace_speeds(options),
-            "window": str(getattr(options, "trace_window", "") or ""),
-            "max_gap_s": getattr(options, "trace_max_gap_s", None)}
+    replay = trace_replay(trace)
+    loaded = load_trace(trace.path, trace.format)
+    return {"path": loaded.path, "format": loaded.format, "records": len(loaded.records) + loaded.skipped,
+            "skipped": loaded.skipped, "replayed": len(replay.records), "span_s": round(replay.span_s, 6),
+            "rate_per_s_at_1x": round(replay.rate_per_s(1.0), 6), "speeds": trace_speeds(trace),
+            "window": trace.window, "max_gap_s": trace.max_gap_s}

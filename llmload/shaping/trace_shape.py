@@ -12,7 +12,6 @@ one left; a tier --refine adds after its own drain pause gets no second one. run
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from locust.runners import MasterRunner
 
@@ -20,6 +19,7 @@ from llmload.openloop import user as openloop_user
 from llmload.run.locust_compat import connected_workers
 from llmload.shaping.base import PlanShape
 from llmload.shaping.plans import PlannedTier
+from llmload.shaping.settings import ScheduleSettings
 from llmload.shaping.state import ShapeRun
 from llmload.shaping.trace_plan import trace_info, trace_plan
 
@@ -39,14 +39,14 @@ class TraceShape(PlanShape):
     refinable = True
     _drained_before = -1
 
-    def build_plan(self, options: Any) -> list[PlannedTier]:
+    def build_plan(self, schedule: ScheduleSettings) -> list[PlannedTier]:
         self._drained_before = -1
-        options.trace_shape = True  # the tiers' targets carry the trace (openloop/replay.py target_fields)
-        return trace_plan(options)
+        return trace_plan(schedule.trace)
 
     def _start_run(self, now: float) -> ShapeRun:
         run = super()._start_run(now)
-        run.info["trace"] = trace_info(run.options)
+        run.trace = run.schedule.trace  # the tiers' targets carry the trace (openloop/replay.py target_fields)
+        run.info["trace"] = trace_info(run.trace)
         return run
 
     def _begin(self, run: ShapeRun, index: int, now: float) -> tuple[int, float]:
@@ -56,7 +56,7 @@ class TraceShape(PlanShape):
             run.pause_end, run.last_tick = now + START_S, (processes, max(1.0, 10.0 * processes))
             logger.info("trace: %.1f s for the users to start before the first replay", START_S)
             return run.last_tick
-        drain_s = float(run.options.trace_drain_s)
+        drain_s = float(run.schedule.trace.drain_s)
         refine_paused = index >= run.planned and run.pause_s >= drain_s
         if index > 0 and drain_s > 0 and self._drained_before != index and not refine_paused:
             self._drained_before = index

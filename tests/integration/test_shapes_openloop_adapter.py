@@ -4,6 +4,7 @@ Bounds are generous: this checks the wiring (rates reach the scheduler, tiers sw
 drops and counts), not timing accuracy (that is the open-loop integration run and the bench).
 """
 
+import argparse
 import time
 
 import gevent
@@ -15,9 +16,18 @@ from locust.event import Events
 from llmload.openloop import user as openloop_user
 from llmload.openloop.user import OpenLoopUser
 from llmload.shapes import OpenLoopShape
-from llmload.shaping.flags import options_with_defaults
+from llmload.shaping.flags import add_shape_arguments
 
 pytestmark = pytest.mark.integration
+
+
+def shape_flags():
+    """The shape flags as Locust parses an empty command line (a shape reads them: shaping/settings.py)."""
+    parser = argparse.ArgumentParser()
+    add_shape_arguments(parser)
+    options = parser.parse_args([])
+    options.headless = False  # Locust's own, read by its runners
+    return options
 
 
 def run_shape(tmp_path, service_s, **flags):
@@ -31,7 +41,7 @@ def run_shape(tmp_path, service_s, **flags):
     class Shape(OpenLoopShape):
         progress_every_s = None
 
-    options = options_with_defaults(None)
+    options = shape_flags()
     vars(options).update(run_dir=str(tmp_path), tier_seconds=1.5, warmup_seconds=0.2, min_tier_requests=1)
     vars(options).update(flags)
     openloop_user.CONTROL.set(None)

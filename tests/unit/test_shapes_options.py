@@ -7,18 +7,16 @@ import pytest
 from llmload.shaping.flags import (
     ShapeOptionError,
     add_shape_arguments,
-    options_with_defaults,
     parse_number_list,
     parse_offset_s,
     parse_schedule,
 )
 from llmload.shaping.plans import rate_plan, schedule_plan, soak_plan, spike_plan, step_plan
+from llmload.shaping.settings import ScheduleSettings
 
 
 def opts(**kw):
-    o = options_with_defaults(None)
-    vars(o).update(kw)
-    return o
+    return ScheduleSettings.from_options(argparse.Namespace(**kw))
 
 
 def test_number_list_parses_and_rejects():
@@ -55,11 +53,11 @@ def test_step_plan_from_list_and_range():
 
 
 def test_a_tier_no_longer_than_the_default_warm_up_warms_up_for_a_quarter_of_it():
-    options = options_with_defaults(argparse.Namespace(tiers="1,2", tier_seconds=8.0))  # no --warmup-seconds
+    options = opts(tiers="1,2", tier_seconds=8.0)  # no --warmup-seconds
     assert [(t.seconds, t.warmup_s) for t in step_plan(options)] == [(8.0, 2.0), (8.0, 2.0)]
-    longer = options_with_defaults(argparse.Namespace(tiers="1", tier_seconds=30.0))
+    longer = opts(tiers="1", tier_seconds=30.0)
     assert [t.warmup_s for t in step_plan(longer)] == [10.0]  # the default itself
-    given = options_with_defaults(argparse.Namespace(tiers="1", tier_seconds=8.0, warmup_seconds="9"))
+    given = opts(tiers="1", tier_seconds=8.0, warmup_seconds="9")
     with pytest.raises(ShapeOptionError, match="--warmup-seconds must be >= 0 and < the tier length"):
         step_plan(given)  # a warm-up the user gave is never changed
 
@@ -69,7 +67,7 @@ def test_a_tier_no_longer_than_the_default_warm_up_warms_up_for_a_quarter_of_it(
     [
         ({"tiers": "1,2", "max_users": 4, "start_users": 1, "step_users": 1}, "either --tiers"),
         ({"start_users": 1, "step_users": 0, "max_users": 4}, "--step-users"),
-        ({"tiers": "1,2", "tier_seconds": 10, "warmup_seconds": 10, "warmup_given": True}, "--warmup-seconds"),
+        ({"tiers": "1,2", "tier_seconds": 10, "warmup_seconds": 10}, "--warmup-seconds"),
         ({"tier_seconds": 0}, "--tier-seconds"),
     ],
 )
@@ -84,7 +82,7 @@ def test_rate_spike_soak_schedule_plans():
     spike = spike_plan(opts(base_users=2, base_seconds=20, spike_users=40, spike_seconds=5, warmup_seconds=3))
     # every phase has a warm-up; the burst's is at most half its length
     assert [(t.target_users, t.seconds, t.warmup_s) for t in spike] == [(2, 20, 3), (40, 5, 2.5), (2, 20, 3)]
-    defaults = spike_plan(options_with_defaults(None))  # base 30 s, spike 10 s, warm-up 10 s
+    defaults = spike_plan(ScheduleSettings.from_options(None))  # base 30 s, spike 10 s, warm-up 10 s
     assert [t.warmup_s for t in defaults] == [10, 5, 10]
     soak = soak_plan(opts(soak_users=6, soak_seconds=25, tier_seconds=10, warmup_seconds=2))
     assert [(t.target_users, t.seconds, t.warmup_s) for t in soak] == [(6, 10, 2), (6, 10, 0), (6, 5, 0)]
@@ -110,8 +108,8 @@ def test_argparse_rejects_bad_flags_with_one_line(capsys):
 
 def test_defaults_fill_missing_flags():
     parsed = argparse.Namespace(tiers="3,6", spawn_rate=2.0)
-    o = options_with_defaults(parsed)
-    assert o.tiers == "3,6" and o.spawn_rate == 2.0 and o.tier_seconds == 60.0 and o.arrival == "poisson"
+    o = ScheduleSettings.from_options(parsed)
+    assert o.tiers == "3,6" and o.spawn_rate == 2.0 and o.tier_seconds == 60.0 and o.arrivals.arrival == "poisson"
 
 
 def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
@@ -120,10 +118,10 @@ def test_web_form_blanks_and_text_numbers_for_the_ranged_flags():
 
     blank = SimpleNamespace(tiers="1,2", start_users="", step_users="", max_users="", tier_seconds=10.0,
                             warmup_seconds=1.0)
-    assert [t.target_users for t in step_plan(blank)] == [1, 2]
+    assert [t.target_users for t in step_plan(ScheduleSettings.from_options(blank))] == [1, 2]
     text = SimpleNamespace(tiers=None, start_users="2", step_users="2", max_users="6", tier_seconds=10.0,
                            warmup_seconds=1.0)
-    assert [t.target_users for t in step_plan(text)] == [2, 4, 6]
+    assert [t.target_users for t in step_plan(ScheduleSettings.from_options(text))] == [2, 4, 6]
 
 
 def test_arrival_flag_takes_gamma_and_says_what_is_wrong_in_one_line(capsys):

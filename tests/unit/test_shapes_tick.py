@@ -1,5 +1,6 @@
 """tick() sequences of the llmload shapes with a patched clock (no sockets, no users)."""
 
+import argparse
 import csv
 import logging
 
@@ -12,9 +13,18 @@ from llmload.openloop import user as openloop_user
 from llmload.run.export import files
 from llmload.run.state import run_state
 from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
-from llmload.shaping.flags import options_with_defaults
+from llmload.shaping.flags import add_shape_arguments
 
 WALL0 = 1_700_000_000.0
+
+
+def shape_flags():
+    """The shape flags as Locust parses an empty command line (a shape reads them: shaping/settings.py)."""
+    parser = argparse.ArgumentParser()
+    add_shape_arguments(parser)
+    options = parser.parse_args([])
+    options.headless = False  # Locust's own, read by its runners
+    return options
 
 
 class Clock:
@@ -41,7 +51,7 @@ def make(shape_cls, tmp_path, **flags):
 
     shape, clock = Shape(), Clock()
     clock.attach(shape)
-    options = options_with_defaults(None)
+    options = shape_flags()
     vars(options).update(run_dir=str(tmp_path), headless=True, warmup_seconds=2.0, tier_seconds=10.0)
     vars(options).update(flags)
     env = Environment(events=Events(), shape_class=shape, parsed_options=options)
@@ -230,7 +240,7 @@ def test_master_with_bad_flag_logs_once_and_ends_at_the_first_tick(tmp_path, cap
 
     shape, clock = Shape(), Clock()
     clock.attach(shape)
-    options = options_with_defaults(None)
+    options = shape_flags()
     vars(options).update(run_dir=str(tmp_path), headless=True, tier_seconds=5.0, warmup_seconds=9.0)
     env = Environment(events=Events(), shape_class=shape, parsed_options=options)
     with caplog.at_level(logging.ERROR, logger="llmload.shape"):

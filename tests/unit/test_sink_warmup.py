@@ -7,7 +7,8 @@ import argparse
 import pytest
 
 from llmload.run.options.flags import add_warmup_option
-from llmload.shaping.flags import ShapeOptionError, add_shape_arguments, options_with_defaults
+from llmload.shaping.flags import ShapeOptionError, add_shape_arguments
+from llmload.shaping.settings import ScheduleSettings
 from llmload.sink.warmup import RampWarmup, parse_span_s, warmup_seconds
 
 
@@ -86,9 +87,9 @@ def test_the_option_is_one_option_for_plain_runs_and_shapes():
     assert parser.parse_args([]).warmup_seconds is None
     with pytest.raises(SystemExit):
         parser.parse_args(["--warmup-seconds", "soon"])
-    assert options_with_defaults(None).warmup_seconds == 10.0  # a shape's default
-    assert options_with_defaults(argparse.Namespace(warmup_seconds="3")).warmup_seconds == 3.0  # the web UI's text
+    assert ScheduleSettings.from_options(None).warmup_seconds == 10.0  # a shape's default
+    assert ScheduleSettings.from_options(argparse.Namespace(warmup_seconds="3")).warmup_seconds == 3.0  # the form's
     with pytest.raises(ShapeOptionError, match="--warmup-seconds must be >= 0"):
-        options_with_defaults(argparse.Namespace(warmup_seconds=-1.0))
+        ScheduleSettings.from_options(argparse.Namespace(warmup_seconds=-1.0))
     assert warmup_seconds(argparse.Namespace(warmup_seconds="")) is None
     assert parse_span_s("1h30m") == 5400.0

@@ -130,9 +130,9 @@ def test_prompts_share_the_text_of_shared_blocks_and_hit_the_lengths():
 
 
 def plan_options(**flags):
-    from llmload.shaping.flags import options_with_defaults
+    from llmload.openloop.settings import TraceSettings
 
-    return options_with_defaults(argparse.Namespace(**flags))
+    return TraceSettings.from_options(argparse.Namespace(**flags))
 
 
 def test_the_trace_plan_has_one_tier_per_speed_at_the_mean_offered_rate():
