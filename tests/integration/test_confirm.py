@@ -66,10 +66,15 @@ def report(run_dir: Path) -> tuple[dict, dict[str, str]]:
                           text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = {}
-    for line in (run_dir / "report.md").read_text().splitlines():
+    text = (run_dir / "report.md").read_text()
+    opening = text.split("## The answer\n\n", 1)[1].splitlines()[0]  # the sentence a planner acts on
+    if opening.startswith("**") and ":**" in opening:
+        label, sentence = opening[2:].split(":**", 1)
+        lines["opening: " + label] = sentence.strip()
+    for line in text.split("## The answer in detail", 1)[1].splitlines():
         if line.startswith("- **") and ":**" in line:
-            label, text = line[4:].split(":**", 1)
-            lines.setdefault(label, text.strip())
+            label, sentence = line[4:].split(":**", 1)
+            lines.setdefault(label, sentence.strip())
     return json.loads((run_dir / "summary.json").read_text()), lines
 
 
@@ -91,7 +96,7 @@ def test_a_per_minute_quota_is_planned_below_what_it_sustains_not_on_the_first_t
                                             compute["sentence"]), compute["sentence"]
     assert answer["Plan"].startswith(f"{plan['rps']:.2f} req/s per replica under the chat SLO")
     assert "it accepted once it refused" in answer["Plan"] or "rate limiter's sustained" in answer["Plan"]
-    assert next(iter(answer)) == "Plan"
+    assert next(iter(answer)) == "opening: Plan" and answer["opening: Plan"] == answer["Plan"]  # the report's first
     held = windows(tmp_path)
     assert held and float(held[0]["target_rps"]) <= 10.5 and float(held[0]["warmup_s"]) >= 5.0  # a hint's wait
 

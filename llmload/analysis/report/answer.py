@@ -1,9 +1,10 @@
-"""The answer at the top of a report: one line per question, in the order a planner reads them.
+"""The answer of a report: one line per question, in the order a planner reads them.
 
 How it works: each line is a sentence computed elsewhere (knees, capacity, saturation, queueing
 model, rate limit, replica plan, scenarios, run totals); this module only orders them and adds
 the "Stopped early" line first when the run was cut (`ending.py`). The capacity table gives the
-capacity under every stock profile.
+capacity under every stock profile. The lines are the report's "The answer in detail"; the report
+opens with the first of them and short bullets made of the same facts (`short_answer.py`).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _plan_items(a: Analysis) -> list[tuple[str, str]]:
                                      "Replica plan "))]
 
 
-def _first_items(a: Analysis) -> list[tuple[str, str]]:
+def first_items(a: Analysis) -> list[tuple[str, str]]:
     """What qualifies every verdict, first: a prefill sweep, a cut run, lost workers, tiers left out."""
     view = a.workload
     items = [("Prefill:", view.prefill_sentence)] if view is not None and view.sweep else []
@@ -116,7 +117,7 @@ def _first_items(a: Analysis) -> list[tuple[str, str]]:
 def answer_items(a: Analysis) -> list[tuple[str, str]]:
     view = a.workload
     planned = plan_item(a)
-    items = ([planned] if planned else []) + _first_items(a)
+    items = ([planned] if planned else []) + first_items(a)
     if a.climbs:
         items += [("Compute saturation:", a.compute.sentence), ("Queueing onset:", a.onset.sentence)]
     else:

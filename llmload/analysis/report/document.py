@@ -3,13 +3,16 @@
 How it works: the report is a list of blocks (heading, paragraph, bullet list, table,
 figure, callout). `to_markdown` writes figures as links to PNG files next to the report;
 `to_html` embeds them as base64 data URIs and passes every string through html.escape, so
-nothing from a run folder (model names, error details, hosts) can inject markup.
+nothing from a run folder (model names, error details, hosts) can inject markup. A bullet may
+end with a link to a heading of the same document: its anchor is the heading's GitHub slug
+(`slug`), which GitHub gives the heading in report.md and `to_html` gives it as its id.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 
 
@@ -32,6 +35,8 @@ class Bullets:
     """(bold lead, text) pairs"""
     callout: str = ""
     """'' for a plain list; 'answer' or 'warn' for a highlighted box"""
+    links: tuple[tuple[str, str], ...] = ()
+    """(label, heading text) per item, the item's closing link to that heading of the document; () for none"""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,22 @@ class FigureBlock:
 Block = Heading | Para | Bullets | Table | FigureBlock
 
 
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to hyphens
+    ('Latency (ms, successful requests)' -> 'latency-ms-successful-requests')."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def md_item(lead: str, text: str, link: tuple[str, str] | None = None) -> str:
+    """One bullet of report.md: '- **lead** text ([label](#anchor))'."""
+    tail = f" ([{link[0]}](#{slug(link[1])}))" if link else ""
+    return (f"- **{lead}** {text}" if lead else f"- {text}") + tail
+
+
+def _links(block: Bullets) -> list[tuple[str, str] | None]:
+    return [*block.links, *[None] * (len(block.items) - len(block.links))]
+
+
 def to_markdown(blocks: list[Block], figure_dir: str = "plots") -> str:
     out: list[str] = []
     for block in blocks:
@@ -61,7 +82,7 @@ def to_markdown(blocks: list[Block], figure_dir: str = "plots") -> str:
         elif isinstance(block, Para):
             out.append((f"**{block.lead}** " if block.lead else "") + block.text)
         elif isinstance(block, Bullets):
-            out.append("\n".join(f"- **{lead}** {text}" if lead else f"- {text}" for lead, text in block.items))
+            out.append("\n".join(md_item(lead, text, link) for (lead, text), link in zip(block.items, _links(block))))
         elif isinstance(block, Table):
             out.append(_md_table(block))
         elif isinstance(block, FigureBlock):
@@ -99,15 +120,20 @@ def to_html(blocks: list[Block], title: str) -> str:
     esc = html.escape
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
            f"<style>{CSS}</style></head><body>"]
+    ids: dict[str, int] = {}  # GitHub's rule for a repeated heading: 'x', then 'x-1', 'x-2'
     for block in blocks:
         if isinstance(block, Heading):
-            out.append(f"<h{block.level}>{esc(block.text)}</h{block.level}>")
+            anchor = slug(block.text)
+            seen = ids.get(anchor, 0)
+            ids[anchor] = seen + 1
+            anchor += f"-{seen}" if seen else ""
+            out.append(f"<h{block.level} id='{esc(anchor)}'>{esc(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             lead = f"<b>{esc(block.lead)}</b> " if block.lead else ""
             out.append(f"<p>{lead}{esc(block.text)}</p>")
         elif isinstance(block, Bullets):
-            items = "".join(f"<li>{f'<b>{esc(lead)}</b> ' if lead else ''}{esc(text)}</li>"
-                            for lead, text in block.items)
+            items = "".join(f"<li>{f'<b>{esc(lead)}</b> ' if lead else ''}{esc(text)}{_html_link(link)}</li>"
+                            for (lead, text), link in zip(block.items, _links(block)))
             cls = f" class='callout {block.callout}'" if block.callout else ""
             out.append(f"<ul{cls}>{items}</ul>")
         elif isinstance(block, Table):
@@ -125,3 +151,7 @@ def to_html(blocks: list[Block], title: str) -> str:
                        f"<figcaption>{esc(block.caption)}</figcaption></figure>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _html_link(link: tuple[str, str] | None) -> str:
+    return f" (<a href='#{html.escape(slug(link[1]))}'>{html.escape(link[0])}</a>)" if link else ""

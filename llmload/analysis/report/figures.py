@@ -90,6 +90,7 @@ def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
     table = unstreamed.as_e2e(table) if e2e else table
     latency, slo_ms = ("e2e_ms", a.profile.e2e_p95_ms) if e2e else ("ttft_ms", a.profile.ttft_p95_ms)
     window_s = timeline.pick_window_s(a.run) if a.run.per_request else 1.0
+    tokens = a.run.per_request and bool(a.run.samples["output_tokens"].fillna(0).gt(0).any())
     specs = [
         ("knee", "p50/p95/p99 TTFT per tier, in load order. Vertical lines: compute saturation (dash-dot: "
          "throughput stops growing), queueing onset (dashed: requests start to wait) and the capacity the answer "
@@ -111,10 +112,10 @@ def figures(a: Analysis) -> list[tuple[str, str, Figure]]:
          "is p99.",
          lambda ax: plots.plot_ttft_cdf(ax, ttft_cdf(a, latency), unit)),
         ("timeline", "The whole run, window by window, four panels on one time axis: users; p50 and p99 TTFT; "
-         "output tokens/s (left axis) and successful requests/s (right axis); failed requests/s and the HTTP 429s "
-         "among them. " + ("Band: the warm-up (excluded from the tables) shaded orange." if len(a.table) == 1 else
-                          "Bands: every other tier shaded grey, each tier's warm-up (excluded from the tables) "
-                          "shaded orange."),
+         + ("output tokens/s (left axis) and successful requests/s (right axis)" if tokens else "successful requests/s")
+         + "; failed requests/s and the HTTP 429s among them. "
+         + ("Band: the warm-up (excluded from the tables) shaded orange." if len(a.table) == 1 else
+            "Bands: every other tier shaded grey, each tier's warm-up (excluded from the tables) shaded orange."),
          lambda axes: timeline_plot.plot_timeline(axes, timeline.windows(a.run, window_s, latency), window_s,
                                                   a.run.tiers, a.run.history)),
         ("latency_throughput", "TTFT against achieved throughput: the knee is where the curve turns upward.",

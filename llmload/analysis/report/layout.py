@@ -1,7 +1,8 @@
 """The capacity-planning report: report.md, report.html and plots/*.png in the run folder.
 
 How it works: `blocks(analysis, figures)` lays the report out as a document (see
-`document.py`) in the order a capacity planner reads it: what was tested, the answer
+`document.py`) in the order a capacity planner reads it: what was tested, the answer (one
+sentence and short bullets linking to their evidence, `short_answer.py`), the answer in detail
 (knee, capacity under the SLO, saturation, fitted model, replicas; for spike, soak and
 schedule runs the phase comparison instead of the knee), run facts, the per-tier tables,
 run totals of failures, the per-scenario table, figures, the provider checklist, warnings,
@@ -20,8 +21,9 @@ from llmload.analysis.read.hist_run import CANNOT_SHOW
 from llmload.analysis.read.histograms import PRECISION
 from llmload.analysis.read.shape import NAMES
 from llmload.analysis.report import glossary, resources, summary, tierformat, unstreamed
-from llmload.analysis.report.answer import answer_items, capacity_sentence, capacity_table
+from llmload.analysis.report.answer import answer_items, capacity_sentence
 from llmload.analysis.report.document import Block, Bullets, FigureBlock, Heading, Para, Table, to_html, to_markdown
+from llmload.analysis.report.short_answer import KNEES, PER_TIER, WARNINGS, answer_blocks, phases_heading
 from llmload.analysis.report.splits import split_blocks
 from llmload.analysis.report.workload import workload_blocks
 from llmload.analysis.tables import server_metrics, totals
@@ -74,11 +76,8 @@ def blocks(a: Analysis, figures: list[tuple[str, str, bytes]]) -> list[Block]:
              f"(model {info.get('model', 'unknown')}), "
              + traffic.story(_load_story(a), a.run, [int(t) for t in a.table["tier"]]) + " " + _source(a),
              lead="" if a.run.per_request else "From histograms."),
-        Heading("The answer"),
-        Bullets(tuple(answer_items(a)), callout="answer"),
+        *answer_blocks(a),
     ]
-    if a.climbs:
-        out.append(capacity_table(a))
     out += [Heading("Run facts"), Table(("fact", "value"), tuple(_fmt_run_facts(a)), numeric_from=99)]
     out += _tier_blocks(a)
     out += _failure_blocks(a)
@@ -113,7 +112,7 @@ def _tier_blocks(a: Analysis) -> list[Block]:
     outcomes = text.outcome_rows(a.table, a.run.load_unit)
     if a.no_first_token:
         outcomes = unstreamed.drop(outcomes, unstreamed.FIRST_TOKEN_COLUMNS)
-    out: list[Block] = [Heading("Per tier"), Heading("Load and outcomes", 3), Table(*_tuple(outcomes), note=note)]
+    out: list[Block] = [Heading(PER_TIER), Heading("Load and outcomes", 3), Table(*_tuple(outcomes), note=note)]
     return out + _latency_blocks(a) + split_blocks(a)
 
 
@@ -161,17 +160,17 @@ def _closing_blocks(a: Analysis) -> list[Block]:
     """Checklist, warnings, the knee rule and evidence (or the phases), glossary."""
     out: list[Block] = [Heading("Provider acceptance checklist"),
                         Table(("question", "answer from this run"), tuple(a.checklist), numeric_from=99),
-                        Heading("Warnings and notes")]
+                        Heading(WARNINGS)]
     out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
                else Para("None: every tier had enough samples and the load generator kept up."))
     if a.climbs:
-        out.append(Heading("How the two knees were found"))
+        out.append(Heading(KNEES))
         out.append(Para(unstreamed.rule(knees.RULE) if a.no_first_token else knees.RULE, lead="Rule."))
         out.append(Table(*_tuple((unstreamed.knee_rows if a.no_first_token else text.knee_rows)(a.table)),
                          note="waiting = requests waiting on average (Little's law on the estimated wait); waits = "
                               "the tier counts as waiting, and the evidence used."))
     elif a.phases is not None:
-        out.append(Heading(f"Phases of the {NAMES[a.kind]} run"))
+        out.append(Heading(phases_heading(a.kind)))
         out.append(Bullets(tuple(("", s) for s in a.phase_sentences)))
         out.append(Table(*_tuple(text.phase_rows(a.phases)), numeric_from=1,
                          note="Each phase's measured window; starts at = seconds after the first tier began."))
