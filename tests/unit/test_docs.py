@@ -5,6 +5,9 @@
 - Every ```python block compiles, and every name it imports from `llmload` or `analysis`
   resolves. The imports run in one subprocess: importing llmload's users imports locust,
   whose gevent monkey-patching must not leak into the test process.
+- The tree of docs/architecture.md ("Where each concept lives") names every module of `llmload/` and of the
+  `analysis/` front (each file by its name, within its folder's part of the tree) and every package with a
+  role, and names no file or folder that is gone.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.structural
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CHECKED_ROOTS = {"llmload", "analysis"}
@@ -104,6 +108,15 @@ def is_external(target: str) -> bool:
 def test_pages_exist():
     assert (ROOT / "README.md").is_file()
     assert len(PAGES) > 1, "docs/ has no pages"
+
+
+README_MAX_BYTES = 12_000
+"""a README read in one sitting: what it is, the two commands, pointing at your endpoint, links into docs/"""
+
+
+def test_the_readme_stays_short():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_MAX_BYTES, f"README.md is {size} bytes: move detail into docs/ (at most {README_MAX_BYTES})"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=rel)
@@ -193,6 +206,81 @@ def test_python_blocks_import_what_exists():
     assert proc.returncode == 0, proc.stderr
     failures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not failures, "docs import names that do not exist:\n" + "\n".join(failures)
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+TREE_HEADING = "## Where each concept lives"
+TREE_ROOTS = [ROOT / "llmload", ROOT / "analysis"]
+
+
+def concept_tree() -> list[str]:
+    """The lines of architecture.md's fenced tree, the first block under its "Where each concept lives"."""
+    prose, blocks = split_fences(ARCHITECTURE.read_text(encoding="utf-8"))
+    heading = next(number for number, line in prose if line.strip() == TREE_HEADING)
+    return next(body for start, _, body in blocks if start > heading).splitlines()
+
+
+def tree_folders(lines: list[str]) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """The tree read back: folder ('llmload/run/options') -> its heading's role, folder -> the text of its own
+    part of the tree, and the path of every entry ('llmload/run/state.py', 'llmload/run').
+
+    An entry is a name at its folder's indent plus two (a folder's name ends with `/`), then two spaces and its
+    role; a more indented line continues the entry above it. A folder's own text is its heading's role and its
+    entries (a compact folder names its files there), without its subfolders' parts."""
+    roles: dict[str, str] = {}
+    own: dict[str, str] = {}
+    entries: list[str] = []
+    stack: list[tuple[int, str]] = []  # (indent, folder) of the headings above the current line
+    current = ""
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" "))
+        if not line.strip():
+            continue
+        if indent > (stack[-1][0] + 2 if stack else 0):  # a continuation line
+            own[current] += " " + line.strip()
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        name, _, role = line.strip().partition("  ")
+        parent = stack[-1][1] if stack else ""
+        path = f"{parent}/{name.rstrip('/')}" if parent else name.rstrip("/")
+        entries.append(path)
+        if name.endswith("/"):
+            current = path
+            stack.append((indent, current))
+            roles[current] = own[current] = role.strip()
+        else:
+            current = parent
+            own[current] += " " + line.strip()
+    return roles, own, entries
+
+
+def modules_and_packages() -> tuple[list[Path], list[Path]]:
+    """Every module (`*.py` but `__init__.py`, and `*.c`) and every package (a folder holding `*.py`)."""
+    found = [p for root in TREE_ROOTS for p in root.rglob("*") if "__pycache__" not in p.parts]
+    modules = sorted(p for p in found if p.suffix in (".py", ".c") and p.name != "__init__.py")
+    packages = sorted({p.parent for p in found if p.suffix == ".py"})
+    return modules, packages
+
+
+def names(text: str, file_name: str) -> bool:
+    """The text names `run.py` itself: not as the end of `hist_run.py`, nor in a path into another folder."""
+    return re.search(rf"(?<![\w/.]){re.escape(file_name)}(?!\w)", text) is not None
+
+
+def test_the_architecture_tree_names_every_module_and_package():
+    roles, own, _ = tree_folders(concept_tree())
+    assert "llmload/run/options" in roles, "the tree's reader found no llmload/run/options/: it is broken"
+    modules, packages = modules_and_packages()
+    missing = [f"{rel(p)}/ (no heading with a role)" for p in packages if not roles.get(rel(p))]
+    missing += [rel(p) for p in modules if not names(own.get(rel(p.parent), ""), p.name)]
+    assert not missing, f"not named in {rel(ARCHITECTURE)}'s tree, in its folder's part:\n" + "\n".join(missing)
+
+
+def test_the_architecture_tree_names_nothing_that_is_gone():
+    _, _, entries = tree_folders(concept_tree())
+    gone = [entry for entry in entries if not (ROOT / entry).exists()]
+    assert not gone, f"{rel(ARCHITECTURE)}'s tree names what is not there:\n" + "\n".join(gone)
 
 
 def test_slug_rules():
