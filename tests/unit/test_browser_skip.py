@@ -14,7 +14,8 @@ BROWSER_TESTS = "tests/browser/test_webui.py"
 
 
 def run_browser_tests(**env: str) -> subprocess.CompletedProcess:
-    child_env = {k: v for k, v in os.environ.items() if k not in ("LLMLOAD_REQUIRE_BROWSER", "LLMLOAD_CHROMIUM")}
+    child_env = {k: v for k, v in os.environ.items() if k not in ("LLMLOAD_REQUIRE_BROWSER", "LLMLOAD_CHROMIUM",
+                                                                   "LLMLOAD_SKIP_LOG")}
     child_env.update(env)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", BROWSER_TESTS],
                           cwd=REPO_ROOT, env=child_env, capture_output=True, text=True, timeout=120)
