@@ -246,3 +246,16 @@ def swarm_app(secrets: Any) -> Any:
     app.register_blueprint(bp)
     app.before_request(secrets.restore)
     return app
+
+
+def shape_flags():
+    """The shape flags as Locust parses an empty command line (a shape reads them: shaping/settings.py)."""
+    import argparse
+
+    from llmload.shaping.flags import add_shape_arguments
+
+    parser = argparse.ArgumentParser()
+    add_shape_arguments(parser)
+    options = parser.parse_args([])
+    options.headless = False  # Locust's own, read by its runners
+    return options

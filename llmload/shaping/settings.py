@@ -116,9 +116,7 @@ class RefineSettings:
     def from_options(cls, parsed: Any, refinable: bool) -> RefineSettings:
         """--refine (auto: on when --slo-profile is set), --refine-max-tiers and --hold-at-capacity of Locust's parsed
         options, on a shape that may refine or not (refine.py); ShapeOptionError names the flag to fix."""
-        mode = str(getattr(parsed, "refine", None) or "auto").strip().lower()
-        if mode not in REFINE_CHOICES:
-            raise ShapeOptionError(f"--refine must be one of {', '.join(REFINE_CHOICES)}, got {mode!r}")
+        mode = _mode(parsed, "refine", REFINE_CHOICES)
         try:
             max_tiers = int(getattr(parsed, "refine_max_tiers", REFINE.max_tiers))
             hold_s = float(getattr(parsed, "hold_at_capacity", REFINE.hold_s) or 0.0)
@@ -134,6 +132,14 @@ class RefineSettings:
         if mode == "on" and not refinable:
             logger.warning("load shape: --refine applies to step and rate tiers only: ignored")
         return cls(on, max_tiers, hold_s)
+
+
+def _mode(parsed: Any, name: str, choices: tuple[str, ...]) -> str:
+    """--refine / --confirm: auto (the default, also for None or ''), on or off; anything else names the flag."""
+    mode = str(getattr(parsed, name, None) or "auto").strip().lower()
+    if mode not in choices:
+        raise ShapeOptionError(f"--{name} must be one of {', '.join(choices)}, got {mode!r}")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -158,9 +164,7 @@ class ConfirmSettings:
     def from_options(cls, parsed: Any, confirmable: bool) -> ConfirmSettings:
         """--confirm (auto: on), --confirm-seconds, --confirm-max-seconds and --confirm-steps of Locust's parsed
         options, on a shape that may confirm or not (confirm.py); ShapeOptionError names the flag to fix."""
-        mode = str(getattr(parsed, "confirm", None) or "auto").strip().lower()
-        if mode not in CONFIRM_CHOICES:
-            raise ShapeOptionError(f"--confirm must be one of {', '.join(CONFIRM_CHOICES)}, got {mode!r}")
+        mode = _mode(parsed, "confirm", CONFIRM_CHOICES)
         try:
             given = getattr(parsed, "confirm_seconds", CONFIRM.seconds)
             seconds = None if given in (None, "") else float(given)

@@ -4,7 +4,6 @@ Bounds are generous: this checks the wiring (rates reach the scheduler, tiers sw
 drops and counts), not timing accuracy (that is the open-loop integration run and the bench).
 """
 
-import argparse
 import time
 
 import gevent
@@ -16,18 +15,9 @@ from locust.event import Events
 from llmload.openloop import user as openloop_user
 from llmload.openloop.user import OpenLoopUser
 from llmload.shapes import OpenLoopShape
-from llmload.shaping.flags import add_shape_arguments
+from tests.helpers import shape_flags
 
 pytestmark = pytest.mark.integration
-
-
-def shape_flags():
-    """The shape flags as Locust parses an empty command line (a shape reads them: shaping/settings.py)."""
-    parser = argparse.ArgumentParser()
-    add_shape_arguments(parser)
-    options = parser.parse_args([])
-    options.headless = False  # Locust's own, read by its runners
-    return options
 
 
 def run_shape(tmp_path, service_s, **flags):

@@ -1,6 +1,5 @@
 """tick() sequences of the llmload shapes with a patched clock (no sockets, no users)."""
 
-import argparse
 import csv
 import logging
 
@@ -13,18 +12,9 @@ from llmload.openloop import user as openloop_user
 from llmload.run.export import files
 from llmload.run.state import run_state
 from llmload.shapes import OpenLoopShape, ScheduleShape, SpikeShape, StepShape
-from llmload.shaping.flags import add_shape_arguments
+from tests.helpers import shape_flags
 
 WALL0 = 1_700_000_000.0
-
-
-def shape_flags():
-    """The shape flags as Locust parses an empty command line (a shape reads them: shaping/settings.py)."""
-    parser = argparse.ArgumentParser()
-    add_shape_arguments(parser)
-    options = parser.parse_args([])
-    options.headless = False  # Locust's own, read by its runners
-    return options
 
 
 class Clock:
