@@ -12,6 +12,7 @@ import csv
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gevent
@@ -59,9 +60,17 @@ def check_against_truth(server, run_dir: Path) -> None:
     rows = [r for r in read_csv(run_dir / "samples.csv") if not r["error"]]
     truth = {rid: t for rid, t in truth_of(server).items() if t["finish_reason"]}  # completed answers
     assert rows and len(rows) == len(truth), (len(rows), len(truth))  # every completed answer is one sample
-    errors = sorted(float(r["ttft_ms"]) - (float(truth[r["request_id"]]["first_byte_s"])
-                                           - float(truth[r["request_id"]]["arrival_s"])) * 1000 for r in rows)
-    assert -1.0 < errors[len(errors) // 2] < 10.0, errors  # loopback: the send time and a loaded machine's slack
+    errors, beyond_lag = [], []
+    for r in rows:
+        true = truth[r["request_id"]]
+        errors.append(float(r["ttft_ms"]) - (float(true["first_byte_s"]) - float(true["arrival_s"])) * 1000)
+        # what a loaded machine adds: the generator's loop lag beside the sample, the server's lateness on it
+        server_late_ms = (float(true["first_byte_s"]) - float(true["first_byte_due_s"])) * 1000
+        beyond_lag.append(errors[-1] - float(r["loop_lag_ms"]) - server_late_ms)
+    errors.sort()
+    beyond_lag.sort()
+    assert errors[len(errors) // 2] > -1.0, errors  # loopback: the send time
+    assert beyond_lag[len(beyond_lag) // 2] <= 2.0, beyond_lag
     assert all(r["tokens_source"] and float(r["itl_p50_ms"]) == pytest.approx(10.0, abs=3.0) for r in rows)
     assert {r["conn_reused"] for r in rows} == {"0", "1"}  # the handshake was paid once per user
 
@@ -113,9 +122,16 @@ def test_a_stream_cut_over_tls_keeps_the_tokens_received(embedded_server, cert):
         assert r.error == "stream_broken" and r.output_tokens_client >= 7 and r.timing.itl_mean_ms is not None
 
 
-def _block_loop(after_s: float, for_s: float) -> None:
+CLOCK_JITTER_S = 0.001
+"""a kernel stamp is moved from the real-time clock to perf_counter's by an offset read at the read"""
+
+
+def _block_loop(after_s: float, for_s: float) -> tuple[float, float]:
+    """Block this process's loop from `after_s` on for `for_s`: (start, end) of the block, perf_counter."""
     gevent.sleep(after_s)
+    started = time.perf_counter()
     _real_sleep(for_s)  # nothing else runs in this process meanwhile
+    return started, time.perf_counter()
 
 
 def test_a_first_token_read_after_a_blocked_loop_keeps_its_arrival_time(embedded_server, cert):
@@ -123,12 +139,30 @@ def test_a_first_token_read_after_a_blocked_loop_keeps_its_arrival_time(embedded
                              "--tls-cert", str(cert[0]), "--tls-key", str(cert[1]))
     transport = FastTransport(server.base_url, ca_bundle=str(cert[0]))
     transport.stream(StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=2, request_id="warm"))
-    blocker = gevent.spawn(_block_loop, 0.03, 0.25)  # blocked from +30 ms to +280 ms; the first token is due at +100
-    result = transport.stream(StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=2, request_id="late"))
-    blocker.join()
+    tries = []
+    for n in range(3):  # a late server may write its first token after the block: then that try proves nothing
+        blocker = gevent.spawn(_block_loop, 0.03, 0.25)  # blocked from +30 to +280 ms; the first token is due at +100
+        result = transport.stream(StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=2,
+                                                request_id=f"late-{n}"))
+        tries.append((result, blocker.get()))
     transport.close()
     server.__exit__(None, None, None)
-    truth = truth_of(server)["late"]
-    error_ms = result.timing.ttft_ms - (float(truth["first_byte_s"]) - float(truth["arrival_s"])) * 1000
-    assert result.ok and -5.0 < error_ms < 30.0, error_ms  # a stamp taken at the read would be ~180 ms late
-    assert 300.0 < result.timing.itl_max_ms < 500.0
+    truths = truth_of(server)
+    judged = 0
+    for result, (block_start_s, block_end_s) in tries:
+        truth = truths[result.request_id]
+        written_s = float(truth["first_byte_s"])
+        assert result.ok and result.t0_perf_s is not None and result.t0_perf_s <= float(truth["arrival_s"])
+        if not block_start_s < written_s < block_end_s - 0.01:
+            continue
+        judged += 1
+        # dated by the arrival of the record that carried it: after the server wrote it, before the blocked loop
+        # could read it (a stamp taken at the read would be at or after the block's end, ~180 ms late)
+        ttft_ms, itl_max_ms = result.timing.ttft_ms, result.timing.itl_max_ms
+        assert ttft_ms is not None and itl_max_ms is not None
+        first_s = result.t0_perf_s + ttft_ms / 1000
+        assert written_s - CLOCK_JITTER_S <= first_s < block_end_s, (written_s, first_s, block_end_s)
+        first_late_ms = (written_s - float(truth["first_byte_due_s"])) * 1000
+        served_ms = (float(truth["last_byte_s"]) - written_s) * 1000
+        assert 400.0 - first_late_ms - 1.0 <= itl_max_ms <= served_ms + 2.0, (itl_max_ms, first_late_ms, served_ms)
+    assert judged >= 1

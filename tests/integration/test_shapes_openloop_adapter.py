@@ -1,7 +1,8 @@
 """OpenLoopUser + OpenLoopShape on Locust's real LocalRunner with a stand-in request (no sockets).
 
-Bounds are generous: this checks the wiring (rates reach the scheduler, tiers switch, the cap
-drops and counts), not timing accuracy (that is the open-loop integration run and the bench).
+This checks the wiring (rates reach the scheduler, tiers switch, the cap drops and counts), not timing
+accuracy (that is the open-loop integration run and the bench): a launch is late by the event loop's lag,
+measured meanwhile by the generator's own health monitor, and not much more.
 """
 
 import time
@@ -14,6 +15,7 @@ from locust.event import Events
 
 from llmload.openloop import user as openloop_user
 from llmload.openloop.user import OpenLoopUser
+from llmload.run.watch.health import HealthMonitor
 from llmload.shapes import OpenLoopShape
 from tests.helpers import shape_flags
 
@@ -44,10 +46,20 @@ def run_shape(tmp_path, service_s, **flags):
 
 
 def test_rates_reach_the_scheduler_and_lag_stays_small(tmp_path):
-    sent, env = run_shape(tmp_path, service_s=0.05, rate_tiers="20,40", arrival="constant")
+    health: list[dict] = []
+    monitor = HealthMonitor("local", health.append, users=lambda: 0, inflight=lambda: 0, report_s=0.5)
+    monitor.start()
+    try:
+        sent, env = run_shape(tmp_path, service_s=0.05, rate_tiers="20,40", arrival="constant")
+    finally:
+        monitor.stop()
     assert 0.85 * 90 <= len(sent) <= 1.1 * 90  # 20/s x 1.5 s + 40/s x 1.5 s
     lags_ms = sorted((actual - intended) * 1000 for intended, actual in sent)
-    assert lags_ms[len(lags_ms) // 2] < 20
+    loop_lag_p99s_ms = sorted(float(row["loop_lag_ms_p99"]) for row in health)
+    assert len(loop_lag_p99s_ms) >= 4 and lags_ms[0] >= 0
+    # the typical launch is no later than a late wake-up of this loop meanwhile (the median half-second's p99)
+    assert lags_ms[len(lags_ms) // 2] <= loop_lag_p99s_ms[len(loop_lag_p99s_ms) // 2] + 1.0, (lags_ms,
+                                                                                               loop_lag_p99s_ms)
     assert sum(e.num_failures for e in env.stats.entries.values()) == 0  # nothing dropped
 
 

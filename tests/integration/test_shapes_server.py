@@ -77,6 +77,12 @@ def run_shape(shape, user_class, server_url, run_dir, args, max_s=40):
     return env
 
 
+def late_beyond_loop_lag_ms(samples: list[dict[str, str]]) -> list[float]:
+    """Each open-loop arrival's schedule lag (sent - due) less the generator's loop lag recorded beside it,
+    sorted: the scheduler's own lateness, whatever else kept this machine's event loop late."""
+    return sorted(float(r["schedule_lag_ms"]) - float(r["loop_lag_ms"]) for r in samples)
+
+
 def test_step_tiers_show_queueing_above_the_slot_count(tmp_path, embedded_server):
     server = embedded_server("--preset", "demo", "--slots", "4", truth_log=False)
     run_shape(Steps(), Chat, server.url, tmp_path, ["--no-confirm", "--tiers", "1,2,4,8,16", "--tier-seconds", "3",
@@ -107,9 +113,11 @@ def test_open_loop_meets_the_target_rate_with_small_lag(tmp_path, embedded_serve
         start, end = float(tier["start_s"]), float(tier["end_s"])
         n = sum(start <= t < end for t in arrivals)
         assert n / (end - start) == pytest.approx(float(tier["target_rps"]), rel=0.05), tier
-    lags = sorted(float(r["schedule_lag_ms"]) for r in read_csv(tmp_path / "samples.csv"))
+    samples = read_csv(tmp_path / "samples.csv")
+    lags = sorted(float(r["schedule_lag_ms"]) for r in samples)
     assert len(lags) >= 100 and lags[0] >= 0
-    assert lags[len(lags) // 2] < 5 and lags[int(0.95 * len(lags))] < 50, lags[-5:]
+    beyond = late_beyond_loop_lag_ms(samples)
+    assert beyond[len(beyond) // 2] <= 1.0 and beyond[int(0.95 * len(beyond))] <= 3.0, beyond[-5:]
 
 
 def test_stop_at_knee_ends_a_saturated_run_early(tmp_path, embedded_server):
@@ -152,5 +160,6 @@ def test_a_trace_is_replayed_at_its_times_with_its_lengths_and_shared_prefixes(t
                 seen.add(first_block)
     samples = read_csv(tmp_path / "samples.csv")
     assert len(samples) == 2 * len(records) and {r["phase"] for r in samples} == {"measure"}
-    lags = sorted(float(r["schedule_lag_ms"]) for r in samples)
-    assert lags[0] >= 0 and lags[len(lags) // 2] < 20 and lags[-1] < 200, lags[-5:]
+    assert min(float(r["schedule_lag_ms"]) for r in samples) >= 0
+    beyond = late_beyond_loop_lag_ms(samples)
+    assert beyond[len(beyond) // 2] <= 1.0 and beyond[int(0.95 * len(beyond))] <= 3.0, beyond[-5:]

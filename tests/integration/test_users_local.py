@@ -39,7 +39,7 @@ def test_events_and_samples_match_truth_log(tmp_path, transport):
     rows = read_csv(tmp_path / "run" / "samples.csv")
     assert len(rows) == env.stats.get("chat-test", "LLM").num_requests >= 8
     truth_by_id = {r["request_id"]: r for r in read_csv(truth)}
-    errors_ms = []
+    errors_ms, beyond_lag_ms = [], []
     for row in rows:
         assert row["transport"] == transport and row["error"] == "" and row["status"] == "200"
         assert row["tier"] == "0" and row["phase"] in ("warmup", "measure") and row["loop_lag_ms"] != ""
@@ -48,12 +48,16 @@ def test_events_and_samples_match_truth_log(tmp_path, transport):
         assert row["tokens_source"] == "usage" and row["model_returned"] == row["model_requested"]
         true_ttft_ms = (float(true["first_byte_s"]) - float(true["arrival_s"])) * 1000.0
         errors_ms.append(float(row["ttft_ms"]) - true_ttft_ms)
-    # measured - true = (client t1 - server first byte) + (server arrival - client t0) >= 0;
-    # at 4 users it is a few ms (the shared 2-core test machine can stall a single request)
-    errors_ms.sort()
-    assert errors_ms[0] >= -0.5
-    assert errors_ms[len(errors_ms) // 2] <= 10.0
-    assert errors_ms[int(len(errors_ms) * 0.9)] <= 25.0
+        # what this machine may add: the generator's loop lag beside the sample (how wrong its times can be,
+        # run/watch/health.py) and the server's own lateness on this request (its first token's timer)
+        server_late_ms = (float(true["first_byte_s"]) - float(true["first_byte_due_s"])) * 1000.0
+        beyond_lag_ms.append(errors_ms[-1] - float(row["loop_lag_ms"]) - server_late_ms)
+    # measured - true = (client t1 - server first byte) + (server arrival - client t0) >= 0, and within the lags
+    # measured beside it (the p90: a stall of the server before it stamps an arrival is measured nowhere)
+    assert min(errors_ms) >= -0.5
+    beyond_lag_ms.sort()
+    assert beyond_lag_ms[len(beyond_lag_ms) // 2] <= 2.0, beyond_lag_ms
+    assert beyond_lag_ms[int(len(beyond_lag_ms) * 0.9)] <= 5.0, beyond_lag_ms
     assert {r["conn_reused"] for r in rows} == {"0", "1"}
     assert sum(r["conn_reused"] == "0" for r in rows) == 4  # one new connection per user
     assert all(float(r["connect_ms"]) > 0 for r in rows if r["conn_reused"] == "0")
