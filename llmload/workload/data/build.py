@@ -99,14 +99,15 @@ def build_tokenizer(texts: list[str]):
     return tokenizer
 
 
-def main() -> None:
+def main(folder: Path = HERE) -> None:
+    """Write chat.jsonl and tokenizer.json into `folder` (the package's own data folder: the committed files)."""
     requests = build_dataset()
-    with open(HERE / "chat.jsonl", "w") as f:
+    with open(folder / "chat.jsonl", "w") as f:
         for request in requests:
             f.write(json.dumps(request, sort_keys=True) + "\n")
     texts = [r.get("prompt") or " ".join(m["content"] for m in r["messages"]) for r in requests]
-    build_tokenizer(texts).save(str(HERE / "tokenizer.json"))
-    print(f"wrote {len(requests)} requests to {HERE / 'chat.jsonl'} and {HERE / 'tokenizer.json'}")
+    build_tokenizer(texts).save(str(folder / "tokenizer.json"))
+    print(f"wrote {len(requests)} requests to {folder / 'chat.jsonl'} and {folder / 'tokenizer.json'}")
 
 
 if __name__ == "__main__":
