@@ -55,7 +55,8 @@ def _target(args: argparse.Namespace) -> Target | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from llmload.analysis.report.figures import build_figures
-    from llmload.analysis.report.layout import answer_items, report_suffix, write_report
+    from llmload.analysis.report.layout import report_suffix, write_report
+    from llmload.analysis.report.short_answer import printed_lines
 
     prices = resources.prices_of(args, {})  # checked before the analysis; None: run.json's, if any
     a = dataclasses.replace(_analysis(args, target=_target(args)), prices=prices)
@@ -63,10 +64,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = report_suffix(a, args.slo)
     md_path, html_path = write_report(a, build_figures(a), out_dir, suffix)
-    for lead, sentence in answer_items(a):
-        print(f"{lead} {sentence}")
-    print(f"files:  {out_dir / f'summary{suffix}.json'}\n        {md_path}\nreport: {html_path}"
-          + ("" if a.run.per_request else " (from histograms)"))
+    lines, sentence = printed_lines(a)  # the short answer; the files; the sentence to act on; the evidence
+    print("\n".join([*lines, f"files:  {out_dir / f'summary{suffix}.json'}\n        {md_path}", sentence,
+                     f"report: {html_path}" + ("" if a.run.per_request else " (from histograms)")]))
     return 0
 
 

@@ -1,7 +1,8 @@
 """report.html stands alone and reads at 1400 and at 800 pixels: every plot embedded (nothing to break when the
 file is mailed or kept as a CI artifact), no table or figure wider than the window (tables scroll inside their
-box, never the page). Reports of committed fixture runs with the widest tables: many tiers, confirmation windows,
-refusals, a workload split, a distributed run. Screenshots go to $LLMLOAD_SCREENSHOTS when set."""
+box, never the page), a table of contents whose every link reaches its section. Reports of committed fixture
+runs with the widest tables: many tiers, confirmation windows, refusals, a workload split, a distributed run.
+Screenshots go to $LLMLOAD_SCREENSHOTS when set."""
 
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ def test_the_report_stands_alone_and_fits_the_window(page, reports, tmp_path, na
     page.wait_for_load_state("load")
     images = page.evaluate("[...document.images].map(i => [i.getAttribute('src').slice(0, 22), i.naturalWidth])")
     assert images and all(src == "data:image/png;base64," and shown > 0 for src, shown in images), images
+    contents = page.evaluate("""[...document.querySelectorAll('nav.toc a')]
+        .map(a => !!document.getElementById(a.getAttribute('href').slice(1)))""")
+    assert len(contents) >= 3 and all(contents), f"{name}: the table of contents links {contents}"
     page_width = page.evaluate("document.documentElement.scrollWidth")
     assert page_width <= width, f"{name} at {width} px: the page is {page_width} px wide"
     wide = page.evaluate("""[...document.querySelectorAll('table, figure, pre')]

@@ -119,7 +119,9 @@ def test_every_heading_id_of_report_html_is_its_github_anchor(run_dir):
     _, md, html = report_of(run_dir)
     ids = re.findall(r"<h\d id='([^']+)'>", html)
     assert len(ids) == len(set(ids)) and set(ids) == github_anchors(md)
-    links = re.findall(r"<a href='#([^']+)'>", html)
+    contents, = re.findall(r"<nav class='toc'.*?</nav>", html)  # the table of contents: one link per section
+    assert re.findall(r"<a href='#([^']+)'>", contents) == re.findall(r"<h2 id='([^']+)'>", html)
+    links = re.findall(r"<a href='#([^']+)'>", html.replace(contents, ""))
     assert len(links) == len(sections(md)[1]) and set(links) <= set(ids)
 
 

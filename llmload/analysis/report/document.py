@@ -113,6 +113,8 @@ th{background:#eef1f6;text-align:left;position:sticky;top:0}td.num{text-align:ri
 tr:nth-child(even) td{background:#fafbfd}.note{font-size:12px;color:#5a6272}
 figure{margin:18px 0}figure img{max-width:100%;border:1px solid #e3e7ee}figcaption{font-size:13px;color:#4a5262}
 .scroll{overflow-x:auto}
+nav.toc{font-size:14px;margin:18px 0 0;padding:8px 0;border-top:1px solid #d8dde6}
+nav.toc ol{display:flex;flex-wrap:wrap;gap:4px 20px;margin:6px 0 0;padding:0;list-style:none}
 """
 
 
@@ -121,12 +123,17 @@ def to_html(blocks: list[Block], title: str) -> str:
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
            f"<style>{CSS}</style></head><body>"]
     ids: dict[str, int] = {}  # GitHub's rule for a repeated heading: 'x', then 'x-1', 'x-2'
+    contents: list[tuple[str, str]] = []  # (anchor, text) of each section heading, for the table of contents
+    toc_at = -1  # where the contents go: after the first section (the answer stays first), before the second
     for block in blocks:
         if isinstance(block, Heading):
             anchor = slug(block.text)
             seen = ids.get(anchor, 0)
             ids[anchor] = seen + 1
             anchor += f"-{seen}" if seen else ""
+            if block.level == 2:
+                toc_at = len(out) if len(contents) == 1 else toc_at
+                contents.append((anchor, block.text))
             out.append(f"<h{block.level} id='{esc(anchor)}'>{esc(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             lead = f"<b>{esc(block.lead)}</b> " if block.lead else ""
@@ -149,8 +156,15 @@ def to_html(blocks: list[Block], title: str) -> str:
             data = base64.b64encode(block.png).decode("ascii")
             out.append(f"<figure><img alt='{esc(block.name)}' src='data:image/png;base64,{data}'>"
                        f"<figcaption>{esc(block.caption)}</figcaption></figure>")
+    if len(contents) > 1:
+        out.insert(toc_at, _toc(contents))
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _toc(contents: list[tuple[str, str]]) -> str:
+    items = "".join(f"<li><a href='#{html.escape(anchor)}'>{html.escape(text)}</a></li>" for anchor, text in contents)
+    return f"<nav class='toc' aria-label='Contents'><b>Contents</b><ol>{items}</ol></nav>"
 
 
 def _html_link(link: tuple[str, str] | None) -> str:

@@ -88,6 +88,15 @@ def short_items(a: Analysis) -> list[tuple[str, str, tuple[str, str]]]:
     return [(lead, _sentence(text), link) for lead, text, link in bullets]
 
 
+def printed_lines(a: Analysis) -> tuple[list[str], str]:
+    """What `llmload report` prints above and as its sentence to act on: the short bullets, then the answer's
+    qualifying lines (stopped early, workers lost, ...) and the replica plan in full; and the opening sentence."""
+    items = answer_items(a)
+    lines = [f"{lead} {text}" for lead, text, _link in short_items(a)]
+    lines += [f"{lead} {text}" for lead, text in items if lead in QUALIFIERS or lead == "Replica plan:"]
+    return lines, " ".join(items[0])
+
+
 def _capacity(a: Analysis) -> str:
     cap, unit, name = a.capacity, a.run.load_unit, a.profile.name
     if not a.climbs:
