@@ -258,9 +258,6 @@ def warnings(run: Run, table: pd.DataFrame) -> list[str]:
                        "intended (the generator fell behind the arrival schedule).")
         if not row.tested:
             out.append(f"{where}: no request was measured in it.")
-        elif row.too_few and row.ok > 0:  # none: the verdicts say why (refused, failed); holding longer is no help
-            out.append(f"{where}: only {row.ok} successful requests; p99 needs at least {tiers.MIN_SAMPLES_P99} "
-                       "to be stable. " + ("Hold the load longer." if run.plain else "Hold the tier longer."))
         if row.overloaded:
             out.append(health.warning(where, row))
     too_short = delivery_mod.warning(table, unit)

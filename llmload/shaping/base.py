@@ -45,7 +45,7 @@ from llmload.run.export import files
 from llmload.run.options.settings import RunSettings, settings_of
 from llmload.run.state import run_state
 from llmload.run.watch.verdicts import live_tiers, live_verdicts
-from llmload.shaping import confirm, refine, sigterm
+from llmload.shaping import confirm, refine, samples, sigterm
 from llmload.shaping.checks import check_flags
 from llmload.shaping.plans import PlannedTier
 from llmload.shaping.progress import PROGRESS_EVERY_S, done_line, format_line
@@ -162,6 +162,7 @@ class PlanShape(LoadTestShape):
             run.info.setdefault("sweep_end", reason or "last tier done")
             if refine.add_tier(self, run, now):  # --refine: a tier the rule book asks for (shaping/refine.py)
                 return refine.start(self, run, now)
+            samples.warn_if_answer_unshown(self)
             if confirm.add_window(self, run, now):  # --confirm: the planned rate, open loop
                 return confirm.start(self, run, now)
             self._finish(run, run.info["sweep_end"] + refine.done_text(run))
@@ -266,10 +267,8 @@ class PlanShape(LoadTestShape):
         live = None if self.runner is None or run.record is None else live_tiers(self.runner.environment, None,
                                                                                 [run.record])[0]
         logger.info("%s", done_line(tier_no, live, whole.dropped))
-        count = live.sent if live is not None else measured.requests
-        if count < run.schedule.min_tier_requests:
-            logger.warning("tier %d: only %d measured requests, too few for a stable p99 (want >= %d): "
-                           "lengthen --tier-seconds", tier_no, count, run.schedule.min_tier_requests)
+        samples.tier_ended(tier_no, live.sent if live is not None else measured.requests,
+                           run.schedule.min_tier_requests)
         if not run.schedule.stop_at_knee or self.runner is None or run.index >= run.planned:
             return None  # --refine's tiers lie below the sweep's highest load: never a reason to stop
         verdicts = live_verdicts(self.runner.environment)

@@ -182,7 +182,8 @@ def add_shape_arguments(parser: Any) -> None:
     add("--max-error-rate", type=float, default=d.max_error_rate,
         help="early stop: failed/all LLM requests of a tier (429s included), 0..1")
     add("--min-tier-requests", type=int, default=d.min_tier_requests,
-        help="warn when a tier measured fewer requests (p99 needs ~100)")
+        help="note a tier that measured fewer requests (default 59: the fewest that bound a p95, what the SLO "
+             "verdicts use; a p99 wants ~100 and is shown as indicative below)")
     add("--refine", nargs="?", const="on", choices=REFINE_CHOICES, default="auto",
         help="step and rate tiers: after the planned tiers, add tiers that bisect the SLO capacity's bracket and the "
              "queueing onset until each is 1 user (5%% of the rate) wide; auto (default): on when --slo-profile is "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmload.openloop.settings import ArrivalSettings, TraceSettings
+from llmload.rules import bounds
 from llmload.rules.confirm import DEFAULT_MAX_SECONDS, DEFAULT_STEPS
 from llmload.rules.refine import DEFAULT_MAX_TIERS
 from llmload.sink.warmup import warmup_seconds
@@ -57,8 +58,8 @@ class ScheduleSettings:
     """--knee-factor was given (ignored, kept so older command lines run: a warning says so)"""
     max_error_rate: float = 0.05
     """--max-error-rate: failed/all LLM requests of a tier that stop --stop-at-knee, 0..1"""
-    min_tier_requests: int = 100
-    """--min-tier-requests: warn when a tier measured fewer requests"""
+    min_tier_requests: int = bounds.min_samples(0.95)
+    """--min-tier-requests: a tier that measured fewer gets a note (59: what bounds a p95; shaping/samples.py)"""
     rate_tiers: str = "1,2,4,8"
     """--rate-tiers: open loop, requests/s per tier over all workers, as text"""
     arrivals: ArrivalSettings = field(default_factory=ArrivalSettings)

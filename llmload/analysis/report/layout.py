@@ -29,7 +29,7 @@ from llmload.analysis.report.workload import workload_blocks
 from llmload.analysis.tables import server_metrics, totals
 from llmload.analysis.text import utc
 from llmload.analysis.verdicts.checklist import warmup_rule
-from llmload.rules import knees
+from llmload.rules import knees, limits
 from llmload.rules.slo import describe_objective
 
 __all__ = ["answer_items", "blocks", "capacity_sentence", "write_report"]
@@ -162,7 +162,8 @@ def _closing_blocks(a: Analysis) -> list[Block]:
                         Table(("question", "answer from this run"), tuple(a.checklist), numeric_from=99),
                         Heading(WARNINGS)]
     out.append(Bullets(tuple(("", w) for w in a.warnings), callout="warn") if a.warnings
-               else Para("None: every tier had enough samples and the load generator kept up."))
+               else Para("None: the load generator kept up in every tier. A verdict short of samples says so itself, "
+                         f"and the tier table marks a p99 from under {limits.MIN_SAMPLES_P99} requests (few samples)."))
     if a.climbs:
         out.append(Heading(KNEES))
         out.append(Para(unstreamed.rule(knees.RULE) if a.no_first_token else knees.RULE, lead="Rule."))

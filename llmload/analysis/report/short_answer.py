@@ -177,7 +177,7 @@ def _caveats(a: Analysis) -> str:
     if count:
         parts.append(f"{count} warning{'s qualify' if count > 1 else ' qualifies'} these figures")
     elif not parts:
-        return "none: every tier had enough samples and the load generator kept up."
+        return "none: the load generator kept up; a figure short of samples is marked where it stands."
     else:
         parts.append("no warnings")
     return "; ".join(parts) + "."
