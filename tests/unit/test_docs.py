@@ -119,6 +119,16 @@ def test_the_readme_stays_short():
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes: move detail into docs/ (at most {README_MAX_BYTES})"
 
 
+def test_the_readme_quotes_the_demo_answer_the_bench_measured():
+    """The demo's capacity and plan in the README are bench/results/demo.json's range (`python -m bench demo`),
+    word for word: a figure a newcomer reads is produced by runs, never written by hand."""
+    from bench import bench_demo
+
+    result = json.loads((ROOT / "bench" / "results" / "demo.json").read_text())
+    sentence = bench_demo.quoted(result)
+    assert sentence in " ".join((ROOT / "README.md").read_text().split()), f"README.md should say: {sentence}"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=rel)
 def test_relative_links_resolve(page: Path):
     broken = []
