@@ -21,7 +21,7 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)")
 OTHER_TOOLS = {
     # `make bench`'s own commands (python -m bench ...: bench/)
     "--clients", "--ladder", "--lags-out", "--no-peers", "--pinned", "--rates", "--reader", "--rounds", "--rungs",
-    "--scaling", "--seconds", "--streams", "--variants", "--skip-install",
+    "--scaling", "--seconds", "--streams", "--variants", "--skip-install", "--runs",
     # the peers the bench runs (AIPerf, guidellm)
     "--benchmark-duration", "--concurrency", "--constraint", "--streaming",
     # vLLM and llama.cpp servers (realtest, the server's behaviours)
