@@ -148,10 +148,11 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
             for one in value if isinstance(value, list) else [value]:
                 out += [OPTIONS[name][0][0], one]
     run_dir = None
+    dry = _given(extra, "--dry-run")  # the plan said, nothing run: no CSVs, no report
     if command in ("run", "master"):
         run_dir = choose_run_dir(args.run_dir, cwd, time.time() if now_s is None else now_s)
         out += ["--headless", "--run-dir", str(run_dir)]
-        if not _given(extra, "--csv"):
+        if not _given(extra, "--csv") and not dry:
             out += ["--csv", str(run_dir / "locust"), "--csv-full-history"]
         if "--only-summary" not in extra:
             out.append("--only-summary")
@@ -164,4 +165,4 @@ def plan(command: str, argv: list[str], cwd: Path | None = None, now_s: float | 
     if command == "ui":
         out += ([] if "--class-picker" in extra else ["--class-picker"])
         out += ([] if _given(extra, "--web-host") else ["--web-host", "127.0.0.1"])
-    return Plan(out + extra, run_dir, report=not getattr(args, "no_report", False))
+    return Plan(out + extra, run_dir, report=not getattr(args, "no_report", False) and not dry)

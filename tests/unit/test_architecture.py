@@ -12,7 +12,8 @@ Layers, lowest first; a module may import its own package and lower layers only:
                   server.launch)
   openloop        arrivals and the open-loop user (run, sink, client)
   shaping         load shapes (openloop, run, client)
-  public          scenario, users, api_users, agent, prompts, shapes, implied_shape, webui, demo, cli, locustfiles
+  public          scenario, users, api_users, agent, prompts, shapes, implied_shape, dry_run, webui, demo, cli,
+                  locustfiles
                   (anything above)
 Inside run/, its packages and single-purpose modules import downward only (RUN_LAYERS, run/__init__.py). No two
 modules of llmload import each other through any chain (no circle, counting imports inside functions and under
@@ -36,8 +37,8 @@ pytestmark = pytest.mark.structural
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["contract", "rules", "analysis", "server", "client", "workload", "sink", "run", "openloop", "shaping",
           "public"]
-PUBLIC = {"scenario", "users", "api_users", "agent", "prompts", "shapes", "implied_shape", "webui", "demo", "cli",
-          "locustfiles", "__init__", "__main__"}
+PUBLIC = {"scenario", "users", "api_users", "agent", "prompts", "shapes", "implied_shape", "dry_run", "webui", "demo",
+          "cli", "locustfiles", "__init__", "__main__"}
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 
@@ -122,8 +123,8 @@ def test_contract_imports_nothing_of_llmload():
 
 
 ANALYSIS = ROOT / "llmload" / "analysis"
-ANALYSIS_LAYERS = ["text", "synthetic_files", "synthetic", "read", "tables", "verdicts", "analyze", "report", "cli",
-                   "__main__", "__init__"]
+ANALYSIS_LAYERS = ["text", "synthetic_files", "synthetic", "read", "tables", "verdicts", "analyze", "report",
+                   "cli_options", "cli", "__main__", "__init__"]
 """the analysis pipeline, lowest first (text and synthetic are leaves; synthetic_files: the files synthetic
 writes beside samples.csv)"""
 

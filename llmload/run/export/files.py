@@ -17,6 +17,7 @@ the run state's `shape_info` (run/state.py), which the load shape fills.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -64,8 +65,10 @@ def fresh_run_dir(wanted: Path) -> Path:
     return path
 
 
-def check_writable(path: Path) -> None:
-    """Create `path` if needed and prove a file can be written in it (RunDirError otherwise)."""
+def check_writable(path: Path, leave_nothing: bool = False) -> None:
+    """Create `path` if needed and prove a file can be written in it (RunDirError otherwise); `leave_nothing`
+    (--dry-run): the folders it created are removed again."""
+    made = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".llmload-probe-{os.getpid()}"
@@ -74,6 +77,10 @@ def check_writable(path: Path) -> None:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise RunDirError(f"cannot write the run folder {path}: {reason.lower()} (choose another --run-dir)") from None
+    finally:
+        for folder in made if leave_nothing else ():
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def claim_run_dir(environment: Any) -> Path:

@@ -91,10 +91,17 @@ def add_options(parser: Any) -> None:
     add("--empty-answer-is-error", action="store_true", default=d.empty_answer_is_error, include_in_web_ui=True,
         help="count HTTP 200 answers with no text (empty_answer) as errors: in the error rate of the report, the "
              "SLO gate and the live verdicts, and as Locust failures (default: answered, counted apart)")
-    for group in (add_tls_options, add_exporter_options, add_knob_options, join_repeated_hosts, add_price_options,
-                  add_workload_options, add_agent_options):
+    for group in (add_dry_run_option, add_tls_options, add_exporter_options, add_knob_options, join_repeated_hosts,
+                  add_price_options, add_workload_options, add_agent_options):
         group(parser)
     parser.set_defaults(stop_timeout=DEFAULT_STOP_TIMEOUT_S)
+
+
+def add_dry_run_option(parser: Any) -> None:
+    parser.add_argument(
+        "--dry-run", action="store_true", default=False,
+        help="check the command line as the run would (options, the shape's flags, the run folder) and say the plan "
+             "in one line (tiers, how long), then exit 0: no server starts, nothing is sent, no run folder is made")
 
 
 def add_tls_options(parser: Any) -> None:

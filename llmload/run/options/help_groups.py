@@ -35,7 +35,7 @@ HELP_GROUPS = {
         "confirm_steps"),
     "llmload: SLO and verdicts": (
         "empty_answer_is_error", "price_per_1m_input", "price_per_1m_output", "replica_dollars_per_hour"),
-    "llmload: output": ("server_metrics", "prometheus_port", "prometheus_host"),
+    "llmload: output": ("server_metrics", "prometheus_port", "prometheus_host", "dry_run"),
     "llmload: distributed": ("ship",),
     "llmload: advanced": (
         "endpoint", "failure_backoff", "server_gone_timeout_s", "new_connection_per_request", "knee_factor"),
