@@ -42,7 +42,25 @@ def run_once(run_dir: Path) -> dict:
             "capacity_status": chosen.get("status"), "capacity_users": chosen.get("load"),
             "capacity_rps": chosen.get("ok_rps"), "first_missed_users": chosen.get("high"),
             "plan_rps": plan.get("rps"), "plan_source": plan.get("source"), "planned_rps": plan.get("planned_rps"),
-            "plan": plan.get("sentence"), "warnings": warnings}
+            "plan": plan.get("sentence"), "warnings": warnings, "tiers": tier_p95s(summary)}
+
+
+def tier_p95s(summary: dict) -> list[dict]:
+    """Each tier of the run, in run order: its load, p95 TTFT (ms) and whether refinement added it."""
+    return [{"users": t.get("load"), "p95_ttft_ms": round(((t.get("ttft_ms") or {}).get("p95") or float("nan")), 1),
+             "refined": bool(t.get("refined"))} for t in summary.get("tiers", [])]
+
+
+def tiers_quoted(result: dict) -> str:
+    """docs/analysis-verdicts.md's sentence: p95 TTFT per load from 4 users up, as a range over the runs."""
+    by_load: dict[float, list[float]] = {}
+    for run in result["runs"]:
+        for tier in run.get("tiers", []):
+            if tier["users"] is not None and tier["users"] >= 4:
+                by_load.setdefault(tier["users"], []).append(tier["p95_ttft_ms"])
+    parts = [f"{span(p95s, 'ms')} at {users:g} users" for users, p95s in sorted(by_load.items())]
+    return (f"Over {len(result['runs'])} runs of the demo (bench/results/demo.json), p95 TTFT was "
+            + ", ".join(parts) + ".")
 
 
 def span(values: list, unit: str, digits: int = 0) -> str:
@@ -71,6 +89,7 @@ def markdown(result: dict) -> str:
         lines.append(f"| {i} | {r['seconds']} | {r['capacity_users']} | {r['first_missed_users']} | {r['plan_rps']} "
                      f"| {r['plan_source']} | {len(r['warnings'])} |")
     lines += [""] + [f"- run {i}: {r['plan']}" for i, r in enumerate(result["runs"], 1)]
+    lines += ["", tiers_quoted(result)]
     return "\n".join(lines)
 
 

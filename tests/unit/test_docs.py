@@ -129,6 +129,26 @@ def test_the_readme_quotes_the_demo_answer_the_bench_measured():
     assert sentence in " ".join((ROOT / "README.md").read_text().split()), f"README.md should say: {sentence}"
 
 
+def test_the_verdicts_page_quotes_figures_runs_produced():
+    """docs/analysis-verdicts.md's demo figures are bench/results/demo.json's (its tiers' p95 TTFT, word for word),
+    the example capacity sentence's figures are one of those runs', and its "not shown" example is a fixture's."""
+    from bench import bench_demo
+
+    page = " ".join((ROOT / "docs" / "analysis-verdicts.md").read_text().split())
+    result = json.loads((ROOT / "bench" / "results" / "demo.json").read_text())
+    sentence = bench_demo.tiers_quoted(result)
+    assert sentence in page, f"docs/analysis-verdicts.md should say: {sentence}"
+    example = re.search(r"(\d+) users, measured: \1 users meet it \(p95 TTFT (\d+) ms, \.\.\.\), (\d+) users miss it "
+                        r"\(p95 TTFT (\d+) ms > 500 ms", page)
+    assert example, "the measured capacity example is gone"
+    met, met_ms, missed, missed_ms = (float(x) for x in example.groups())
+    assert any({(met, met_ms), (missed, missed_ms)} <= {(t["users"], round(t["p95_ttft_ms"])) for t in run["tiers"]}
+               for run in result["runs"]), example.group(0)
+    golden = (ROOT / "tests" / "fixtures" / "golden" / "noisyplateau_knee.txt").read_text()
+    assert "4 users: p95 TTFT 43 ms within 500 ms, but not shown (16 successes cannot bound it, want >= 59)" in golden
+    assert "4 users: p95 TTFT 43 ms within 500 ms, but not shown (16 successes cannot bound it, want >= 59)" in page
+
+
 @pytest.mark.parametrize("page", PAGES, ids=rel)
 def test_relative_links_resolve(page: Path):
     broken = []
