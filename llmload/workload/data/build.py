@@ -7,8 +7,9 @@ sentences below are combined by a seeded generator into requests of realistic le
 short questions (about 60 %), requests over a pasted document (about 25 %, 300-1,500 words),
 and short multi-message chats with a system prompt (about 15 %). `output_tokens` follows the
 kind (short answers, summaries, explanations). The tokenizer is a small byte-level BPE
-(vocabulary 2,000) trained by the `tokenizers` library on the same text plus the synthetic
-prompt words, for tests that need exact token counts without downloading a model.
+(asked for a vocabulary of 2,000; the text is small, so training stops at 1,064 entries) trained by the
+`tokenizers` library on the same text plus the synthetic prompt words, for tests that need exact token counts
+without downloading a model.
 """
 
 from __future__ import annotations
