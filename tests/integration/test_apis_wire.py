@@ -27,6 +27,14 @@ SERVERS = {
     "rate_limited": ("--rpm", "600", "--rate-burst-s", "0.1"),  # a bucket of one request, refilled in 0.1 s
 }
 STREAMED = ("responses", "messages")
+DECODE_S = 0.001  # FAST_SERVER's decode step
+CLOCK_JITTER_S = 0.001
+"""the fast transport's kernel stamps are moved from the real-time clock to perf_counter's by an offset read at
+the read (client/kstamp.py): they may stray this far before the server's stamp of the write that carried them"""
+LATE_S = 0.5
+"""how late the client may see what the server wrote: scheduling noise only, bounded generously (a test must not
+fail on a slow machine: the server's precision is measured by bench/bench_server.py, the client's against the
+truth log by bench/generator/)"""
 TRANSPORTS = ("fast", "openai")
 
 
@@ -79,11 +87,19 @@ def test_first_token_reasoning_and_usage_match_the_truth(reasoning_runs, api, ki
         assert r.ok and r.status == 200, (r.exception, r.exception and r.exception.detail)
         row = rows[r.request_id]
         assert row["endpoint"] == f"/v1/{api}"
-        # the client may read a little before the server's stamp (it stamps before its send): generous bounds
-        assert abs(r.t0_perf_s + r.timing.ttft_ms / 1000 - float(row["first_byte_s"])) < 0.05
-        assert abs(r.t0_perf_s + r.timing.reasoning_ttft_ms / 1000 - float(row["first_reasoning_byte_s"])) < 0.05
+        # the server stamps each first byte just before its write: the client reads it after that stamp (up to
+        # the clock conversion), late only by scheduling noise
+        first_s = r.t0_perf_s + r.timing.ttft_ms / 1000
+        reasoning_s = r.t0_perf_s + r.timing.reasoning_ttft_ms / 1000
+        end_s = r.t0_perf_s + r.timing.e2e_ms / 1000
+        written_s, reasoning_written_s = float(row["first_byte_s"]), float(row["first_reasoning_byte_s"])
+        assert written_s - CLOCK_JITTER_S <= first_s < written_s + LATE_S, (first_s, row)
+        assert reasoning_written_s - CLOCK_JITTER_S <= reasoning_s < reasoning_written_s + LATE_S, (reasoning_s, row)
         assert r.timing.reasoning_ttft_ms <= r.timing.ttft_ms + 0.01  # in one read (a busy machine): the same time
-        assert abs(r.t0_perf_s + r.timing.e2e_ms / 1000 - float(row["last_byte_s"])) < 0.05
+        # the last event follows the last token, which the server never writes before it is due (the first
+        # token's due time + one decode step per further token); it is stamped just after its write
+        last_due_s = float(row["first_byte_due_s"]) + (int(row["output_tokens"]) - 1) * DECODE_S
+        assert last_due_s - CLOCK_JITTER_S <= end_s < float(row["last_byte_s"]) + LATE_S, (end_s, row)
         assert r.input_tokens == int(row["prompt_tokens"]) and r.output_tokens == int(row["output_tokens"]) == 12
         assert r.tokens_source == "usage" and r.finish_reason == "length" and r.model_returned == "llmload-sim"
         assert r.cached_tokens == int(row["cached_tokens"])
@@ -99,7 +115,9 @@ def test_rerank_is_timed_like_embeddings(reasoning_runs, kind):
         assert r.ok and not r.streamed and r.timing.ttft_ms is None and not r.empty_answer
         assert row["endpoint"] == "/v1/rerank" and row["documents"] == "3" and r.documents == 3
         assert r.input_tokens == int(row["prompt_tokens"]) and r.output_tokens == 0 and r.max_tokens is None
-        assert abs(r.t0_perf_s + r.timing.e2e_ms / 1000 - float(row["last_byte_s"])) < 0.05
+        # the whole answer, stamped just before its write: read after that stamp, late only by scheduling noise
+        end_s = r.t0_perf_s + r.timing.e2e_ms / 1000
+        assert float(row["last_byte_s"]) - CLOCK_JITTER_S <= end_s < float(row["last_byte_s"]) + LATE_S, (end_s, row)
 
 
 @pytest.mark.parametrize("kind", TRANSPORTS)

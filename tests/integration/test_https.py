@@ -71,7 +71,22 @@ def check_against_truth(server, run_dir: Path) -> None:
     beyond_lag.sort()
     assert errors[len(errors) // 2] > -1.0, errors  # loopback: the send time
     assert beyond_lag[len(beyond_lag) // 2] <= 2.0, beyond_lag
-    assert all(r["tokens_source"] and float(r["itl_p50_ms"]) == pytest.approx(10.0, abs=3.0) for r in rows)
+    # each token dated by its own record's arrival: the client's first-to-last token span (mean gap x gaps) lies
+    # within the server's writes of them (first byte stamped before its write, last byte after the last write;
+    # a kernel stamp may stray by the clock conversion), and it is no mere read's worth: the server never writes
+    # a token before it is due (one 10 ms step each), so the span is at least what the schedule left after a late
+    # first token (half of it here: the server's own delay in sending is not recorded). A loaded server sends late
+    # tokens back to back, so the median gap is not one step: that precision is bench/generator/'s llmload-https
+    for r in rows:
+        true = truth[r["request_id"]]
+        assert r["tokens_source"], r
+        written_s, due_s = float(true["first_byte_s"]), float(true["first_byte_due_s"])
+        steps = int(true["output_tokens"]) - 1
+        span_ms = float(r["itl_mean_ms"]) * steps
+        late_ms = (written_s - due_s) * 1000
+        truth_span_ms = (float(true["last_byte_s"]) - written_s) * 1000
+        assert 0.5 * (steps * 10.0 - late_ms) <= span_ms <= truth_span_ms + 2 * CLOCK_JITTER_S * 1000, \
+            (span_ms, late_ms, truth_span_ms, r["itl_p50_ms"])
     assert {r["conn_reused"] for r in rows} == {"0", "1"}  # the handshake was paid once per user
 
 

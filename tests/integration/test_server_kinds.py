@@ -47,10 +47,15 @@ def test_reasoning_deltas_come_first_and_usage_counts_them(embedded_server):
     assert usage.completion_tokens == 12 and usage.completion_tokens_details.reasoning_tokens == 5
     row = truth(server)["r1"]
     assert row["reasoning_tokens"] == "5" and row["finish_reason"] == "length" and row["max_tokens"] == "12"
-    # the answer starts 5 decode steps after the first reasoning token
-    gap_s = float(row["first_byte_s"]) - float(row["first_reasoning_byte_s"])
-    assert 0.1 - 0.005 < gap_s < 0.1 + 0.05
-    assert 0 <= first_answer_s - float(row["first_byte_s"]) < 0.05  # the client saw it after the server wrote it
+    # the answer starts 5 decode steps after the first reasoning token: never before that token's due time (the
+    # server's schedule: the first, reasoning, token's due + 5 x 20 ms), late only by scheduling noise (bounded
+    # generously; the server's timing precision is measured in bench/bench_server.py)
+    due_s, reasoning_s = float(row["first_byte_due_s"]), float(row["first_reasoning_byte_s"])
+    answer_s = float(row["first_byte_s"])
+    assert due_s <= reasoning_s < answer_s, row
+    assert due_s + 5 * 0.020 <= answer_s < due_s + 5 * 0.020 + 0.5, row
+    # the client saw it after the server wrote it (same clock), soon after (generous)
+    assert answer_s <= first_answer_s < answer_s + 0.5
     reply = c.chat.completions.create(model="m", messages=MESSAGES, max_tokens=8)
     assert len(reply.choices[0].message.reasoning_content.split()) == 5
     assert len(reply.choices[0].message.content.split()) == 3
@@ -96,8 +101,10 @@ def test_tool_call_ttft_is_the_first_argument_fragment(embedded_server):
         if first is None and calls and calls[0].function.arguments:
             first = time.perf_counter()
     row = truth(server)["tool"]
-    assert 0.08 <= first - t0 < 0.08 + 0.1
-    assert 0 <= first - float(row["first_byte_s"]) < 0.05
+    # never before the 80 ms prefill; late only by scheduling noise (bounded generously here)
+    assert 0.08 <= first - t0 < 0.08 + 0.5
+    # the first argument fragment is the first answer byte the server wrote: seen after that write, soon after
+    assert float(row["first_byte_s"]) <= first < float(row["first_byte_s"]) + 0.5
 
 
 def test_embeddings_in_both_encodings(embedded_server):
@@ -106,10 +113,16 @@ def test_embeddings_in_both_encodings(embedded_server):
     c = client(server)
     c.embeddings.create(model="emb", input="warm")  # the connection, and the SDK's lazy imports
     t0 = time.perf_counter()
-    reply = c.embeddings.create(model="emb", input=["one two three", "four five"])  # the SDK asks for base64
+    reply = c.embeddings.create(model="emb", input=["one two three", "four five"],  # the SDK asks for base64
+                                extra_headers={"X-Request-Id": "emb"})
     took_s = time.perf_counter() - t0
     assert [len(d.embedding) for d in reply.data] == [64, 64] and reply.usage.prompt_tokens == 5
-    assert 0.055 <= took_s < 0.055 + 0.1  # prefill of 5 tokens: 50 + 5 x 1 ms
+    # prefill of 5 tokens: 50 + 5 x 1 ms, as the server scheduled it, never early; late only by scheduling noise
+    # (bounded generously here)
+    row = truth(server)["emb"]
+    assert float(row["first_byte_due_s"]) - float(row["service_start_s"]) == pytest.approx(0.055, abs=2e-6)
+    assert float(row["first_byte_s"]) >= float(row["first_byte_due_s"])
+    assert 0.055 <= took_s < 0.055 + 0.5
     assert abs(sum(v * v for v in reply.data[0].embedding) - 1.0) < 1e-4
     floats = c.embeddings.create(model="emb", input="one two three", encoding_format="float", dimensions=8)
     again = c.embeddings.create(model="emb", input="one two three", encoding_format="float", dimensions=8)

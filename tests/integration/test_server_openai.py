@@ -21,6 +21,25 @@ def truth_rows(server):
         return list(csv.DictReader(f))
 
 
+def wait_running(server, n: int, timeout_s: float = 20.0) -> None:
+    """Until the server's /metrics shows `n` requests in service (not a fixed sleep: a slow machine may take long
+    to send them)."""
+    import http.client
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        running = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("vllm:num_requests_running")]
+        if running and running[0] >= n:
+            return
+        assert time.monotonic() < deadline, text
+        time.sleep(0.01)
+
+
 def chat(c, content="hello there", **kw):
     return c.chat.completions.create(model="llmload-sim", messages=[{"role": "user", "content": content}], **kw)
 
@@ -54,7 +73,8 @@ def test_non_stream_chat_and_completions(embedded_server):
 
 
 def test_ttft_measured_by_client_matches_truth(embedded_server):
-    server = embedded_server("--preset", "exact", "--prefill-base-ms", "80", "--decode-ms-per-token", "5")
+    # a 200 ms decode step: the 4 tokens span 600 ms, so "before the stream was half over" is a wide window
+    server = embedded_server("--preset", "exact", "--prefill-base-ms", "80", "--decode-ms-per-token", "200")
     c = client(server)
     chat(c, max_tokens=1)  # warm the connection
     t0 = time.perf_counter()
@@ -63,11 +83,16 @@ def test_ttft_measured_by_client_matches_truth(embedded_server):
         if first is None and ch.choices and ch.choices[0].delta.content:
             first = time.perf_counter()
     row = next(r for r in truth_rows(server) if r["request_id"] == "probe-1")
-    # never early; late only by scheduling noise (its precision is measured in bench/bench_server.py)
-    assert 0.080 <= float(row["first_byte_s"]) - float(row["arrival_s"]) < 0.080 + 0.05
-    # the client saw the first content byte after the server wrote it (same clock), soon after
-    assert 0 <= first - float(row["first_byte_s"]) < 0.05
-    assert 0.080 <= first - t0 < 0.25
+    arrival, start, due = float(row["arrival_s"]), float(row["service_start_s"]), float(row["first_byte_due_s"])
+    written, last = float(row["first_byte_s"]), float(row["last_byte_s"])
+    # the server promises the prefill exactly (due 80 ms after the service start) and is never early; late only
+    # by scheduling noise, bounded here generously (its precision is measured in bench/bench_server.py)
+    assert due - start == pytest.approx(0.080, abs=2e-6)
+    assert written >= due and 0.080 <= written - arrival < 0.080 + 0.5
+    # the client saw the first content byte after the server wrote it (same clock), and before the stream was
+    # half over (not held back until the stream ended)
+    assert written <= first < (written + last) / 2, (written, first, last)
+    assert 0.080 <= first - t0 < 0.080 + 0.5
 
 
 def test_request_beyond_the_slots_waits_for_a_free_slot(embedded_server):
@@ -76,17 +101,20 @@ def test_request_beyond_the_slots_waits_for_a_free_slot(embedded_server):
     server = embedded_server("--slots", "2", "--prefill-base-ms", "10", "--decode-ms-per-token", "20",
                              "--decode-ms-per-extra-seq", "0")
     c = client(server)
-    with cf.ThreadPoolExecutor(3) as pool:  # service time 10 + 40 x 20 ms: the three overlap
-        list(pool.map(lambda i: chat(c, max_tokens=40, extra_headers={"X-Request-Id": f"q{i}"}), range(3)))
+    tokens = (10, 25, 40)  # service time 10 + (n - 1) x 20 ms: the three overlap
+    with cf.ThreadPoolExecutor(3) as pool:
+        list(pool.map(lambda i: chat(c, max_tokens=tokens[i], extra_headers={"X-Request-Id": f"q{i}"}), range(3)))
     rows = truth_rows(server)
     assert len(rows) == 3
-    waits = sorted((float(r["service_start_s"]) - float(r["arrival_s"]), r) for r in rows)
-    assert waits[0][0] < 0.005 and waits[1][0] < 0.005  # two slots: two start at once
-    queued = waits[2][1]
-    first_done = min(float(r["last_byte_s"]) for _, r in waits[:2])
-    assert waits[2][0] > 0.1
-    # the queued request starts as the first slot frees, not before
-    assert first_done - 0.002 <= float(queued["service_start_s"]) <= first_done + 0.02
+    *running, queued = sorted(rows, key=lambda r: float(r["service_start_s"]))  # in the order served
+    first_done, second_done = sorted(float(r["last_byte_s"]) for r in running)
+    # two slots: two start at once, neither waiting for the other (or any request) to finish
+    assert all(float(r["service_start_s"]) < first_done for r in running), rows
+    # the third came while both slots were busy and waited for one of them
+    assert float(queued["arrival_s"]) < first_done, rows
+    # it starts as the first slot frees, not before, and does not wait for the second (>= 300 ms later: the
+    # three ask for 10, 25 and 40 tokens of 20 ms, so whichever two run, they end at least 15 steps apart)
+    assert first_done <= float(queued["service_start_s"]) < second_done, rows
 
 
 def test_wrong_key_gets_401_with_openai_error(embedded_server):
@@ -118,11 +146,11 @@ def test_full_queue_refuses_with_the_chosen_status(embedded_server, status):
     import concurrent.futures as cf
 
     server = embedded_server("--slots", "1", "--queue-limit", "0", "--queue-full-status", str(status),
-                             "--prefill-base-ms", "200")
+                             "--prefill-base-ms", "1000")
     c = client(server)
     with cf.ThreadPoolExecutor(2) as pool:
         slow = pool.submit(chat, c, max_tokens=2)
-        time.sleep(0.1)
+        wait_running(server, 1)  # the slow one holds the only slot (for its 1 s prefill) before the next comes
         with pytest.raises(openai.APIStatusError) as err:
             chat(c, max_tokens=1)
         slow.result()
@@ -214,22 +242,29 @@ def test_prefix_cache_reports_cached_tokens_and_speeds_prefill(embedded_server):
     assert cold.usage.prompt_tokens_details.cached_tokens == 0
     assert warm.usage.prompt_tokens_details.cached_tokens == 192  # 201 shared tokens -> 12 blocks of 16
     rows = {r["request_id"]: r for r in truth_rows(server)}
-    ttft = {k: float(r["first_byte_s"]) - float(r["service_start_s"]) for k, r in rows.items()}
-    assert ttft["warm"] < ttft["cold"] - 0.08  # 192 tokens * 0.5 ms skipped
+    # the prefill the server scheduled (first token due - service start): 192 tokens x 0.5 ms shorter when warm;
+    # and neither first token went out before it was due
+    prefill = {k: float(r["first_byte_due_s"]) - float(r["service_start_s"]) for k, r in rows.items()}
+    assert prefill["cold"] - prefill["warm"] == pytest.approx(192 * 0.0005, abs=2e-6), prefill
+    assert all(float(r["first_byte_s"]) >= float(r["first_byte_due_s"]) for r in rows.values())
 
 
 def test_structured_prompts_decode_faster(embedded_server):
-    server = embedded_server("--preset", "small-gpu", "--decode-ms-per-token", "10")
+    server = embedded_server("--preset", "small-gpu", "--decode-ms-per-token", "20")
     c = client(server)
 
     def duration(content):
         t0 = time.perf_counter()
-        n = sum(1 for ch in chat(c, content, max_tokens=30, stream=True))
+        n = sum(1 for ch in chat(c, content, max_tokens=30, stream=True) if ch.choices and ch.choices[0].delta.content)
         return time.perf_counter() - t0, n
 
     prose_s, prose_chunks = duration("write a poem about the sea")
     json_s, json_chunks = duration("answer in JSON")
-    assert json_s < prose_s / 2 and json_chunks < prose_chunks
+    # structured output decodes 3 tokens a step (speculative decoding): a third of the steps, exactly
+    assert (prose_chunks, json_chunks) == (30, 10)
+    # and so takes less time: 20 fewer steps of 20 ms, a 400 ms margin over scheduling noise (the step's
+    # precision is measured in bench/bench_server.py)
+    assert json_s < prose_s, (json_s, prose_s)
 
 
 def test_bad_input_gets_openai_errors_and_the_server_keeps_serving(embedded_server):

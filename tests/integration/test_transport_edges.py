@@ -42,7 +42,10 @@ def test_total_timeout_keeps_the_tokens_received(embedded_server, transport):
     assert 12 <= r.output_tokens_client <= 26 and r.tokens_source == "chunks"
     assert 15 <= r.timing.itl_mean_ms <= 40 and r.timing.itl_max_ms < 200
     assert 300 <= r.timing.e2e_ms <= r.elapsed_ms
-    assert abs(r.t0_perf_s + r.timing.ttft_ms / 1000 - float(truth["first_byte_s"])) < 0.05
+    # the first byte is stamped just before its write: read after it (a kernel stamp may stray 1 ms by its clock
+    # conversion, client/kstamp.py), late only by scheduling noise (bounded generously)
+    first_s, written_s = r.t0_perf_s + r.timing.ttft_ms / 1000, float(truth["first_byte_s"])
+    assert written_s - 0.001 <= first_s < written_s + 0.5, (first_s, truth)
 
 
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))

@@ -19,6 +19,14 @@ pytestmark = pytest.mark.integration
 
 TRANSPORTS = {"fast": FastTransport, "openai": OpenAITransport}
 FAST_SERVER = ("--preset", "exact", "--prefill-base-ms", "5", "--decode-ms-per-token", "1", "--seed", "1")
+DECODE_S = 0.001
+CLOCK_JITTER_S = 0.001
+"""the fast transport's kernel stamps are moved from the real-time clock to perf_counter's by an offset read at
+the read (client/kstamp.py): they may stray this far before the server's stamp of the write that carried them"""
+LATE_S = 0.5
+"""how late the client may see what the server wrote: scheduling noise only, bounded generously (a test must not
+fail on a slow machine: the server's precision is measured by bench/bench_server.py, the client's against the
+truth log by bench/generator/)"""
 
 
 def request(i: int, max_tokens: int = 16) -> StreamRequest:
@@ -43,11 +51,18 @@ def test_clean_stream_matches_truth(embedded_server, transport):
         assert r.ok, r.exception
         assert r.output_tokens == 32 and r.output_tokens_client == 32 and r.tokens_source == "usage"
         row = truth[r.request_id]
-        # first token / last chunk as measured vs as logged by the server (same monotonic clock; the
-        # server stamps just after its send, so the client may read a little before that stamp)
-        assert abs(r.t0_perf_s + r.timing.ttft_ms / 1000 - float(row["first_byte_s"])) < 0.05
-        assert abs(r.t0_perf_s + r.timing.e2e_ms / 1000 - float(row["last_byte_s"])) < 0.05
-        assert r.timing.itl_max_ms < 50
+        # first token / last chunk as measured vs as logged by the server (same monotonic clock). The first byte
+        # is stamped just before its write: read after it (up to the clock conversion). The last chunk follows
+        # the last token, never written before its due time, and is stamped just after its write. Late by
+        # scheduling noise only
+        first_s = r.t0_perf_s + r.timing.ttft_ms / 1000
+        end_s = r.t0_perf_s + r.timing.e2e_ms / 1000
+        written_s = float(row["first_byte_s"])
+        last_due_s = float(row["first_byte_due_s"]) + 31 * DECODE_S
+        assert written_s - CLOCK_JITTER_S <= first_s < written_s + LATE_S, (first_s, row)
+        assert last_due_s - CLOCK_JITTER_S <= end_s < float(row["last_byte_s"]) + LATE_S, (end_s, row)
+        # no gap between two tokens is longer than the stream from its first token to its end
+        assert 0 < r.timing.itl_max_ms <= r.timing.e2e_ms - r.timing.ttft_ms, r.timing
     assert [r.conn_reused for r in results] == [False, True, True]
 
 
