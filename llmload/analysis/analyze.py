@@ -43,8 +43,8 @@ from llmload.analysis.verdicts import goodput, headers, health, model_check, que
 from llmload.analysis.verdicts.ceiling import run_ceiling
 from llmload.analysis.verdicts.checklist import checklist
 from llmload.analysis.verdicts.confirm import confirmation
+from llmload.rules import agreement, confirm, knees, latency, replicas, saturation
 from llmload.rules import capacity as cap_mod
-from llmload.rules import confirm, knees, latency, replicas, saturation
 from llmload.rules import plan as plan_mod
 from llmload.rules.ceiling import Ceiling
 from llmload.rules.limiter import RateLimiter
@@ -106,7 +106,7 @@ class Analysis:
     phases: pd.DataFrame | None = None
     phase_sentences: tuple[str, ...] = ()
     agreement: str = ""
-    """does the fitted model agree with the queueing onset (knees.model_agreement)"""
+    """does the fitted model agree with the queueing onset (rules/agreement.py)"""
     workload: WorkloadView | None = None
     """the workload tables and the prefill line (`workload_view.py`)"""
     model_check: model_check.ModelCheck | None = None
@@ -236,7 +236,7 @@ def analyze(run: Run, profile: SloProfile, target: Target | None = None,
         compute=compute, onset=onset, planning_capacity=planning,
         header_mode=headers.header_mode(judged, tested, samples.measured(run) if rows else None),
         ending=ending_mod.run_ending(run, table),
-        agreement=knees.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
+        agreement=agreement.model_agreement(fit.slots if fit else None, onset, run.load_unit) if climbs(kind) else "",
         objective=objective_for(profile), workload=workload_view(run) if rows else None,
         model_check=model_check.check(fit, judged, capacity, run.load_unit) if climbs(kind) else None,
         limiter=v.limiter, no_first_token=latency.no_first_token(list(v.tiers)),

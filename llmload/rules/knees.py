@@ -15,11 +15,13 @@ limit) these are different points, and a capacity planner needs both:
   an initial burst, not measured. It lies between the tier below it and itself; the load where the low-load
   line (X_0 / load_0 per unit) meets the plateau, X_max / (X_0 / load_0), is its point estimate.
 - **Queueing onset**: the last tier before the first tier whose requests waited (`waiting.py`: the server's
-  queue when its metrics are there, dropped arrivals in open loop, else the client estimate) or that had no
-  success at all (then whether its requests waited is unknown, and the sentence says so). Requests start to
-  wait between the onset and the next tier. With S slots and a closed loop, the onset is S.
-A fitted slot count (the report's queueing model) agrees with the onset when it lies in [ONSET_TOLERANCE x
-onset, next tier]; otherwise the sentence says which to trust. The SLO capacity (`capacity.py`) is a third figure.
+  queue when its metrics are there, dropped arrivals in open loop, else the client estimate), or that the server
+  shed load at instead (503s or in-stream errors above REJECT_LIMIT of its attempts: an engine with a cap on its
+  queue refuses where another would queue; `how` says which), or that had no success at all (then whether its
+  requests waited is unknown, and the sentence says so). Requests start to wait (or be shed) between the onset
+  and the next tier. With S slots and a closed loop, the onset is S.
+A fitted slot count (the report's queueing model) is held against the onset in agreement.py. The SLO capacity
+(`capacity.py`) is a third figure.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from llmload.rules import ceiling as ceiling_mod
-from llmload.rules import limiter
+from llmload.rules import limiter, shedding
 from llmload.rules.ceiling import Ceiling
 from llmload.rules.latency import growth
-from llmload.rules.limits import ONSET_TOLERANCE, PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
+from llmload.rules.limits import PLATEAU_NOISE_Z, PLATEAU_SHARE, REJECT_LIMIT
 from llmload.rules.outcomes import shed_codes
 from llmload.rules.text import load_with_unit, none_judged, tier_load
 from llmload.rules.tier import Tier, with_load
@@ -46,7 +48,9 @@ RULE = (
     "last tier before the first tier whose requests waited: the server's queue metric above 0.5 requests when "
     "recorded; open loop, arrivals dropped at the in-flight cap; else the client estimate: TTFT growth beyond "
     "the lowest tier's TTFT scaled by the TPOT growth (slower batches), at least 0.5 requests waiting by "
-    "Little's law and 25% of the service time. A tier with no success ends the search (its wait is unknown)."
+    "Little's law and 25% of the service time; or that shed load (more than 1% of attempts refused with 503 or an "
+    "in-stream error: overload refused instead of queued). A tier with no success ends the search (its wait is "
+    "unknown)."
 )
 
 
@@ -59,6 +63,9 @@ class KneePoint:
     next_load: float | None
     next_tier: int | None
     sentence: str
+    how: str = "waits"
+    """what starts at the queueing onset's next tier: 'waits' (requests wait for a slot), 'sheds' (the server
+    refuses with 503s or in-stream errors instead of queueing) or 'unknown' (no request succeeded there)"""
 
     @property
     def reached(self) -> bool:
@@ -229,7 +236,7 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
     tested = len(rows) if tested is None else tested
     if not rows:
         return KneePoint("none", None, None, None, None, f"unknown: {none_judged(tested)}.")
-    hit = [t.waits or t.ok == 0 for t in rows]
+    hit = [t.waits or t.ok == 0 or shedding.sheds(t) for t in rows]
     if not any(hit):
         top = rows[-1]
         how = "the server's queue stayed empty" if top.has_server_queue \
@@ -242,7 +249,10 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
                          f"({how}).{single}")
     i = hit.index(True)
     first = rows[i]
-    why = _wait_evidence(first, unit)
+    how = "unknown" if first.ok == 0 else "waits" if first.waits else "sheds"
+    why = _wait_evidence(first, unit) if how != "sheds" else shedding.evidence(first)
+    if how == "waits" and shedding.sheds(first):
+        why += f", and {shedding.evidence(first, with_wait=False)}"
     if first.ok == 0:
         if i == 0:
             return KneePoint("none", None, None, None, None, f"unknown: {why}.")
@@ -253,12 +263,13 @@ def queueing_onset(tiers: list[Tier], unit: str, tested: int | None = None) -> K
     if i == 0:
         where = (f"{load_with_unit(first.load, unit)}, the only load tested" if tested == 1 else
                  f"the lowest tier tested, {load_with_unit(first.load, unit)}")
-        return KneePoint("below", first.load, first.tier, None, None, f"at or below {where}: {why}.")
+        return KneePoint("below", first.load, first.tier, None, None, f"at or below {where}: {why}.", how)
     onset = rows[i - 1]
+    start = ("requests start to wait" if how == "waits" else
+             "the server starts to shed load instead of queueing it")
     return KneePoint("within", onset.load, onset.tier, first.load, first.tier,
-                     f"at {load_with_unit(onset.load, unit)} (tier {onset.tier}): requests start to "
-                     f"wait between {onset.load:g} and {first.load:g}. At {first.load:g}, {why}; at "
-                     f"{onset.load:g} {_no_wait(onset)}.")
+                     f"at {load_with_unit(onset.load, unit)} (tier {onset.tier}): {start} between {onset.load:g} "
+                     f"and {first.load:g}. At {first.load:g}, {why}; at {onset.load:g} {_no_wait(onset)}.", how)
 
 
 def _wait_evidence(row: Tier, unit: str) -> str:
@@ -280,20 +291,3 @@ def _no_wait(row: Tier) -> str:
     if row.has_server_queue:
         return f"the server's queue held {row.srv_waiting_mean:.1f}"
     return f"the estimated wait was {row.wait_ms:.0f} ms ({row.queue_len:.1f} waiting)"
-
-
-def model_agreement(slots: float | None, onset: KneePoint, unit: str) -> str:
-    """Does a fitted slot count agree with the queueing onset? One sentence ('' when nothing was fitted)."""
-    if slots is None:
-        return ""
-    if unit != "users":
-        return ("Open loop: an M/M/c queue waits a little below saturation too, so its slot count is not "
-                "compared with the onset.")
-    if onset.status != "within" or onset.load is None or onset.next_load is None:
-        return (f"The model's {slots:.1f} slots cannot be checked against a queueing onset "
-                "that was not bracketed by two tested tiers.")
-    if ONSET_TOLERANCE * onset.load <= slots <= onset.next_load:
-        return (f"It agrees with the queueing onset: {slots:.1f} slots lie in the onset's interval "
-                f"({onset.load:g}-{onset.next_load:g} {unit}).")
-    return (f"It does not agree with the queueing onset ({onset.load:g}-{onset.next_load:g} {unit}): the model "
-            f"assumes fixed service times, while here they changed with load; trust the onset, which is measured.")

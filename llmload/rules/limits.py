@@ -112,9 +112,6 @@ SERVICE_SHARE = 0.5
 """... headers growing at least this share of the TTFT growth: sent on service"""
 ARRIVAL_SHARE = 0.1
 """... at most this share: sent on arrival"""
-HEADER_MIN_REQUESTS = 20
-"""header mode request by request: a tier's successes needed before its TTFT spread says where the waiting was
-(20 gives a variance within about a third of the true one)"""
 BUSY_CPU_PERCENT = 80.0
 """a lagging generator with CPU p95 from this share of a core was busy"""
 STARVED_CPU_PERCENT = 50.0

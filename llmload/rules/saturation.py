@@ -218,7 +218,7 @@ def _wait(top: Tier, onset: KneePoint) -> str:
     else:
         text = (f"requests waited about {top.wait_ms:.0f} ms each ({top.queue_len:.1f} waiting on average, "
                 f"{growth(top)})")
-    if onset.status == "within":
+    if onset.status == "within" and onset.how == "waits":
         text += f"; waiting starts between {onset.load:g} and {onset.next_load:g}"
     return text
 

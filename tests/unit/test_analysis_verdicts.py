@@ -280,10 +280,10 @@ def test_headers_that_grow_while_the_engine_never_queues_went_to_the_gateway():
     onset and the saturation verdict take the server's queue too (no request waited)."""
     a = run_of("gateway")
     assert a.header_mode.sentence == (
-        "Headers: the time to headers grew with TTFT (mean TTFT grew 188 ms from 1 to 16 while the time to headers "
-        "grew 188 ms), yet the engine's queue stayed empty (server metrics at 16: 0.0 requests waiting on average, "
-        "queue time 0 ms): the time went to the gateway or proxy in front of the engine (or the network between), "
-        "not to requests waiting in the engine.")
+        "Headers: the time to headers grew with TTFT (median TTFT grew 188 ms from 1 to 16 while the median time to "
+        "headers grew 188 ms), yet the engine's queue stayed empty (server metrics at 16: 0.0 requests waiting on "
+        "average, queue time 0 ms): the time went to the gateway or proxy in front of the engine (or the network "
+        "between), not to requests waiting in the engine.")
     assert a.header_mode.labels == ("gateway (in front of the engine)", "after headers (prefill, first token)")
     assert "the server's queue stayed empty" in a.onset.sentence and "no request waited" in a.saturation.sentence
     queued = a.table.copy()  # the same growth with the engine's queue behind it: waiting before the headers

@@ -99,3 +99,23 @@ def test_a_simulated_servers_knees_are_its_slot_count(tmp_path, slots, tiers):
     assert knees.compute_saturation(judged, "users").load == slots
     onset = knees.queueing_onset(judged, "users")
     assert onset.load == slots and onset.next_load == 2 * slots
+
+
+def test_a_server_that_sheds_instead_of_queueing_has_its_onset_where_shedding_starts():
+    """vLLM with a cap on its queue (issue 44): a plateau at 4 users and 503s / in-stream errors from 8, its waiting
+    queue short; the onset is 4, and the sentence says the server sheds rather than that requests wait."""
+    tiers = curve([10, 20, 40, 41, 40, 40])
+    tiers[3:] = [dataclasses.replace(t, n_503=120 + 100 * i, n_stream_error=30, ok=t.sent - 150 - 100 * i)
+                 for i, t in enumerate(tiers[3:])]
+    onset = knees.queueing_onset(tiers, "users")
+    assert (onset.status, onset.load, onset.next_load, onset.how) == ("within", 4.0, 8.0, "sheds")
+    assert onset.sentence.startswith("at 4 users (tier 3): the server starts to shed load instead of queueing it "
+                                     "between 4 and 8. At 8, the server shed 15% of requests (120 x 503, 30 in-stream "
+                                     "errors) instead of queueing them (estimated wait 0 ms); at 4 the estimated "
+                                     "wait was 0 ms"), onset.sentence
+    # 429s are a quota's: they do not make an onset (limiter.py and saturation.py judge them)
+    quota = curve([10, 20, 40, 41, 40, 40], n_429=[0, 0, 0, 150, 250, 350])
+    assert knees.queueing_onset(quota, "users").status == "beyond"
+    # 1 % or less is noise, not shedding
+    few = [dataclasses.replace(t, n_503=10) for t in curve([10, 20, 40, 80, 160, 320])]
+    assert knees.queueing_onset(few, "users").status == "beyond"
