@@ -1,4 +1,5 @@
-"""Runs recorded against real serving stacks by `make realtest` (docs/realtest.md, 2026-12-01), committed
+"""Runs recorded against real serving stacks by `make realtest` (docs/realtest.md, 2026-12-01; vllm-queued-busy
+2026-12-06), committed
 small (tests/fixtures/recorded/; server_metrics.csv cut to the queue/running/queue-time/KV families):
 vLLM 0.32 CPU with --max-num-seqs 4, the same with --max-num-queued-reqs 6 (sheds with 503 and in-stream
 error events), and a LiteLLM 1.108 proxy with rpm 60 (429 + llm_provider-retry-after). The verdicts the
@@ -30,6 +31,20 @@ def test_vllm_queueing_onset_is_the_slot_count_and_headers_come_on_arrival(name)
     assert a.onset.status == "within" and a.onset.load == 4, a.onset.sentence  # --max-num-seqs 4
     assert a.header_mode.mode == "arrival", a.header_mode.sentence  # vLLM answers headers before scheduling
     assert a.agreement.startswith("It agrees with the queueing onset"), a.agreement
+
+
+def test_vllm_that_idles_between_rare_requests_still_shows_headers_on_arrival():
+    """vllm-queued-busy: the queued variant re-run on 2026-12-06 (issue 44). At 1 and 2 users vLLM's typical request
+    took 170 ms with its headers sent together with its first token (an engine idle between rare requests), at 4
+    users 30 ms with its headers at 15 ms: measured from the lowest load, TTFT grew 5 ms and the mode could not be
+    told; measured from the fastest typical request (4 users), TTFT grew 145 ms and the headers 6 ms: on arrival.
+    Its queue stayed short (0.6 waiting at 8 users) while it shed 25 % of requests there: the onset is still 4."""
+    a = run_of("vllm-queued-busy")
+    assert a.header_mode.mode == "arrival", a.header_mode.sentence
+    assert "from 4 to 16 (the fastest typical request; at 1 it took 170 ms" in a.header_mode.sentence
+    assert (a.onset.status, a.onset.load, a.onset.next_load) == ("within", 4.0, 8.0), a.onset.sentence
+    assert "the server shed 25% of requests (66 x 503, 28 in-stream errors)" in a.onset.sentence
+    assert "sheds" in a.saturation.kind, a.saturation.sentence
 
 
 def test_vllm_with_free_slots_queues():
