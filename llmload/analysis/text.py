@@ -186,11 +186,13 @@ def parts_rows(table: pd.DataFrame, labels: tuple[str, str] = ("headers", "after
 
 
 def server_rows(table: pd.DataFrame) -> Rows:
-    headers = ("tier", "load", "server waiting", "max", "running", "queue time ms", "KV cache %",
-               "client wait (est.) ms", "client in flight")
+    headers = ("tier", "load", "server waiting", "max", "waiting by queue time", "running", "max", "queue time ms",
+               "KV cache %", "client wait (est.) ms", "client in flight")
     rows = [(str(r.tier), load(r.load), num(r.srv_waiting_mean), num(r.srv_waiting_max, 0),
-             num(r.srv_running_mean), ms(r.srv_queue_time_ms), num(r.srv_kv_cache_pct, 0), ms(r.wait_ms),
-             num(r.inflight)) for r in table.itertuples()]
+             num(getattr(r, "srv_queue_len", math.nan)), num(r.srv_running_mean),
+             num(getattr(r, "srv_running_max", math.nan), 0),
+             ms(r.srv_queue_time_ms), num(r.srv_kv_cache_pct, 0), ms(r.wait_ms), num(r.inflight))
+            for r in table.itertuples()]
     return headers, rows
 
 
@@ -219,9 +221,15 @@ def knee_rows(table: pd.DataFrame) -> Rows:
     rows = [(str(r.tier), applied_load(r), num(r.ok_rps), pct(r.ok_rps / peak if peak > 0 else
                                                                             float("nan")),
              ms(r.ttft_mean_ms), ms(r.tpot_mean_ms), ms(r.wait_ms), num(r.queue_len),
-             num(r.srv_waiting_mean), f"YES ({r.wait_source})" if r.waits else "")
+             num(_server_queue(r)), f"YES ({r.wait_source})" if r.waits else "")
             for r in t.itertuples()]
     return headers, rows
+
+
+def _server_queue(r) -> float:
+    """The server's queue as the rule book reads it (llmload.rules.tier.Tier.srv_queue)."""
+    little = getattr(r, "srv_queue_len", math.nan)
+    return little if little == little else r.srv_waiting_mean
 
 
 def render(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], numeric_from: int = 1) -> str:

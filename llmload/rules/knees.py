@@ -280,7 +280,7 @@ def _wait_evidence(row: Tier, unit: str) -> str:
         return (f"{what} at tier {row.tier} ({tier_load(row, unit)}{parked}), so whether requests waited there is "
                 "unknown (see the saturation verdict)")
     if row.wait_source == "server":
-        return f"the server's queue held {row.srv_waiting_mean:.1f} requests on average (its own metrics)"
+        return f"the server's queue held {row.srv_queue:.1f} requests on average (its own metrics)"
     if row.wait_source == "dropped":
         return f"{row.drop_rate:.0%} of arrivals were dropped at the in-flight cap (requests piled up)"
     return (f"requests waited about {row.wait_ms:.0f} ms each ({row.queue_len:.1f} waiting on average by "
@@ -289,5 +289,5 @@ def _wait_evidence(row: Tier, unit: str) -> str:
 
 def _no_wait(row: Tier) -> str:
     if row.has_server_queue:
-        return f"the server's queue held {row.srv_waiting_mean:.1f}"
+        return f"the server's queue held {row.srv_queue:.1f}"
     return f"the estimated wait was {row.wait_ms:.0f} ms ({row.queue_len:.1f} waiting)"

@@ -24,11 +24,14 @@ How it works (tiers by load; a tier *refuses* when more than REJECT_LIMIT of its
   / seconds of their windows): by then its bucket is empty and every tier gets its refill rate (the first
   refusing tier may still hold the end of an initial burst). With one refusing tier, that tier's rate, an
   upper bound; with none measured (every user parked), the ceiling's rate. No success after the quota ran out:
-  its window outlasts the tiers, the rate is not measured.
+  its window outlasts the tiers, the rate is not measured. Measured over fewer seconds than the run's longest
+  retry hint (its window lasts at least that long), the rate is an upper bound too, and said so: a new window's
+  burst may be in it (`short`); the confirmation phase (`confirm.py`) then proves or lowers the plan.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llmload.rules import ceiling as ceiling_mod
@@ -51,11 +54,23 @@ class RateLimiter:
     sustained_rps: float
     evidence: str
     """why the 429s are a rate limiter's, e.g. 'x-ratelimit-remaining-requests fell to 0'"""
+    span_s: float = math.nan
+    """the seconds the sustained rate was measured over (NaN: not known)"""
+    longest_hint_s: float = math.nan
+    """the longest retry hint of the run (the ceiling's; NaN: none): its quota window lasts at least that long"""
+
+    @property
+    def short(self) -> bool:
+        """Measured over fewer seconds than its longest retry hint: a new quota window's burst may be in it (20 s
+        tiers under a per-minute quota read 1.3 req/s where 1 a second was configured)."""
+        return self.longest_hint_s == self.longest_hint_s and self.span_s == self.span_s \
+            and self.span_s < self.longest_hint_s
 
     @property
     def upper_bound(self) -> bool:
-        """Measured on the first refusing tier alone, which may hold the end of a burst."""
-        return self.over == (self.first,)
+        """Measured on the first refusing tier alone, which may hold the end of a burst, or over a span shorter
+        than its window (`short`)."""
+        return self.over == (self.first,) or self.short
 
     @property
     def measured(self) -> bool:
@@ -130,8 +145,9 @@ def recognise(tiers: list[Tier], unit: str, ceiling: Ceiling | None = None) -> R
             or ceiling_mod.above(rate, sum(t.rate_window_s for t in over), ceiling)):
         # the tiers after the first refusal got measurably more than was accepted from it on: they sat inside one
         # quota window (20 s tiers under a per-minute quota), so what it sustains is the ceiling, not those tiers
-        return RateLimiter(first, (), ceiling.rps, evidence)
-    return RateLimiter(first, over, rate, evidence)
+        return RateLimiter(first, (), ceiling.rps, evidence, ceiling.span_s, ceiling.longest_hint_s)
+    span = sum(t.rate_window_s for t in over) if all(t.rate_window_s > 0 for t in over) else math.nan
+    return RateLimiter(first, over, rate, evidence, span, ceiling.longest_hint_s if ceiling is not None else math.nan)
 
 
 def _burst(rows: list[Tier], first: Tier, ceiling: Ceiling | None, unit: str) -> str:
@@ -175,7 +191,9 @@ def what(lim: RateLimiter, unit: str) -> str:
     if not lim.measured:
         return (f"its quota ran out at {where} and it refused every request after: its window outlasts the tiers, "
                 "so its sustained rate is not measured (hold a tier past its Retry-After)")
-    bound = ", the first refusing tier alone: it may hold the end of an initial burst" if lim.upper_bound else ""
+    bound = (f", over {lim.span_s:.0f} s, shorter than its longest retry hint ({lim.longest_hint_s:.0f} s): a new "
+             "quota window's burst may be in it, so its sustained rate may be lower" if lim.short else
+             ", the first refusing tier alone: it may hold the end of an initial burst" if lim.upper_bound else "")
     return f"it sustains {rate_text(lim, unit)}{bound} and refuses the rest with 429 from {where} on"
 
 
@@ -197,8 +215,9 @@ def plan_text(lim: RateLimiter, headroom: float) -> str:
         return ("the rate limiter, not the deployment, sets the throughput, and its sustained rate was not measured "
                 "(its window outlasts the tiers): no per-replica figure; a quota belongs to the API key or the "
                 "proxy, not to a replica.")
-    return (f"the rate limiter, not the deployment, sets the throughput: {lim.sustained_rps:.1f} req/s "
-            f"({lim.per_minute:.0f} requests a minute). A quota belongs to the API key or the proxy, not to a "
+    most = "at most " if lim.upper_bound else ""
+    return (f"the rate limiter, not the deployment, sets the throughput: {most}{lim.sustained_rps:.1f} req/s "
+            f"({most}{lim.per_minute:.0f} requests a minute). A quota belongs to the API key or the proxy, not to a "
             "replica: replicas behind one quota share it, so more of them add nothing; with a quota of its own per "
             f"replica, plan on at most {lim.sustained_rps * (1 - headroom):.1f} req/s each ({headroom:.0%} below "
             "its sustained rate)")

@@ -212,7 +212,7 @@ def _queue_lead(top: Tier) -> str:
 
 def _wait(top: Tier, onset: KneePoint) -> str:
     if top.wait_source == "server":
-        text = f"the server's queue held {top.srv_waiting_mean:.1f} requests on average (its metrics)"
+        text = f"the server's queue held {top.srv_queue:.1f} requests on average (its metrics)"
     elif top.wait_source == "dropped":
         text = "requests piled up to the in-flight cap"
     else:

@@ -23,7 +23,7 @@ def evidence(row: Tier, with_wait: bool = True) -> str:
     False: without the queue or wait in brackets (said beside it already)."""
     parts = [f"{row.n_503} x 503"] if row.n_503 else []
     parts += [f"{row.n_stream_error} in-stream errors"] if row.n_stream_error else []
-    waiting = "" if not with_wait else (f" (its queue held {row.srv_waiting_mean:.1f})" if row.has_server_queue else
+    waiting = "" if not with_wait else (f" (its queue held {row.srv_queue:.1f})" if row.has_server_queue else
                f" (estimated wait {row.wait_ms:.0f} ms)" if row.wait_ms == row.wait_ms else "")
     return (f"the server shed {(row.n_503 + row.n_stream_error) / row.sent:.0%} of requests ({', '.join(parts)}) "
             f"instead of queueing them{waiting}")

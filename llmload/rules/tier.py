@@ -87,7 +87,10 @@ class Tier:
     """the longest decode (first token to last) of its successful measured requests (too short for its requests:
     llmload.rules.delivery; NaN without rows)"""
     srv_waiting_mean: float = NAN
-    """the server's own queue: requests waiting on average over the window (NaN: no server metrics)"""
+    """the server's own queue: requests waiting on average over the window, its waiting gauge sampled at each scrape
+    (NaN: no server metrics)"""
+    srv_queue_len: float = NAN
+    """... by Little's law on its queue-time histogram: seconds waited per second of the window (NaN: no histogram)"""
     wait_ms: float = NAN
     """client estimate of each request's wait (`waiting.estimate`)"""
     queue_len: float = NAN
@@ -162,8 +165,15 @@ class Tier:
         return self.sent > 0 or self.parked_refused > 0
 
     @property
+    def srv_queue(self) -> float:
+        """The server's own queue, requests waiting on average: from its queue-time histogram when scraped (every
+        wait counted), else its waiting gauge's mean (a sample per scrape, which misses waits shorter than the
+        scrape period: vLLM's read 0.4 where its histogram says 0.7)."""
+        return self.srv_queue_len if self.srv_queue_len == self.srv_queue_len else self.srv_waiting_mean
+
+    @property
     def has_server_queue(self) -> bool:
-        return self.srv_waiting_mean == self.srv_waiting_mean
+        return self.srv_queue == self.srv_queue
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Tier)}

@@ -11,7 +11,8 @@ How it works, over every tier of a run (the lowest load is the baseline):
 - `queue_len`: requests waiting on average, Little's law on the wait: ok req/s x wait_ms.
 - `wait_share`: wait_ms / (mean e2e - wait_ms), the wait as a share of the service time.
 - `waits`, first source that exists:
-  1. the server's own queue (`srv_waiting_mean`): > WAIT_MIN_REQUESTS;
+  1. the server's own queue (`Tier.srv_queue`: by Little's law on its queue-time histogram, else its waiting
+     gauge's mean): > WAIT_MIN_REQUESTS;
   2. open loop: more than REJECT_LIMIT of arrivals dropped at the in-flight cap (requests
      piled up to the cap);
   3. the client estimate: queue_len > WAIT_MIN_REQUESTS and wait_share > WAIT_SHARE.
@@ -51,7 +52,7 @@ def judge(tier: Tier, wait_ms: float) -> Tier:
     client = queue_len > WAIT_MIN_REQUESTS and wait_share > WAIT_SHARE
     dropped = tier.drop_rate > REJECT_LIMIT
     if tier.has_server_queue:
-        waits, source = tier.srv_waiting_mean > WAIT_MIN_REQUESTS, "server"
+        waits, source = tier.srv_queue > WAIT_MIN_REQUESTS, "server"
     else:
         waits, source = dropped or client, "dropped" if dropped else "client"
     return dataclasses.replace(tier, wait_ms=wait_ms, queue_len=queue_len, wait_share=wait_share, waits=waits,

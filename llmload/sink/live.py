@@ -35,7 +35,8 @@ from llmload.sink.histograms import HistogramBook, number, succeeded, upper_p95
 from llmload.sink.refusals import RefusalBook
 
 Waiting = Callable[[float, float], float]
-"""(start_s, end_s) -> the target's mean queue over it (NaN: not known)"""
+"""(start_s, end_s) -> the target's mean queue over it (NaN: not known): its waiting gauge's mean, or by Little's law
+on its queue-time histogram"""
 Applied = Callable[[float, float], dict]
 """(start_s, end_s) -> tiers.csv's applied-load columns over it (run/distributed/applied.py: `users_mean`, ...)"""
 
@@ -175,16 +176,17 @@ class LiveBook:
 
     def tiers(self, records: Iterable[Any], now_s: float, dropped: dict[int, int] | None = None,
               waiting: Waiting | None = None, applied: Applied | None = None,
-              empty_is_error: bool = False) -> list[Tier]:
+              empty_is_error: bool = False, queue_len: Waiting | None = None) -> list[Tier]:
         """One Tier per timeline record (sink/timeline.py TierRecord), its measure window up to its end or
         `now_s`; `dropped`: open-loop arrivals dropped per tier (the whole tier); `applied`: the users really
         running (a closed-loop tier below its target is judged at them, as the report does); `empty_is_error`:
-        --empty-answer-is-error (empty answers count as failures)."""
-        return [_applied(self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting, empty_is_error), r,
-                         now_s, applied) for r in records]
+        --empty-answer-is-error (empty answers count as failures); `waiting` and `queue_len`: the target's queue by
+        its waiting gauge and by its queue-time histogram (Tier.srv_waiting_mean, Tier.srv_queue_len)."""
+        return [_applied(self.tier(r, now_s, (dropped or {}).get(r.tier.tier, 0), waiting, empty_is_error,
+                                   queue_len), r, now_s, applied) for r in records]
 
     def tier(self, record: Any, now_s: float, dropped: int, waiting: Waiting | None,
-             empty_is_error: bool = False) -> Tier:
+             empty_is_error: bool = False, queue_len: Waiting | None = None) -> Tier:
         t = record.tier
         start_s = t.start_s + t.warmup_s
         end_s = record.end_s if record.end_s is not None else now_s
@@ -210,7 +212,8 @@ class LiveBook:
             e2e_p50_ms=percentile(hist["e2e_ms"], 0.5), e2e_p95_ms=percentile(hist["e2e_ms"], 0.95),
             e2e_p99_ms=percentile(hist["e2e_ms"], 0.99),
             decode_max_ms=self.decode_max_ms.get(t.tier, NAN) if self.rows_kept else NAN,
-            srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN)
+            srv_waiting_mean=waiting(start_s, end_s) if waiting is not None else NAN,
+            srv_queue_len=queue_len(start_s, end_s) if queue_len is not None else NAN)
 
     def landed(self) -> int:
         """Attempts counted so far, every tier and phase (a row lands when its request ends)."""

@@ -130,7 +130,14 @@ def test_tiers_inside_one_quota_window_sustain_the_ceiling_not_their_own_rate():
     ceiling = ceiling_mod.measured(100.0, 136.1, 44, 2, 60.0, 33, 20.0)
     lim = limiter.recognise(rows, "users", ceiling)
     assert lim is not None and lim.sustained_rps == ceiling.rps == pytest.approx(44 / 36.1)
-    assert limiter.what(lim, "users").startswith(
-        "it sustains 1.2 req/s (73 requests a minute, from its first refusal, in tier 2, to the end of the tiers)")
+    assert limiter.what(lim, "users").startswith(  # 36 s of a 60 s window (issue 44 item 4): an upper bound
+        "it sustains at most 1.2 req/s (at most 73 requests a minute, from its first refusal, in tier 2, to the end "
+        "of the tiers), over 36 s, shorter than its longest retry hint (60 s): a new quota window's burst may be in "
+        "it, so its sustained rate may be lower"), limiter.what(lim, "users")
+    assert lim.short and lim.upper_bound
+    whole = limiter.recognise(rows, "users", ceiling_mod.measured(100.0, 160.0, 73, 2, 60.0, 33, 20.0))
+    assert whole is not None and not whole.short and limiter.what(whole, "users").startswith(
+        "it sustains 1.2 req/s (73 requests a minute, from its first refusal, in tier 2, to the end of the tiers) "
+        "and refuses"), limiter.what(whole, "users")  # held a whole window: its rate, said plainly
     inside = limiter.recognise(rows, "users", ceiling_mod.measured(100.0, 115.0, 44, 2, 60.0, 33, 20.0))
     assert inside is not None and inside.over and inside.sustained_rps == pytest.approx(44 / 15.0)  # no gap: its own

@@ -7,6 +7,7 @@ analysis gives on them are checked against what the servers' own logs and metric
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -14,8 +15,11 @@ import pytest
 
 from llmload.analysis.analyze import analyze, choose_profile
 from llmload.analysis.read.run import load_run
+from llmload.analysis.report import summary
 from llmload.analysis.report.document import to_markdown
 from llmload.analysis.report.layout import blocks
+from llmload.analysis.verdicts import headers, queueing
+from llmload.rules.knees import KneePoint
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
@@ -39,12 +43,65 @@ def test_vllm_that_idles_between_rare_requests_still_shows_headers_on_arrival():
     users 30 ms with its headers at 15 ms: measured from the lowest load, TTFT grew 5 ms and the mode could not be
     told; measured from the fastest typical request (4 users), TTFT grew 145 ms and the headers 6 ms: on arrival.
     Its queue stayed short (0.6 waiting at 8 users) while it shed 25 % of requests there: the onset is still 4."""
-    a = run_of("vllm-queued-busy")
-    assert a.header_mode.mode == "arrival", a.header_mode.sentence
-    assert "from 4 to 16 (the fastest typical request; at 1 it took 170 ms" in a.header_mode.sentence
+    run = load_run(RECORDED / "vllm-queued-busy")
+    a = analyze(run, choose_profile(run, None))
+    assert a.header_mode.mode == "arrival", a.header_mode.sentence  # from vLLM's own queue time (next test)
+    blind = dataclasses.replace(run, server_metrics=None)  # the client's figures alone
+    b = analyze(blind, choose_profile(blind, None))
+    assert b.header_mode.mode == "arrival", b.header_mode.sentence
+    assert "from 4 to 16 (the fastest typical request; at 1 it took 170 ms" in b.header_mode.sentence
     assert (a.onset.status, a.onset.load, a.onset.next_load) == ("within", 4.0, 8.0), a.onset.sentence
     assert "the server shed 25% of requests (66 x 503, 28 in-stream errors)" in a.onset.sentence
+    onset = summary.knee_point(a.onset, "onset")  # summary.json says what starts there
+    assert onset is not None and onset["how"] == a.onset.how in ("waits", "sheds")
+    assert summary.knee_point(a.compute, "compute")["how"] is None
     assert "sheds" in a.saturation.kind, a.saturation.sentence
+
+
+def test_vllm_headers_on_arrival_are_told_by_where_the_engines_own_queue_time_shows():
+    """vLLM's request_queue_time histogram says how long its requests waited in the engine; on arrival that wait
+    lands after the headers. vllm-queued-busy: 64 ms more queue time at 16 users than at 1, 68 ms more after the
+    headers, 10 ms more before them. The same run with the wait moved before the headers reads 'service'."""
+    run = load_run(RECORDED / "vllm-queued-busy")
+    a = analyze(run, choose_profile(run, None))
+    assert a.header_mode.sentence.startswith("Headers: sent on arrival: from 1 to 16 the engine's own queue time "
+                                             "grew 64 ms (its metrics), the mean time after the headers +68 ms"), \
+        a.header_mode.sentence
+    moved = a.table.copy()  # each tier's queue time taken from after the headers and put before them
+    shift = moved["srv_queue_time_ms"].fillna(0.0)
+    moved["gateway_queue_ms"] += shift
+    moved["after_headers_ms"] = (moved["after_headers_ms"] - shift).clip(lower=0.0)
+    assert headers.header_mode(moved).mode == "service", headers.header_mode(moved).sentence
+    still = moved.assign(srv_queue_time_ms=moved["srv_queue_time_ms"] * 0.0 + 5.0)  # an engine that never waited
+    assert not headers.header_mode(still).sentence.startswith("Headers: sent when a request gets a slot: from")
+
+
+@pytest.mark.parametrize("name", ["vllm-slots", "vllm-queued", "vllm-queued-busy"])
+def test_vllm_names_its_slots_from_its_own_running_count(name):
+    """Issue 44 item 3: the fitted model read 1.7 to 4.5 'requests in service' on vLLM with 4 sequences (its batch
+    slows with load); vLLM's own num_requests_running peaks at 4 at every tier where requests waited in its queue."""
+    a = run_of(name)
+    assert a.agreement.endswith("The server's own metrics: at most 4 requests running at once, at a tier where "
+                                "others waited in its queue: 4 slots."), a.agreement
+    assert (a.table["srv_running_max"] <= 4).all()
+    nothing_waited = a.table.assign(srv_waiting_max=0.0)
+    assert queueing.server_slots(nothing_waited).endswith("none waited in its queue beside them, so it may have more "
+                                                          "slots.")
+    assert queueing.server_slots(a.table.drop(columns=["srv_running_max"])) == ""
+
+
+def test_a_lower_bound_of_the_slots_is_never_read_where_requests_waited():
+    """'at least 9.7 requests were in service at once' was Little's law at 16 users where vLLM ran 4 and 5.7
+    waited: the lower bound is taken where none waited."""
+    a = run_of("vllm-slots")
+    no_plateau = KneePoint("beyond", None, None, None, None, "not reached")
+    note = queueing.not_identifiable(a.table, "users", no_plateau, False)
+    assert note is not None and "no throughput plateau reached" in note, note
+    free = a.table[(a.table["ok"] > 0) & ~a.table["waits"]]
+    top = free.loc[free["inflight"].idxmax()]
+    assert f"(at least {top['inflight']:.1f} requests were in service at once, at {top['load']:g} users where none " \
+           "waited)" in note, note
+    assert top["inflight"] < a.table["inflight"].max()  # the waiting tiers held more in flight
 
 
 def test_vllm_with_free_slots_queues():

@@ -185,7 +185,7 @@ def test_no_requests_cannot_tell():
     ("shed503", "(192 x 503), without a retry hint"),
     ("shedstream", "(192 in-stream error events), without a retry hint"),
     ("shed429", "(96 x 429), with Retry-After;"),
-    ("vllmmetrics", "the server's queue held 12.0 requests on average (its metrics)"),
+    ("vllmmetrics", "the server's queue held 12.1 requests on average (its metrics)"),
     ("singlemetrics", "it queues: the server's queue held 4.0 requests on average"),
 ])
 def test_shedding_and_server_queue_phrases(name, phrase):
@@ -287,11 +287,13 @@ def test_headers_that_grow_while_the_engine_never_queues_went_to_the_gateway():
     assert a.header_mode.labels == ("gateway (in front of the engine)", "after headers (prefill, first token)")
     assert "the server's queue stayed empty" in a.onset.sentence and "no request waited" in a.saturation.sentence
     queued = a.table.copy()  # the same growth with the engine's queue behind it: waiting before the headers
-    queued["srv_waiting_mean"] = 3.0
+    queued["srv_waiting_mean"] = queued["srv_queue_len"] = 3.0  # the gauge and the queue time's Little figure
     assert headers.header_mode(queued).mode == "service"
+    queued["srv_queue_len"] = 0.0
+    assert headers.header_mode(queued).mode == "gateway"  # the histogram's figure wins over the sampled gauge
     queued["srv_waiting_mean"], queued["srv_queue_time_ms"] = 0.0, queued["gateway_queue_ms"]
     assert headers.header_mode(queued).mode == "service"  # a queue time that explains the headers' growth
-    assert headers.header_mode(a.table.drop(columns=["srv_waiting_mean"])).mode == "service"  # no metrics
+    assert headers.header_mode(a.table.drop(columns=["srv_waiting_mean", "srv_queue_len"])).mode == "service"  # none
 
 
 def test_fitted_model_agrees_with_the_onset():

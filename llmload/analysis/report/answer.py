@@ -57,7 +57,7 @@ def limiter_clause(a: Analysis) -> str:
                 f"tier {lim.first.tier} and nothing succeeded after, so that is not a sustained rate.")
     return (f" But a rate limiter sustains only {limiter.rate_text(lim, a.run.load_unit)}: the {cap.ok_rps:.1f} "
             f"req/s at {at} spent its initial burst, and a longer tier at that load would be refused; plan on "
-            f"{lim.sustained_rps:.1f} req/s.")
+            f"{'at most ' if lim.upper_bound else ''}{lim.sustained_rps:.1f} req/s.")
 
 
 def _limit_items(a: Analysis) -> list[tuple[str, str]]:

@@ -57,6 +57,7 @@ def _fmt_run_facts(a: Analysis) -> list[tuple[str, str]]:
 
 OTHER_APIS = ("completions", "embeddings", "responses", "messages", "rerank")
 """samples.csv `endpoint` values named in the report's first line (chat, the default, is not)"""
+CONNECT = "connect = TCP/TLS setup (mean per new connection)"  # the time-split tables' notes
 
 
 def _api_phrase(a: Analysis) -> str:
@@ -187,9 +188,8 @@ def _latency_blocks(a: Analysis) -> list[Block]:
         out += [Para(unstreamed.NOTE), Table(*_tuple(unstreamed.latency_rows(a.table)), note=unstreamed.LATENCY_NOTE)]
         if a.run.per_request:
             out += [Heading("Where the time goes (mean ms) and generator health", 3),
-                    Table(*_tuple(unstreamed.parts_rows(a.table)), note="connect = TCP/TLS setup; headers = "
-                          "headers received minus connect (the answer came with them). Mismatch = response model "
-                          "field differs.")]
+                    Table(*_tuple(unstreamed.parts_rows(a.table)), note=f"{CONNECT}; headers = headers received "
+                          "minus connect (the answer came with them). Mismatch = response model field differs.")]
     else:
         out.append(Table(*_tuple(text.latency_rows(a.table)),
                          note="p99.9 only where a tier has 1000+ successes; wait (est.) = mean TTFT minus the lowest "
@@ -206,8 +206,8 @@ def _latency_blocks(a: Analysis) -> list[Block]:
         labels = a.header_mode.labels
         out.append(Para(a.header_mode.sentence))
         out.append(Table(*_tuple(text.parts_rows(a.table, labels)),
-                         note=f"connect = TCP/TLS setup; {labels[0]} = headers received minus connect; {labels[1]} = "
-                              "TTFT minus headers. Mismatch = response model field differs."))
+                         note=f"{CONNECT}; {labels[0]} = headers received minus connect (none on a reused "
+                              f"connection); {labels[1]} = TTFT minus headers. Mismatch = response model differs."))
     if a.run.server_metrics is not None:
         names = server_metrics.source_names(a.run)
         out.append(Heading("Server-side metrics beside client figures (mean per measure window)", 3))

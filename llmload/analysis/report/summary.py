@@ -160,6 +160,7 @@ def knee_point(point: KneePoint | None, kind: str) -> dict | None:
     low, high = (point.next_load, point.load) if kind == "compute" else (point.load, point.next_load)
     return {"status": point.status, "load": point.load, "tier": point.tier,
             "interval": {"low": low, "high": high} if point.status == "within" else None,
+            "how": point.how if kind == "onset" and point.status in ("within", "below") else None,
             "sentence": point.sentence}
 
 

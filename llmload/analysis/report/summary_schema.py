@@ -36,7 +36,9 @@ def cis(*names: str) -> tuple[str, ...]:
 
 
 KNEE = obj(nullable=True, status={"enum": ["within", "below", "beyond", "none"]}, load=NUM, tier=INT,
-           interval=obj(nullable=True, low=NUM, high=NUM), sentence={"type": "string"})
+           interval=obj(nullable=True, low=NUM, high=NUM), how={"enum": ["waits", "sheds", "unknown", None]},
+           sentence={"type": "string"})
+KNEE["required"] = [name for name in KNEE["required"] if name != "how"]  # added within /5: optional
 
 TIER = obj(
     tier={"type": "integer"}, load=NUM, load_target=NUM, effective_concurrency=NUM, active_users=NUM,

@@ -135,9 +135,10 @@ def _add_where_ttft_goes(table: pd.DataFrame, rows: pd.DataFrame, ok_by, tiers_e
                                     if len(base_mean) else np.nan)
     table["connect_ms"] = ok_by["connect_ms"].mean().reindex(table.index)
     headers = ok_by["headers_ms"].mean().reindex(table.index)
-    table["gateway_queue_ms"] = (headers - table["connect_ms"].fillna(0)).clip(lower=0)
+    ok = rows[rows["ok"]]  # per request: a reused connection connected in 0 ms (its connect_ms is empty)
+    to_headers = (ok["headers_ms"] - ok["connect_ms"].fillna(0.0)).groupby(ok["tier"]).mean()
+    table["gateway_queue_ms"] = to_headers.reindex(table.index).clip(lower=0)
     table["after_headers_ms"] = (table["ttft_mean_ms"] - headers).clip(lower=0)
-    ok = rows[rows["ok"]]
     returned = ok["model_returned"].astype(str)
     requested = ok["model_requested"].astype(str)
     mismatch = ((returned != "") & (requested != "") & (returned != requested)).to_numpy()

@@ -5,7 +5,17 @@ simulator's default) holds the headers while a request waits, so the wait is ins
 "headers received"; vLLM and most real servers answer on arrival, so the wait lands after the
 headers, next to prefill. The report never labels a column "queue" by assumption.
 
-How it works, from the successful requests of the lowest and the highest load: the typical request of each, the
+How it works. First, when the server's own queue time was scraped (vLLM's request_queue_time histogram, ours):
+requests waited in the engine, and where that wait shows tells the mode directly. From the lowest load to the tier
+whose mean queue time is the highest, when it grew by at least MIN_GROWTH_MS: the mean time after the headers grew by
+at least SERVICE_SHARE of it, the wait lands after the headers ('arrival'; a time to headers that grew as well went
+to what is in front of the engine's queue, its API server or the machine, and is said so); else the mean time to
+headers grew by at least that share: it lands before them ('service'); else the client's figures below decide.
+Means here, as the queue time is a mean. On vLLM on a busy 2-core machine its API server, flooded by the quick
+retries of the requests it refused, sometimes took 100 ms and more before the headers while the engine's queue time
+was 50-65 ms: the client's figures alone read "on service" there, the engine's wait (after the headers) says arrival.
+
+Else, from the successful requests of the lowest and the highest load: the typical request of each, the
 median, when samples.csv's rows are there (a run shipped as histograms: the means). The median, not the mean: a
 generator or an API server that shares two cores with the engine sometimes stalls for a second, and the few
 requests it stalls then carry both their headers and their first token late; a handful of them moved the means of
@@ -84,6 +94,9 @@ def baseline(rows: pd.DataFrame) -> pd.Series:
 def header_mode(table: pd.DataFrame, tested: int | None = None, samples: pd.DataFrame | None = None) -> HeaderMode:
     """`tested`: tiers with requests in the whole run, judged or not (default: those of `table`); `samples`: the
     run's measured rows (None: a run shipped as histograms; the tiers' means decide)."""
+    by_engine = _where_the_engine_waited(table)
+    if by_engine is not None:
+        return by_engine
     rows = typical(table, samples)
     one = len(rows) == 1 and (tested is None or tested == 1)
     if len(rows) < 2 or rows["headers_ms"].isna().all():
@@ -117,11 +130,39 @@ def header_mode(table: pd.DataFrame, tested: int | None = None, samples: pd.Data
                       "unlabelled.")
 
 
+def _where_the_engine_waited(table: pd.DataFrame) -> HeaderMode | None:
+    """The mode from where the engine's own queue time shows (module docstring); None when it cannot tell."""
+    needed = ("srv_queue_time_ms", "gateway_queue_ms", "after_headers_ms", "ttft_mean_ms")
+    if any(c not in table for c in needed):
+        return None
+    rows = table[(table["ok"] > 0) & table[list(needed)].notna().all(axis=1)].sort_values("load", kind="stable")
+    if len(rows) < 2:
+        return None
+    lo, hi = rows.iloc[0], rows.loc[rows["srv_queue_time_ms"].idxmax()]
+    waited = float(hi["srv_queue_time_ms"] - lo["srv_queue_time_ms"])
+    if hi["load"] == lo["load"] or not waited >= MIN_GROWTH_MS:
+        return None
+    d_after = float(hi["after_headers_ms"] - lo["after_headers_ms"])
+    d_head = float(hi["gateway_queue_ms"] - lo["gateway_queue_ms"])
+    said = (f"from {lo['load']:g} to {hi['load']:g} the engine's own queue time grew {waited:.0f} ms (its metrics), "
+            f"the mean time after the headers {d_after:+.0f} ms, the mean time to headers {d_head:+.0f} ms")
+    if d_after >= SERVICE_SHARE * waited:
+        front = ("; the time to headers grew too, in front of the engine's queue (its API server, a proxy or the "
+                 "machine)" if d_head >= SERVICE_SHARE * waited else "")
+        return HeaderMode("arrival", f"Headers: sent on arrival: {said}; the engine's wait shows after the headers, "
+                          f"beside prefill{front}.")
+    if d_head >= SERVICE_SHARE * waited:
+        return HeaderMode("service", f"Headers: sent when a request gets a slot: {said}; the engine's wait shows "
+                          "before the headers.")
+    return None
+
+
 def _engine_idle(lo: pd.Series, hi: pd.Series, d_head: float) -> str:
     """The server's metrics at the highest tier when they show no queue ('' when not scraped or it queued):
     at most WAIT_MIN_REQUESTS waiting on average, and a queue time that grew by less than SERVICE_SHARE of the
     headers' growth (it cannot explain them)."""
-    waiting = float(hi.get("srv_waiting_mean", math.nan))
+    little = float(hi.get("srv_queue_len", math.nan))
+    waiting = little if little == little else float(hi.get("srv_waiting_mean", math.nan))
     if not waiting <= WAIT_MIN_REQUESTS:
         return ""
     queue_ms = float(hi.get("srv_queue_time_ms", math.nan))

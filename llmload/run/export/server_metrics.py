@@ -37,7 +37,7 @@ import gevent
 
 from llmload.client import cabundle, outbound
 from llmload.client.errors import connect_reason
-from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_WAITING
+from llmload.contract import SERVER_METRICS_COLUMNS, SERVER_MIN_SCRAPES, SERVER_QUEUE_TIME, SERVER_WAITING
 from llmload.run.export import prometheus
 from llmload.run.export.files import without_userinfo
 from llmload.run.options.knobs import redact, secrets_of
@@ -136,6 +136,9 @@ class Scraper:
         self.waiting: list[tuple[float, float]] = []
         """(unix second, requests waiting) per scrape: the target's queue (contract.SERVER_WAITING), for the live
         verdicts"""
+        self.waited_s: list[tuple[float, float]] = []
+        """(unix second, seconds waited so far) per scrape: the _sum of the target's queue-time histogram
+        (contract.SERVER_QUEUE_TIME), for the live verdicts"""
         self._greenlet: gevent.Greenlet | None = None
 
     @property
@@ -147,8 +150,18 @@ class Scraper:
         inside = [value for ts_s, value in self.waiting if start_s <= ts_s < end_s]
         return sum(inside) / len(inside) if len(inside) >= SERVER_MIN_SCRAPES else math.nan
 
+    def queue_len(self, start_s: float, end_s: float) -> float:
+        """The target's queue over [start_s, end_s) by Little's law on its queue-time histogram, as the report
+        reads it (analysis/tables/server_metrics.py): seconds waited per second between the window's first and last
+        scrape (NaN: fewer than SERVER_MIN_SCRAPES scrapes there, or no histogram)."""
+        inside = [(ts_s, value) for ts_s, value in self.waited_s if start_s <= ts_s < end_s]
+        if len(inside) < SERVER_MIN_SCRAPES or inside[-1][0] <= inside[0][0]:
+            return math.nan
+        return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
     def _note_waiting(self, ts_s: float, samples: list[tuple[str, float]]) -> None:
-        """Keep the scrape's queue length: the first SERVER_WAITING name present, its labelled values summed."""
+        """Keep the scrape's queue length (the first SERVER_WAITING name present) and seconds waited (the first
+        SERVER_QUEUE_TIME histogram's _sum present), each with its labelled values summed."""
         by_name: dict[str, float] = {}
         for name, value in samples:
             base = name.split("{", 1)[0].strip()
@@ -156,7 +169,11 @@ class Scraper:
         for name in SERVER_WAITING:
             if name in by_name:
                 self.waiting.append((ts_s, by_name[name]))
-                return
+                break
+        for name in SERVER_QUEUE_TIME:
+            if f"{name}_sum" in by_name:
+                self.waited_s.append((ts_s, by_name[f"{name}_sum"]))
+                break
 
     def scrape_once(self) -> list[tuple[str, float]] | None:
         """One GET; the kept samples written, or None on an error (counted, never raised)."""
@@ -243,6 +260,14 @@ class Scrapers:
         for scraper in self.scrapers:
             if scraper.waiting:
                 return scraper.waiting_mean(start_s, end_s)
+        return math.nan
+
+    def queue_len(self, start_s: float, end_s: float) -> float:
+        """The target's queue by Little's law (Scraper.queue_len) from the first scraper that saw its queue-time
+        histogram; NaN when none did."""
+        for scraper in self.scrapers:
+            if scraper.waited_s:
+                return scraper.queue_len(start_s, end_s)
         return math.nan
 
     def start(self) -> Scrapers:

@@ -68,7 +68,8 @@ def live_tiers(environment: Any, now_s: float | None = None, records: list[Any] 
     applied = state.workers.applied.summary if state.workers is not None else None
     return state.sink.live.tiers(records, time.time() if now_s is None else now_s, dropped,
                                  scraper.waiting_mean if scraper is not None else None, applied,
-                                 settings_of(environment).empty_answer_is_error)
+                                 settings_of(environment).empty_answer_is_error,
+                                 scraper.queue_len if scraper is not None else None)
 
 
 def live_verdicts(environment: Any, now_s: float | None = None, slo: SloProfile | None = None) -> Verdicts:
