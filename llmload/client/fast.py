@@ -57,18 +57,18 @@ from llmload.client.errors import (
 from llmload.client.outbound import load_client
 from llmload.client.request import StreamRequest, StreamResult, Timeouts
 from llmload.client.sse import MalformedChunk
+from llmload.client.tlsresume import Tickets
 
 BLOCK_SIZE = 16384
 """bytes per socket read"""
 STAMPED = tlssock.STAMPED
 
 
-def _tls_connect(sock, address, context, host_name: str) -> tlssock.TLSSocket:
-    """The pool's connect of an https socket: TCP, then the TLS handshake (both timed as the connect)."""
+def _tls_connect(sock, address, context, host_name: str, tickets: Tickets) -> tlssock.TLSSocket:
+    """The pool's connect of an https socket: TCP, then the TLS handshake, resuming the last session (both timed
+    as the connect)."""
     sock.connect(address)
-    tls = tlssock.TLSSocket(sock, context, host_name)
-    tls.handshake()
-    return tls
+    return tickets.connect(sock, context, host_name)
 
 
 def _read(sock, line_by_line: bool, clock: Callable[[], float]) -> tuple[bytes, float]:
@@ -109,6 +109,9 @@ class FastTransport:
         self.query = f"?{query}" if query else ""
         self._connect_s: float | None = None
         self._connecting = False
+        self.tickets = Tickets(resume=self.headers.get("Connection", "").lower() != "close")
+        """https: the session a reconnect resumes (none with --new-connection-per-request: each request a new
+        client's, a full handshake), and the handshakes so far (full, resumed)"""
         self.kernel_times = clock is time.perf_counter
         """on the kernel's clock: packets stamped at arrival (kstamp), TLS decrypted by tlssock, read by the reactor"""
         self.client = self._new_client()
@@ -138,7 +141,9 @@ class FastTransport:
         if self.kernel_times:
             ghc_compat.set_tcp_socket_factory(client, tlssock.stamped_socket)
         if self.kernel_times and tls_context is not None:
-            ghc_compat.set_connector(client, lambda sock, address: _tls_connect(sock, address, tls_context, host))
+            tickets = self.tickets
+            ghc_compat.set_connector(client, lambda sock, address: _tls_connect(sock, address, tls_context, host,
+                                                                                tickets))
         return client
 
     def prepare(self) -> None:

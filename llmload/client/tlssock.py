@@ -25,7 +25,8 @@ costs one BIO write and one SSL read. A close_notify or a raw end of file ends t
 read; any other TLS error is an `ssl.SSLError` (an OSError): the stream's failure.
 
 The handshake runs in `connect()`'s place in the pool (`handshake`): inside the connect the transport
-times, so it is reported as connect time, the way TCP's connect is.
+times, so it is reported as connect time, the way TCP's connect is; a reconnect resumes the last connection's
+session (client/tlsresume.py).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class TLSSocket:
 
     __slots__ = ("_eof", "_head", "_in", "_left", "_out", "_partial", "_plain", "_plain_time_s", "_read", "_ssl", "raw",
                  "read_time_s", "sock")
+    sslobj = property(lambda self: self._ssl, doc="the TLS state machine (its session: client/tlsresume.py)")
 
     def __init__(self, sock: Any, context: ssl.SSLContext, server_hostname: str | None) -> None:
         self.sock = sock
@@ -188,12 +190,9 @@ class TLSSocket:
         return done
 
     def _decrypt(self, data: bytes) -> bytes:
-        """Feed one raw read to OpenSSL and take out all the plaintext it completes (empty: none yet, or the end).
-
-        One `read` per record the raw read completed (OpenSSL returns one record per read), so the usual
-        chunk costs no SSLWantReadError; should complete records still wait in the BIO after that (a
-        record that carried no plaintext, a ticket: OpenSSL read on into the next), it reads until told to wait.
-        """
+        """Feed one raw read to OpenSSL and take out all the plaintext it completes (empty: none yet, or the end):
+        one `read` per record it completed (the usual chunk costs no SSLWantReadError), then, should complete records
+        still wait in the BIO (one without plaintext, a ticket: OpenSSL read on), reads until told to wait."""
         if data:
             self._in.write(data)
             records = self._track(data)

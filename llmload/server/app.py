@@ -62,7 +62,7 @@ class App:
         self._ids = itertools.count(1)
 
     def protocol(self) -> HttpProtocol:
-        return HttpProtocol(self.handle, self.cfg.max_body_bytes, self.clock)
+        return HttpProtocol(self.handle, self.cfg.max_body_bytes, self.clock, self.cfg.keepalive_requests)
 
     # entry point from the protocol
     def handle(self, req: Request) -> None:

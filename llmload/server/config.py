@@ -125,6 +125,9 @@ class ServerConfig:
 
     max_body_bytes: int = 8 * 1024 * 1024
     """larger request bodies get 413"""
+    keepalive_requests: int = 0
+    """close a connection after its Nth request (Connection: close on that answer), as nginx's keepalive_requests
+    (0: never)"""
     truth_log: str | None = None
     """CSV file of the true per-request times"""
     request_log: str | None = None
@@ -248,7 +251,7 @@ def validate(cfg: ServerConfig) -> None:
         raise ConfigError(f"--fault-slowdown-factor must be >= 1 (times slower), got {cfg.fault_slowdown_factor}")
     if not 0.0 <= cfg.early_stop_rate <= 1.0:
         raise ConfigError(f"--early-stop-rate must be in [0, 1], got {cfg.early_stop_rate}")
-    for name in ("reasoning_tokens", "tool_rounds"):
+    for name in ("reasoning_tokens", "tool_rounds", "keepalive_requests"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_flag(name)} must be >= 0, got {getattr(cfg, name)}")
     if cfg.headers_when not in ("arrival", "service"):

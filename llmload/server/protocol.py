@@ -36,10 +36,14 @@ class Request:
 
 
 class HttpProtocol(asyncio.Protocol):
-    def __init__(self, handle: Callable[[Request], None], max_body_bytes: int, clock: Callable[[], float]):
+    def __init__(self, handle: Callable[[Request], None], max_body_bytes: int, clock: Callable[[], float],
+                 keepalive_requests: int = 0):
         self.handle = handle
         """the application's entry point: called with each complete request, one at a time"""
         self.max_body_bytes = max_body_bytes
+        self.keepalive_requests = keepalive_requests
+        """the answer to the connection's Nth request closes it (0: never)"""
+        self.requests = 0
         self.clock = clock
         # None only until connection_made, which asyncio calls before any data arrives (so before
         # any send or close); typed non-optional so send(), run per chunk, needs no None check
@@ -95,8 +99,10 @@ class HttpProtocol(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         path, _, query = self._url.decode("latin-1").partition("?")
+        self.requests += 1
+        last = 0 < self.keepalive_requests <= self.requests
         request = Request(self.parser.get_method().decode(), path, self._headers,
-                          b"".join(self._body), self.parser.should_keep_alive(), self.clock(), self, query)
+                          b"".join(self._body), self.parser.should_keep_alive() and not last, self.clock(), self, query)
         if self._too_large:
             self.send(wire.http_response(413, wire.error_body(
                 413, f"Request body exceeds {self.max_body_bytes} bytes.", "invalid_request_error",

@@ -137,6 +137,26 @@ def test_a_stream_cut_over_tls_keeps_the_tokens_received(embedded_server, cert):
         assert r.error == "stream_broken" and r.output_tokens_client >= 7 and r.timing.itl_mean_ms is not None
 
 
+def test_a_reconnect_resumes_the_last_tls_session(embedded_server, cert):
+    """A server that closes each connection after its answer (`--keepalive-requests 1`, as nginx's
+    keepalive_requests) costs a full handshake once: each reconnect resumes the last session (a TLS 1.3 ticket)
+    and still answers in full. --new-connection-per-request (`Connection: close`) resumes nothing: each request is
+    a new client's."""
+    server = embedded_server(*EXACT, "--keepalive-requests", "1", "--tls-cert", str(cert[0]), "--tls-key",
+                             str(cert[1]), truth_log=False)
+
+    def three(**kwargs):
+        transport = FastTransport(server.base_url, ca_bundle=str(cert[0]), **kwargs)
+        results = [transport.stream(StreamRequest(endpoint="chat", model="m", prompt="hi", max_tokens=4,
+                                                  request_id=f"resume-{i}")) for i in range(3)]
+        transport.close()
+        assert all(r.ok and r.output_tokens_client == 4 and r.conn_reused == 0 for r in results), results
+        return transport.tickets.full, transport.tickets.resumed
+
+    assert three() == (1, 2)
+    assert three(headers={"Connection": "close"}) == (3, 0)
+
+
 CLOCK_JITTER_S = 0.001
 """a kernel stamp is moved from the real-time clock to perf_counter's by an offset read at the read"""
 

@@ -79,7 +79,7 @@ def add_options(parser: Any) -> None:
              "and a DCGM exporter for GPU utilisation and power)")
     add("--new-connection-per-request", action="store_true", default=False, include_in_web_ui=True,
         help="send `Connection: close`: every request opens a new TCP (+TLS) connection, so TTFT includes the "
-             "handshake each time (the connection-reuse question; connect_ms per row)")
+             "full handshake each time, as a new client's (no TLS session resumed; connect_ms per row)")
     add("--run-dir", default=d.run_dir, include_in_web_ui=True,
         help="where samples.csv, health.csv and run.json go (default reports/<timestamp>)")
     add("--ship", choices=SHIP_MODES, default=d.ship, include_in_web_ui=True,
