@@ -7,12 +7,15 @@ run/lifecycle/listeners.py does (the folders made for the proof are removed), th
 gets is made as in a run (implied_shape.py), its flags are checked by the same calls its first tick makes, and one
 line says what the run would do: the shape, its tiers, how long they are, and what refinement and the
 confirmation may add. The process then exits 0; a bad option ends in its one line and exit code 2, as the run
-would. A worker checks its numbers only (it has no plan), after it has reached its master.
+would. A worker checks its numbers only (it has no plan), after it has reached its master. Locust makes its web
+UI object before init (nothing binds until after it), and logs "Starting web interface at ..." then: with --dry-run
+on the command line that line is left out (`quiet_web_start`, at the parser's creation), as no interface starts.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -52,6 +55,18 @@ def on_init(environment: Any, **_kw: Any) -> None:
         logger.info("llmload: --dry-run: the command line is good; %s; nothing was sent", said)
     environment.process_exit_code = 0
     raise SystemExit(0)
+
+
+class _NoWebStart(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Starting web interface")
+
+
+def quiet_web_start(parser: Any = None, **_kw: Any) -> None:
+    """Locust's init_command_line_parser listener: with --dry-run given, Locust's "Starting web interface" line is
+    left out (no interface starts)."""
+    if "--dry-run" in sys.argv[1:]:
+        logging.getLogger("locust.main").addFilter(_NoWebStart())
 
 
 def _refuse(environment: Any, line: str) -> NoReturn:

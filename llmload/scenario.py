@@ -27,6 +27,7 @@ def install(events, *, shape_flags: bool = True) -> None:
     """Register everything llmload offers on a Locust `events` object (idempotent)."""
     if first_time(events, "dry_run"):  # first: a dry run ends before any other listener starts a thing
         events.init.add_listener(dry_run.on_init)
+        events.init_command_line_parser.add_listener(dry_run.quiet_web_start)
     # the SLO gate first: Locust fires `quitting` in reverse registration order, so its check runs
     # after the run listeners closed samples.csv and wrote run.json
     gate.install(events)

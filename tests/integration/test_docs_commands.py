@@ -226,6 +226,14 @@ def test_a_dry_run_says_the_plan_and_starts_nothing(folder):
     assert not (folder / "reports").exists()
 
 
+def test_a_dry_run_of_the_web_ui_starts_no_interface_and_says_none(folder):
+    done = subprocess.run([sys.executable, "-m", "llmload", "ui", "--web-port", "0", "--dry-run"], cwd=folder,
+                          env=env(), capture_output=True, text=True, timeout=90)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "--dry-run: the command line is good" in said, said[-800:]
+    assert "Starting web interface" not in said, said[-800:]  # Locust's line, before init: left out
+
+
 def test_a_dry_run_with_a_bad_flag_is_one_line_and_exit_2(folder):
     done = subprocess.run([sys.executable, "-m", "llmload", "run", "--dry-run", "--tiers", "1,x"],
                           cwd=folder, env=env(), capture_output=True, text=True, timeout=90)
