@@ -88,6 +88,7 @@ def busy_machine_text(machine: MachineLoad, pct: str = "%", past: bool = False) 
     """The starved cause in words, with the machine's figures (`past`: as the report tells a run that ended)."""
     is_, hold, waits = ("was", "held", "waited") if past else ("is", "hold", "waits")
     return (f"the machine {is_} busy with other work ({machine_figures(machine, pct)}): other processes {hold} the "
-            f"CPUs and this one {waits} for a turn; run fewer other processes beside the generator (or move them), "
-            "or give it a dedicated machine or cores of its own (a lag that stays once the machine is quiet is a "
-            "blocking call in the process)")
+            f"CPUs and this one {waits} for a turn; run fewer other processes beside the generator (or move them, "
+            "or lower their priority: renice them, and where the kernel groups sessions, sched_autogroup, their "
+            "session's /proc/PID/autogroup), or give it a dedicated machine or cores of its own (a lag that stays "
+            "once the machine is quiet is a blocking call in the process)")

@@ -48,5 +48,5 @@ def shed_codes(row) -> str:  # a rules.tier.Tier
     if row.n_503:
         codes.append(f"{row.n_503} x 503")
     if row.n_stream_error:
-        codes.append(f"{row.n_stream_error} in-stream error events")
+        codes.append(f"{row.n_stream_error} in-stream error event" + ("" if row.n_stream_error == 1 else "s"))
     return ", ".join(codes)

@@ -8,6 +8,7 @@ limiter and saturation rules (a quota's or a rate limiter's refusals say nothing
 from __future__ import annotations
 
 from llmload.rules.limits import REJECT_LIMIT
+from llmload.rules.text import plural
 from llmload.rules.tier import Tier
 
 
@@ -22,7 +23,7 @@ def evidence(row: Tier, with_wait: bool = True) -> str:
     """'the server shed 30% of requests (64 x 503) instead of queueing them (estimated wait 0 ms)'; `with_wait`
     False: without the queue or wait in brackets (said beside it already)."""
     parts = [f"{row.n_503} x 503"] if row.n_503 else []
-    parts += [f"{row.n_stream_error} in-stream errors"] if row.n_stream_error else []
+    parts += [plural(row.n_stream_error, "in-stream error")] if row.n_stream_error else []
     waiting = "" if not with_wait else (f" (its queue held {row.srv_queue:.1f})" if row.has_server_queue else
                f" (estimated wait {row.wait_ms:.0f} ms)" if row.wait_ms == row.wait_ms else "")
     return (f"the server shed {(row.n_503 + row.n_stream_error) / row.sent:.0%} of requests ({', '.join(parts)}) "

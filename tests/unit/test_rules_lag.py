@@ -52,7 +52,9 @@ def test_live_low_cpu_on_a_pressed_machine_says_the_machine_is_busy():
     assert text == HEAD.format(cpu=8) + (
         "Not too many streams (CPU below 60 %): the machine is busy with other work (CPU pressure 64 %, steal 0 %, "
         "2 runnable tasks on 2 CPUs): other processes hold the CPUs and this one waits for a turn; run fewer other "
-        "processes beside the generator (or move them), or give it a dedicated machine or cores of its own (a lag "
+        "processes beside the generator (or move them, or lower their priority: renice them, and where the kernel "
+        "groups sessions, sched_autogroup, their session's /proc/PID/autogroup), or give it a dedicated machine or "
+        "cores of its own (a lag "
         "that stays once the machine is quiet is a blocking call in the process); more processes will not help")
     assert "blocked by a blocking call" not in text
     assert "the machine is busy with other work (CPU pressure 3 %, steal 35 %" in overload_text("w1", 40, 8, STOLEN)
