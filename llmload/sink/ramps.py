@@ -8,7 +8,8 @@ How it works, on every process of a run whose locustfile has no shape:
   * spawning_complete (`on_spawned`): a generating process now waits for the users the ramp added;
     a master for its workers;
   * every attempt's row passes `stamp(row)` on the process that made it (rows.RowSink), before it
-    is written or shipped: it counts for the window and gets tier 0 and its phase;
+    is written or shipped: it gets tier 0 and its phase, and counts for the window if the server
+    answered it (status > 0: a connect error or a timeout before the headers warmed nothing);
   * a worker tells the master (`llmload_warm`, its time moved onto the master's clock there) when
     its window closed, or at once when the ramp gave it no users; the master closes its own window
     (the one its LLM tab reads) once every worker has told it.
@@ -25,6 +26,7 @@ from typing import Any
 
 import gevent
 
+from llmload.sink.histograms import number
 from llmload.sink.roles import is_master, is_worker
 from llmload.sink.warmup import RampWarmup
 from llmload.sink.window import scenario_snapshots
@@ -107,7 +109,8 @@ class RampWatch:
         if not self.warmup.active or row.get("tier") not in (None, ""):
             return
         now_s = time.time()
-        closed = self.warmup.saw((row.get("worker"), row.get("user")), now_s, now_s)
+        answered = int(number(row.get("status")) or 0) > 0
+        closed = self.warmup.saw((row.get("worker"), row.get("user")), now_s, now_s, answered)
         row["tier"], row["phase"] = 0, self.warmup.phase_at(float(row["ts_start_s"]))
         if closed:
             self._closed()
@@ -136,7 +139,7 @@ class RampWatch:
         elif is_master(self.runner):
             why = f"each of the {window.counted} workers reported its users' first requests done"
         else:
-            why = (f"each of the {window.counted} users the ramp added has finished a request (answered or failed) "
-                   "after the last spawn")
+            why = (f"each of the {window.counted} users the ramp added has had an answer from the server "
+                   "(a success or a refusal) after the last spawn")
         logger.info("llmload: warm-up over at +%.1f s (%s); requests sent from now on are phase=measure",
                     after_s, why)

@@ -8,10 +8,13 @@ warm-up windows in unix seconds:
     (the web UI's Edit, a new spawn message): `open_window`. A shrinking count opens none;
   * `spawned(now_s, target)` marks the moment the last user was spawned (Locust's
     `spawning_complete`; on a worker the master's, which it forwards once every worker has spawned);
-  * the window closes once each counted unit has finished an attempt (success or not) that ended
-    after that moment (`saw`). A generating process counts the users the ramp added (all of them
-    at the start), keyed by user; a master counts its workers, each of which reports when its own
-    window closed. With `--warmup-seconds S` the window instead closes at max(start + S, spawned);
+  * the window closes once each counted unit has had an answer from the server (an HTTP status: a
+    success, or a refusal such as 429, which went through the server) to an attempt that ended after
+    that moment (`saw`). An attempt with no answer (cannot connect, timed out before the headers) does
+    not count: it took no warm path, so a user that is never answered keeps the warm-up open. A
+    generating process counts the users the ramp added (all of them at the start), keyed by user; a
+    master counts its workers, each of which reports when its own window closed. With
+    `--warmup-seconds S` the window instead closes at max(start + S, spawned);
   * an attempt sent while a window was open (or before it closed) is phase=warmup, any other one
     phase=measure (`phase_at`). A row is stamped when its attempt ends, so while a window is open
     every row is warm-up: its start lies before the window's end, whenever that comes.
@@ -115,11 +118,13 @@ class RampWarmup:
         window.counted = max(0, self.target - window.base) if units is None else units
         return self.tick(now_s)
 
-    def saw(self, key: Hashable, end_s: float, now_s: float) -> bool:
-        """An attempt of `key` ended at `end_s` (reported at `now_s`); True if that closed the window."""
+    def saw(self, key: Hashable, end_s: float, now_s: float, answered: bool = True) -> bool:
+        """An attempt of `key` ended at `end_s` (reported at `now_s`); True if that closed the window.
+        One the server did not answer (`answered` False) does not count (module docstring)."""
         self._seen.add(key)
         window = self.current
-        if window is None or window.spawned_s is None or self.fixed_s is not None or now_s < window.spawned_s:
+        if (window is None or window.spawned_s is None or self.fixed_s is not None or now_s < window.spawned_s
+                or not answered):
             return False
         if self.new_only and key in self._known:
             return False
@@ -163,7 +168,7 @@ class RampWarmup:
         return "measure"
 
     def progress(self) -> str:
-        """What the open window waits for, e.g. '3 of 8 users done' ('' when none is open)."""
+        """What the open window waits for, e.g. '3 of 8 users answered' ('' when none is open)."""
         window = self.current
         if window is None:
             return ""
@@ -171,8 +176,9 @@ class RampWarmup:
             return "ramping"
         if self.fixed_s is not None:
             return f"{self.fixed_s:g} s"
-        unit = "users" if self.new_only else "workers"
-        return f"{len(window.done)} of {window.counted} {unit} done"
+        if self.new_only:
+            return f"{len(window.done)} of {window.counted} users answered"
+        return f"{len(window.done)} of {window.counted} workers done"
 
     def measure_spans(self, now_snapshot: dict, now_s: float) -> list[tuple[dict, dict, float]]:
         """(stats before, stats after, seconds) of each stretch between windows (the measured ones)."""

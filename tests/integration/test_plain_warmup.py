@@ -1,6 +1,6 @@
 """A run without a shape flags its ramp as warm-up: every user's first request, and everything sent before
-each user has finished a request after the last spawn, is phase=warmup; a later ramp (users added) is
-warm-up again until the new users have each finished one. Locust's real LocalRunner, embedded server."""
+each user has had an answer after the last spawn, is phase=warmup; a later ramp (users added) is
+warm-up again until the new users have each been answered. Locust's real LocalRunner, embedded server."""
 
 from __future__ import annotations
 
@@ -136,3 +136,23 @@ def test_distributed_workers_stamp_their_rows_and_the_master_hears_when_it_is_ov
     assert all((r["phase"] == "measure") == (float(r["ts_start_s"]) >= boundary_s) for r in rows)
     assert run_state(master_env).ramps.warmup.windows[0].end_s is not None  # the worker told the master
     assert sum("warm-up over" in m and "workers reported" in m for m in caplog.messages) == 1
+
+
+def test_attempts_the_server_never_answered_do_not_end_the_warmup(tmp_path, caplog):
+    """An unreachable host: every attempt fails to connect, so no user is ever answered and the warm-up stays
+    open (it used to close on the failures and log that each user had 'finished a request')."""
+    import socket
+
+    caplog.set_level(logging.INFO, logger="llmload")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    env, runner = start_run(url, tmp_path / "run")
+    runner.start(2, spawn_rate=100)
+    gevent.sleep(1.5)
+    warmup = run_state(env).ramps.warmup
+    assert warmup.current is not None and warmup.current.spawned_s is not None  # spawned, still waiting
+    assert warmup.progress() == "0 of 2 users answered"
+    rows = finish(env, runner)
+    assert len(rows) >= 4 and all(r["status"] in ("", "0") and r["phase"] == "warmup" for r in rows)
+    assert not any("warm-up over" in m for m in caplog.messages)

@@ -19,9 +19,11 @@ def test_first_ramp_waits_for_every_user_after_the_last_spawn():
     assert ramp.phase_at(100.5) == "warmup" and ramp.progress() == "ramping"
     assert not ramp.saw("u1", 101.0, 101.0)  # before the last spawn: does not count
     assert not ramp.spawned(101.5)
-    assert ramp.progress() == "0 of 3 users done"
+    assert ramp.progress() == "0 of 3 users answered"
     assert not ramp.saw("u1", 102.0, 102.0) and not ramp.saw("u2", 102.2, 102.2)
     assert ramp.phase_at(150.0) == "warmup"  # still open: anything sent so far is warm-up
+    assert not ramp.saw("u3", 102.3, 102.3, answered=False)  # no answer (cannot connect): warmed nothing
+    assert ramp.progress() == "2 of 3 users answered"
     assert ramp.saw("u3", 102.4, 102.4)
     assert (ramp.phase_at(102.3), ramp.phase_at(102.4), ramp.phase_at(99.0)) == ("warmup", "measure", "measure")
     assert ramp.progress() == ""
@@ -39,7 +41,7 @@ def test_more_users_later_warm_up_again_fewer_do_not():
     ramp.open_window(8.0, 3)  # one new user: a new window from 8.0
     assert ramp.phase_at(7.0) == "measure" and ramp.phase_at(8.0) == "warmup"
     ramp.spawned(8.5)
-    assert ramp.progress() == "0 of 2 users done"  # 3 now, 1 before the ramp
+    assert ramp.progress() == "0 of 2 users answered"  # 3 now, 1 before the ramp
     assert not ramp.saw("a", 9.0, 9.0)  # an old user does not count
     assert not ramp.saw("c", 9.1, 9.1)
     assert ramp.saw("d", 9.4, 9.4)
